@@ -1,0 +1,360 @@
+//! Classification of GPU activity names into buckets by priority-ordered regex rules.
+//!
+//! Names are normalized first (Itanium-demangled, rocprof's `.kd` suffixes stripped), every
+//! pattern is compiled once into a `RegexSet`, and each *distinct* name is classified once, in
+//! parallel: a trace with 45k kernels often has a few dozen distinct names.
+
+pub mod rules;
+
+use crate::error::RuleError;
+use crate::model::{ActivityKind, NameId, Trace};
+use rayon::prelude::*;
+use regex::{Regex, RegexSet};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+pub use rules::{Library, Rule, RuleDef};
+
+/// Where GPU activity time goes (the feed's `buckets[].bucket`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bucket {
+    Gemm,
+    Attention,
+    Conv,
+    Elementwise,
+    Communication,
+    Memory,
+    Other,
+}
+
+impl Bucket {
+    pub const ALL: [Bucket; 7] = [
+        Bucket::Gemm,
+        Bucket::Attention,
+        Bucket::Conv,
+        Bucket::Elementwise,
+        Bucket::Communication,
+        Bucket::Memory,
+        Bucket::Other,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bucket::Gemm => "gemm",
+            Bucket::Attention => "attention",
+            Bucket::Conv => "conv",
+            Bucket::Elementwise => "elementwise",
+            Bucket::Communication => "communication",
+            Bucket::Memory => "memory",
+            Bucket::Other => "other",
+        }
+    }
+}
+
+/// The verdict for one name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Class {
+    pub bucket: Bucket,
+    pub family: String,
+    pub library: String,
+    /// The winning rule; `None` when nothing matched (unclassified, counted in `other`).
+    pub rule: Option<usize>,
+}
+
+impl Class {
+    fn unclassified() -> Class {
+        Class {
+            bucket: Bucket::Other,
+            family: "unclassified".into(),
+            library: "unknown".into(),
+            rule: None,
+        }
+    }
+}
+
+/// Compiled rules.
+pub struct RuleSet {
+    pub rules: Vec<Rule>,
+    pub libraries: Vec<Library>,
+    set: RegexSet,
+    regexes: Vec<Regex>,
+    library_regexes: Vec<Regex>,
+}
+
+/// Why a name got its class: every matching rule, best first.
+pub struct Explanation {
+    pub normalized: String,
+    /// Indices into [`RuleSet::rules`], winner first.
+    pub matched: Vec<usize>,
+}
+
+impl RuleSet {
+    /// Built-in rules plus `extra_dirs`, with every rule's own examples checked.
+    pub fn load(extra_dirs: &[PathBuf]) -> Result<RuleSet, RuleError> {
+        let (rules, libraries) = rules::load(extra_dirs)?;
+        let mut library_regexes = Vec::with_capacity(libraries.len());
+        for l in &libraries {
+            let re = Regex::new(&l.def.pattern).map_err(|e| RuleError::Pattern {
+                file: l.file.clone(),
+                id: format!("library {}", l.def.name),
+                message: e.to_string(),
+            })?;
+            for ex in &l.def.matches {
+                if !re.is_match(&normalize(ex)) {
+                    return Err(RuleError::Example {
+                        file: l.file.clone(),
+                        id: format!("library {}", l.def.name),
+                        message: format!("pattern does not match its example {ex:?}"),
+                    });
+                }
+            }
+            library_regexes.push(re);
+        }
+        let mut regexes = Vec::with_capacity(rules.len());
+        for r in &rules {
+            let re = Regex::new(&r.def.pattern).map_err(|e| RuleError::Pattern {
+                file: r.file.clone(),
+                id: r.def.id.clone(),
+                message: e.to_string(),
+            })?;
+            regexes.push(re);
+        }
+        let set = RegexSet::new(rules.iter().map(|r| &r.def.pattern)).map_err(|e| {
+            RuleError::Pattern {
+                file: PathBuf::from("rules"),
+                id: "(set)".into(),
+                message: e.to_string(),
+            }
+        })?;
+        let rs = RuleSet {
+            rules,
+            libraries,
+            set,
+            regexes,
+            library_regexes,
+        };
+        rs.check_own_examples()?;
+        Ok(rs)
+    }
+
+    /// Each rule's pattern matches its `match` examples and none of its `no_match` examples.
+    fn check_own_examples(&self) -> Result<(), RuleError> {
+        for (r, re) in self.rules.iter().zip(&self.regexes) {
+            let err = |message: String| RuleError::Example {
+                file: r.file.clone(),
+                id: r.def.id.clone(),
+                message,
+            };
+            if r.def.matches.is_empty() {
+                return Err(err("has no `match` examples".into()));
+            }
+            for ex in &r.def.matches {
+                if !re.is_match(&normalize(ex)) {
+                    return Err(err(format!("pattern does not match its example {ex:?}")));
+                }
+            }
+            for ex in &r.def.no_match {
+                if re.is_match(&normalize(ex)) {
+                    return Err(err(format!(
+                        "pattern matches its `no_match` example {ex:?}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stronger check for `rules check` and the tests: every `match` example is *won* by its
+    /// rule against the whole set, so priorities agree with the examples.
+    pub fn check_winners(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for (i, r) in self.rules.iter().enumerate() {
+            for ex in &r.def.matches {
+                let c = self.classify(ex);
+                if c.rule != Some(i) {
+                    let winner = c.rule.map_or("nothing".to_string(), |w| {
+                        format!("rule '{}'", self.rules[w].def.id)
+                    });
+                    problems.push(format!(
+                        "{}: rule '{}': its example {ex:?} is won by {winner}",
+                        r.file.display(),
+                        r.def.id
+                    ));
+                }
+            }
+        }
+        problems
+    }
+
+    /// Every rule matching `name`, winner first.
+    pub fn explain(&self, name: &str) -> Explanation {
+        let normalized = normalize(name).into_owned();
+        let mut matched: Vec<usize> = self.set.matches(&normalized).into_iter().collect();
+        matched.sort_by_key(|&i| (-self.rules[i].def.priority, self.rules[i].order));
+        Explanation {
+            normalized,
+            matched,
+        }
+    }
+
+    /// Classifies one raw name.
+    pub fn classify(&self, name: &str) -> Class {
+        let ex = self.explain(name);
+        match ex.matched.first() {
+            Some(&i) => {
+                let d = &self.rules[i].def;
+                let library = match &d.library {
+                    Some(l) => l.clone(),
+                    None => self.library_of(&ex.normalized).to_string(),
+                };
+                Class {
+                    bucket: d.bucket,
+                    family: d.family.clone(),
+                    library,
+                    rule: Some(i),
+                }
+            }
+            None => Class {
+                library: self.library_of(&ex.normalized).to_string(),
+                ..Class::unclassified()
+            },
+        }
+    }
+
+    /// The library a (normalized) name belongs to, by the `[[library]]` table.
+    pub fn library_of(&self, normalized: &str) -> &str {
+        self.library_regexes
+            .iter()
+            .position(|re| re.is_match(normalized))
+            .map_or("unknown", |i| self.libraries[i].def.name.as_str())
+    }
+
+    /// Classifies every distinct name that some GPU activity carries. Memcpy and memset
+    /// activities that no rule names still go to `memory`: their kind says what they are.
+    pub fn classify_trace(&self, trace: &Trace) -> Classified {
+        let mut used = vec![None::<ActivityKind>; trace.names.len()];
+        for (&n, &k) in trace.activities.name.iter().zip(&trace.activities.kind) {
+            used[n.index()].get_or_insert(k);
+        }
+        let todo: Vec<(NameId, ActivityKind)> = used
+            .iter()
+            .enumerate()
+            .filter_map(|(i, k)| k.map(|k| (NameId(i as u32), k)))
+            .collect();
+        let classes: Vec<(NameId, Class)> = todo
+            .par_iter()
+            .map(|&(id, kind)| {
+                let mut c = self.classify(trace.names.get(id));
+                if c.rule.is_none() && kind != ActivityKind::Kernel {
+                    c = Class {
+                        bucket: Bucket::Memory,
+                        family: kind_family(kind).into(),
+                        library: "runtime".into(),
+                        rule: None,
+                    };
+                }
+                (id, c)
+            })
+            .collect();
+        let mut by_name = vec![None; trace.names.len()];
+        for (id, c) in classes {
+            by_name[id.index()] = Some(c);
+        }
+        Classified { by_name }
+    }
+}
+
+fn kind_family(kind: ActivityKind) -> &'static str {
+    match kind {
+        ActivityKind::Memcpy => "memcpy",
+        ActivityKind::Memset => "memset",
+        ActivityKind::Kernel => "kernel",
+    }
+}
+
+/// The class of every name used by a GPU activity, indexed by `NameId`.
+pub struct Classified {
+    by_name: Vec<Option<Class>>,
+}
+
+impl Classified {
+    pub fn get(&self, id: NameId) -> &Class {
+        static UNCLASSIFIED: std::sync::OnceLock<Class> = std::sync::OnceLock::new();
+        self.by_name
+            .get(id.index())
+            .and_then(|c| c.as_ref())
+            .unwrap_or_else(|| UNCLASSIFIED.get_or_init(Class::unclassified))
+    }
+    /// Whether the name matched no rule (counted as unclassified).
+    pub fn is_unclassified(&self, id: NameId) -> bool {
+        let c = self.get(id);
+        c.rule.is_none() && c.family == "unclassified"
+    }
+}
+
+/// The form rules match against: Itanium-mangled names demangled (CK and aiter kernels are often
+/// left mangled in ROCm traces), rocprof's `.kd` / ` [clone .kd]` / ` (.kd)` suffixes removed.
+pub fn normalize(name: &str) -> Cow<'_, str> {
+    let trimmed = strip_kd(name.trim());
+    if trimmed.starts_with("_Z") {
+        if let Some(d) = demangle(trimmed) {
+            return Cow::Owned(d);
+        }
+    }
+    if trimmed.len() == name.len() {
+        Cow::Borrowed(name)
+    } else {
+        Cow::Borrowed(trimmed)
+    }
+}
+
+fn strip_kd(s: &str) -> &str {
+    for suffix in [" [clone .kd]", " (.kd)", ".kd"] {
+        if let Some(x) = s.strip_suffix(suffix) {
+            return x.trim_end();
+        }
+    }
+    s
+}
+
+fn demangle(s: &str) -> Option<String> {
+    let sym = cpp_demangle::Symbol::new(s).ok()?;
+    let opts = cpp_demangle::DemangleOptions::new().no_return_type();
+    sym.demangle(&opts).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_strips_suffixes_and_demangles() {
+        assert_eq!(normalize("Cijk_Foo.kd"), "Cijk_Foo");
+        assert_eq!(
+            normalize("void at::native::k<float>() [clone .kd]"),
+            "void at::native::k<float>()"
+        );
+        assert_eq!(normalize("vecCopy (.kd)"), "vecCopy");
+        let d = normalize("_ZN5aiter24add_rmsnorm_quant_kernelILi1EEEvPf");
+        assert!(d.starts_with("aiter::add_rmsnorm_quant_kernel<1>"), "{d}");
+        // Not a valid mangling: kept as is.
+        assert_eq!(normalize("_Zgarbage"), "_Zgarbage");
+    }
+
+    #[test]
+    fn builtin_rules_load_and_their_examples_win() {
+        let rs = RuleSet::load(&[]).unwrap();
+        assert!(rs.rules.len() > 50);
+        let problems = rs.check_winners();
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+        // Libraries inferred where the rule leaves them out.
+        assert_eq!(rs.classify("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib").library, "aiter");
+        assert_eq!(
+            rs.classify("void vllm::rms_norm_kernel<c10::BFloat16, 8, 4>")
+                .library,
+            "vLLM"
+        );
+        assert_eq!(rs.classify("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>").library, "ATen");
+    }
+}

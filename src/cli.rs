@@ -1,0 +1,341 @@
+//! The command line: clap definitions, and `run`, which turns them into library calls. Nothing
+//! below this module sees a clap type.
+
+use crate::analysis::{analyze, AnalysisOptions};
+use crate::classify::RuleSet;
+use crate::ingest::{read_all, ReadOptions};
+use crate::report::{self, table::TableOptions};
+use anyhow::{bail, Context, Result};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "\
+Examples:
+  rocprof-classify trace.json.gz                 where the GPU time goes
+  rocprof-classify traces/                        every rank in a directory
+  rocprof-classify --json feed.json trace.json    also write the JSON feed
+  rocprof-classify --json - trace.json | jq .buckets
+  rocprof-classify rules explain 'Cijk_Alik_Bljk_HHS_BH_MT128x128x32'
+  rocprof-classify rules check my-rules/";
+
+/// Where a PyTorch model's GPU time goes, from torch.profiler (Kineto) traces of AMD ROCm and
+/// NVIDIA CUDA runs.
+#[derive(Parser, Debug)]
+#[command(
+    name = "rocprof-classify",
+    version,
+    about,
+    after_help = EXAMPLES,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    subcommand_precedence_over_arg = false
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Trace files (.json or .json.gz), directories (one file per rank), or - for stdin.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+
+    /// Write the JSON feed (FEED.md) to PATH, or to stdout with `-` (then no table is printed).
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<PathBuf>,
+
+    /// Number of kernels in the top-kernels table and feed.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+
+    /// Treat a truncated trace as an error instead of analyzing what was written.
+    #[arg(long)]
+    pub strict: bool,
+
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+/// Options every command takes.
+#[derive(Args, Debug, Clone)]
+pub struct GlobalArgs {
+    /// Directory of extra rule files (*.toml); a rule with a built-in id replaces it. Repeatable.
+    #[arg(long, value_name = "DIR", global = true)]
+    pub rules: Vec<PathBuf>,
+
+    /// Worker threads (default: all cores).
+    #[arg(long, value_name = "N", global = true)]
+    pub threads: Option<usize>,
+
+    /// When to color the terminal output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    pub color: ColorChoice,
+
+    /// No warnings or notes on stderr (errors are still printed).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List, check or explain the classification rules.
+    Rules {
+        #[command(subcommand)]
+        action: RulesAction,
+    },
+    /// Print shell completions.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the JSON Schema of the feed.
+    Schema,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RulesAction {
+    /// Every rule: id, bucket, family, library, priority, file.
+    List,
+    /// Load the rules (built-in plus DIR) and check every example; exit 2 on any problem.
+    Check {
+        /// A directory of rule files to check with the built-in ones.
+        dir: Option<PathBuf>,
+    },
+    /// Classify kernel names, one per line, from FILE or stdin: prints bucket, family, library,
+    /// rule and name as tab-separated columns.
+    Classify {
+        /// A file of names, one per line (default: stdin).
+        file: Option<PathBuf>,
+    },
+    /// Every rule that matches NAME, its priority, and which one wins.
+    Explain {
+        /// A kernel name as it appears in a trace (mangled names are demangled first).
+        name: String,
+    },
+}
+
+/// Exit status: 0 ok, 1 a requested gate tripped, 2 error (returned as `Err`).
+pub type Status = i32;
+
+fn use_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::env::var("TERM").map_or(true, |t| t != "dumb")
+        }
+    }
+}
+
+fn load_rules(dirs: &[PathBuf]) -> Result<RuleSet> {
+    RuleSet::load(dirs).context("loading classification rules")
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<Status> {
+    if let Some(n) = cli.global.threads {
+        if n == 0 {
+            bail!("--threads must be at least 1");
+        }
+        // Fails only if a pool exists already (tests calling run twice): keep that one.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global();
+    }
+    match cli.command {
+        Some(Command::Rules { action }) => run_rules(action, &cli.global),
+        Some(Command::Completions { shell }) => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "rocprof-classify", &mut std::io::stdout());
+            Ok(0)
+        }
+        Some(Command::Schema) => {
+            write_stdout(report::FEED_SCHEMA.as_bytes())?;
+            Ok(0)
+        }
+        None => run_analyze(&cli),
+    }
+}
+
+fn run_analyze(cli: &Cli) -> Result<Status> {
+    let rules = load_rules(&cli.global.rules)?;
+    let trace = read_all(&cli.paths, &ReadOptions { strict: cli.strict })?;
+    if !cli.global.quiet {
+        for input in &trace.inputs {
+            for w in &input.warnings {
+                eprintln!("warning: {}: {w}", input.path);
+            }
+        }
+    }
+    let analysis = analyze(&trace, &rules, &AnalysisOptions { top: cli.top });
+    let json_to_stdout = cli.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if let Some(path) = &cli.json {
+        let bytes = report::json::render(&analysis);
+        if json_to_stdout {
+            write_stdout(&bytes)?;
+        } else {
+            std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    if !json_to_stdout {
+        let color = use_color(cli.global.color);
+        let width = if std::io::stdout().is_terminal() {
+            terminal_width().unwrap_or(120)
+        } else {
+            120
+        };
+        write_stdout(&report::table::render(
+            &analysis,
+            &TableOptions { color, width },
+        ))?;
+    }
+    Ok(0)
+}
+
+fn terminal_width() -> Option<u16> {
+    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok())
+}
+
+fn run_rules(action: RulesAction, global: &GlobalArgs) -> Result<Status> {
+    match action {
+        RulesAction::List => {
+            let rules = load_rules(&global.rules)?;
+            let mut t = comfy_table::Table::new();
+            t.load_preset(comfy_table::presets::NOTHING);
+            t.set_header(["id", "bucket", "family", "library", "priority", "file"]);
+            for r in &rules.rules {
+                t.add_row(vec![
+                    r.def.id.clone(),
+                    r.def.bucket.as_str().to_string(),
+                    r.def.family.clone(),
+                    r.def.library.clone().unwrap_or_else(|| "(by name)".into()),
+                    r.def.priority.to_string(),
+                    r.file.display().to_string(),
+                ]);
+            }
+            write_stdout(format!("{t}\n").as_bytes())?;
+            Ok(0)
+        }
+        RulesAction::Check { dir } => {
+            let mut dirs = global.rules.clone();
+            dirs.extend(dir);
+            let rules = load_rules(&dirs)?;
+            let problems = rules.check_winners();
+            if !problems.is_empty() {
+                for p in &problems {
+                    eprintln!("error: {p}");
+                }
+                bail!("{} rule example(s) are won by another rule", problems.len());
+            }
+            let examples: usize = rules
+                .rules
+                .iter()
+                .map(|r| r.def.matches.len() + r.def.no_match.len())
+                .sum();
+            write_stdout(
+                format!(
+                    "ok: {} rules, {} examples checked\n",
+                    rules.rules.len(),
+                    examples
+                )
+                .as_bytes(),
+            )?;
+            Ok(0)
+        }
+        RulesAction::Classify { file } => {
+            let rules = load_rules(&global.rules)?;
+            let text = match &file {
+                Some(p) if p.as_os_str() != "-" => std::fs::read_to_string(p)
+                    .with_context(|| format!("reading {}", p.display()))?,
+                _ => {
+                    std::io::read_to_string(std::io::stdin()).context("reading names from stdin")?
+                }
+            };
+            let mut out = String::new();
+            for name in text.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
+                let c = rules.classify(name);
+                let rule = c.rule.map_or("-", |i| rules.rules[i].def.id.as_str());
+                out.push_str(&format!(
+                    "{}\t{}\t{}\t{}\t{}\n",
+                    c.bucket.as_str(),
+                    c.family,
+                    c.library,
+                    rule,
+                    name
+                ));
+            }
+            write_stdout(out.as_bytes())?;
+            Ok(0)
+        }
+        RulesAction::Explain { name } => {
+            let rules = load_rules(&global.rules)?;
+            let ex = rules.explain(&name);
+            let mut out = String::new();
+            if ex.normalized != name {
+                out.push_str(&format!("normalized: {}\n", ex.normalized));
+            }
+            if ex.matched.is_empty() {
+                out.push_str("no rule matches: unclassified (bucket other)\n");
+            }
+            for (k, &i) in ex.matched.iter().enumerate() {
+                let r = &rules.rules[i];
+                out.push_str(&format!(
+                    "{} {:<32} priority {:>4}  bucket {:<13} family {:<16} library {}  ({})\n",
+                    if k == 0 { "WINNER" } else { "      " },
+                    r.def.id,
+                    r.def.priority,
+                    r.def.bucket.as_str(),
+                    r.def.family,
+                    r.def.library.as_deref().unwrap_or("(by name)"),
+                    r.file.display()
+                ));
+            }
+            write_stdout(out.as_bytes())?;
+            Ok(0)
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is reported as an `io::Error` of kind BrokenPipe,
+/// which `main` turns into a quiet exit 0.
+fn write_stdout(bytes: &[u8]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn subcommands_only_as_first_word() {
+        let c = Cli::try_parse_from(["rocprof-classify", "rules", "list"]).unwrap();
+        assert!(matches!(
+            c.command,
+            Some(Command::Rules {
+                action: RulesAction::List
+            })
+        ));
+        let c = Cli::try_parse_from(["rocprof-classify", "trace.json", "rules"]).unwrap();
+        assert!(c.command.is_none());
+        assert_eq!(
+            c.paths,
+            vec![PathBuf::from("trace.json"), PathBuf::from("rules")]
+        );
+    }
+}

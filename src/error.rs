@@ -1,0 +1,80 @@
+//! Typed errors at the library's seams. Every message names the file and, where there is one,
+//! the byte offset or rule id, so a user can find the problem without a debugger.
+
+use std::path::PathBuf;
+
+/// Reading an input failed; nothing from this input can be trusted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IngestError {
+    #[error("{path}: cannot open: {source}")]
+    Open {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: read error at byte {offset}: {source}")]
+    Io {
+        path: String,
+        offset: u64,
+        source: std::io::Error,
+    },
+    #[error("{path}: empty file")]
+    Empty { path: String },
+    #[error("{path}: not a trace this tool reads (byte {offset}): {reason}")]
+    Unrecognized {
+        path: String,
+        offset: u64,
+        reason: String,
+    },
+    #[error("{path}: {format} input is recognized but not supported yet")]
+    Unsupported { path: String, format: &'static str },
+    #[error("{path}: malformed JSON at byte {offset}: {message}")]
+    Json {
+        path: String,
+        offset: u64,
+        message: String,
+    },
+    #[error("{path}: no \"traceEvents\" array (read {bytes} bytes)")]
+    NoEvents { path: String, bytes: u64 },
+    #[error(
+        "{path}: truncated at byte {offset} after {events} events (--strict makes this an error)"
+    )]
+    Truncated {
+        path: String,
+        offset: u64,
+        events: u64,
+    },
+    #[error("{path}: no trace files found in this directory")]
+    EmptyDir { path: String },
+}
+
+/// Loading or checking classification rules failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuleError {
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{file}: {message}")]
+    Parse { file: PathBuf, message: String },
+    #[error("{file}: rule '{id}': bad pattern: {message}")]
+    Pattern {
+        file: PathBuf,
+        id: String,
+        message: String,
+    },
+    #[error("{file}: rule '{id}': {message}")]
+    Example {
+        file: PathBuf,
+        id: String,
+        message: String,
+    },
+    #[error("{file}: duplicate rule id '{id}' (first defined in {first})")]
+    Duplicate {
+        file: PathBuf,
+        id: String,
+        first: PathBuf,
+    },
+}

@@ -1,0 +1,740 @@
+//! PyTorch profiler (Kineto) Chrome traces, from CUDA (CUPTI) and ROCm (roctracer) builds, 2021
+//! to now. See <https://pytorch.org/docs/stable/profiler.html> and `reference/formats.md` §1.
+//!
+//! The file is streamed ([`json_stream`](super::json_stream)); each batch of events is parsed in
+//! parallel with serde into borrowed skeletons (only the fields we use; serde skips the rest) and
+//! appended in file order, so the table is the same for any thread count.
+
+use super::json_stream::{self, ScanError, ScanSink};
+use super::num::{micros_to_ns, to_u64, trailing_u64, unquote};
+use super::{ReadOptions, Reader, Source};
+use crate::error::IngestError;
+use crate::model::{
+    Activity, ActivityKind, Device, Format, HostEvent, HostKind, InputMeta, NameId, Trace, Vendor,
+};
+use rayon::prelude::*;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The Kineto reader.
+pub struct KinetoReader;
+
+impl Reader for KinetoReader {
+    fn format(&self) -> Format {
+        Format::Kineto
+    }
+
+    fn sniff(&self, head: &[u8]) -> Option<bool> {
+        let start = head
+            .iter()
+            .position(|b| !b.is_ascii_whitespace() && *b != 0xEF && *b != 0xBB && *b != 0xBF)?;
+        if !matches!(head[start], b'{' | b'[') {
+            return Some(false);
+        }
+        if looks_like_rocprof_v1_json(head)
+            || memchr::memmem::find(head, b"\"rocprofiler-sdk-tool\"").is_some()
+        {
+            return Some(false);
+        }
+        let has = |s: &[u8]| memchr::memmem::find(head, s).is_some();
+        if has(b"\"traceEvents\"") || (head[start] == b'[' && has(b"\"ph\"")) {
+            return Some(true);
+        }
+        // A small JSON document without events is not a trace; a big one may have them later.
+        if head.len() < super::SNIFF_BYTES {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    fn read(&self, src: Source, trace: &mut Trace, opts: &ReadOptions) -> Result<(), IngestError> {
+        let label = src.label.clone();
+        let unit = src.offset_unit();
+        let head_error = src.head_error.clone();
+        let mut sink = KinetoSink::new(trace, label.clone());
+        let scanned = json_stream::scan_default(src.into_reader(), &mut sink);
+        let outcome = match scanned {
+            Ok(o) => o,
+            Err(ScanError::Syntax { offset, message }) => {
+                return Err(IngestError::Json {
+                    path: label,
+                    offset,
+                    message: format!("{message}{}", unit_note(unit)),
+                })
+            }
+            Err(ScanError::Io { offset, source }) => {
+                return Err(IngestError::Io {
+                    path: label,
+                    offset,
+                    source,
+                })
+            }
+        };
+        if !outcome.saw_events {
+            return Err(IngestError::NoEvents {
+                path: label,
+                bytes: outcome.bytes,
+            });
+        }
+        let mut warnings = Vec::new();
+        let truncated = outcome.truncated;
+        if truncated {
+            if opts.strict {
+                return Err(IngestError::Truncated {
+                    path: label,
+                    offset: outcome.bytes,
+                    events: outcome.events,
+                });
+            }
+            let cause = outcome
+                .truncation_cause
+                .or(head_error)
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default();
+            warnings.push(format!(
+                "truncated: the trace ends at byte {}{} inside the document{cause}; analyzed the {} complete events before it",
+                outcome.bytes, unit, outcome.events
+            ));
+        }
+        sink.finish(truncated, warnings);
+        Ok(())
+    }
+}
+
+fn unit_note(unit: &str) -> String {
+    if unit.is_empty() {
+        String::new()
+    } else {
+        format!(" (offset{unit})")
+    }
+}
+
+/// rocprof v1 `results.json` is also a Chrome trace with `traceEvents`, but written by roctracer:
+/// an empty first event, `BeginNs` args, `CPU HIP API` / `GPU0` process names, string timestamps.
+pub fn looks_like_rocprof_v1_json(head: &[u8]) -> bool {
+    let compact: Vec<u8> = head
+        .iter()
+        .take(256)
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    let has = |s: &[u8]| memchr::memmem::find(head, s).is_some();
+    memchr::memmem::find(&compact, b"\"traceEvents\":[{}").is_some()
+        || has(b"\"BeginNs\"")
+        || (has(b"\"CPU HIP API\"") && !has(b"\"cat\""))
+}
+
+/// The event fields we read; serde skips the rest without allocating.
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(borrow, default)]
+    ph: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    cat: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    ts: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    dur: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    args: Option<&'a RawValue>,
+}
+
+/// The `args` fields we read. Parsed only for events we keep.
+#[derive(Deserialize, Default)]
+struct RawArgs<'a> {
+    #[serde(rename = "External id", borrow, default)]
+    external_id: Option<&'a RawValue>,
+    /// 2021 traces spell it in lower case.
+    #[serde(rename = "external id", borrow, default)]
+    external_id_old: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    correlation: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    device: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    stream: Option<&'a RawValue>,
+    #[serde(rename = "Input Dims", borrow, default)]
+    input_dims: Option<&'a RawValue>,
+    /// Set per event by TraceLens when it merges ranks into one file.
+    #[serde(borrow, default)]
+    rank: Option<&'a RawValue>,
+}
+
+/// What one event became.
+enum Parsed<'a> {
+    Gpu(GpuRow<'a>),
+    Host(HostRow<'a>),
+    /// Not an event we keep (flows, metadata, python functions, …).
+    Skip,
+    /// An event we would keep but cannot read; `at` is its offset inside the batch buffer.
+    Bad {
+        at: usize,
+        why: String,
+    },
+}
+
+struct GpuRow<'a> {
+    kind: ActivityKind,
+    name: Cow<'a, str>,
+    device: u32,
+    stream: u32,
+    ts_ns: i64,
+    dur_ns: i64,
+    correlation: u64,
+    external_id: u64,
+    rank: Option<u32>,
+}
+
+struct HostRow<'a> {
+    kind: HostKind,
+    name: Cow<'a, str>,
+    pid: Id<'a>,
+    tid: Id<'a>,
+    ts_ns: i64,
+    dur_ns: i64,
+    correlation: u64,
+    external_id: u64,
+    input_dims: Option<&'a str>,
+    rank: Option<u32>,
+}
+
+/// A pid/tid: numeric, or a string (`"Spans"`, `"stream 7"`, `"25738"`).
+enum Id<'a> {
+    Num(u64),
+    Text(&'a str),
+}
+
+enum Category {
+    Gpu(ActivityKind),
+    Host(HostKind),
+    Skip,
+}
+
+/// Maps a category, current or 2021 spelling, case-insensitively.
+fn category(cat: &str) -> Category {
+    let is = |s: &str| cat.eq_ignore_ascii_case(s);
+    if is("kernel") {
+        Category::Gpu(ActivityKind::Kernel)
+    } else if is("gpu_memcpy") || is("memcpy") {
+        Category::Gpu(ActivityKind::Memcpy)
+    } else if is("gpu_memset") || is("memset") {
+        Category::Gpu(ActivityKind::Memset)
+    } else if is("cuda_runtime") || is("runtime") {
+        Category::Host(HostKind::Runtime)
+    } else if is("cuda_driver") {
+        Category::Host(HostKind::Driver)
+    } else if is("cpu_op") || is("operator") {
+        Category::Host(HostKind::CpuOp)
+    } else if is("user_annotation") {
+        Category::Host(HostKind::Annotation)
+    } else {
+        Category::Skip
+    }
+}
+
+fn id_of(raw: Option<&RawValue>) -> Id<'_> {
+    match raw {
+        None => Id::Num(0),
+        Some(r) => {
+            let s = r.get();
+            match to_u64(s) {
+                Some(v) if !s.starts_with('"') => Id::Num(v),
+                _ => Id::Text(unquote(s)),
+            }
+        }
+    }
+}
+
+fn parse_event(bytes: &[u8], at: usize) -> Parsed<'_> {
+    let ev: RawEvent<'_> = match serde_json::from_slice(bytes) {
+        Ok(ev) => ev,
+        Err(e) => {
+            return Parsed::Bad {
+                at: at + offset_in(bytes, &e),
+                why: e.to_string(),
+            }
+        }
+    };
+    if ev.ph.as_deref() != Some("X") {
+        return Parsed::Skip;
+    }
+    let cat = match ev.cat.as_deref().map(category) {
+        Some(c @ (Category::Gpu(_) | Category::Host(_))) => c,
+        _ => return Parsed::Skip,
+    };
+    let Some(ts_ns) = ev.ts.and_then(|r| micros_to_ns(r.get())) else {
+        return Parsed::Bad {
+            at,
+            why: "missing or non-numeric \"ts\"".into(),
+        };
+    };
+    let dur_ns = match ev.dur.map(|r| micros_to_ns(r.get())) {
+        Some(Some(d)) if d >= 0 => d,
+        Some(Some(_)) => {
+            return Parsed::Bad {
+                at,
+                why: "negative \"dur\"".into(),
+            }
+        }
+        Some(None) => {
+            return Parsed::Bad {
+                at,
+                why: "non-numeric \"dur\"".into(),
+            }
+        }
+        None => {
+            return Parsed::Bad {
+                at,
+                why: "complete event without \"dur\"".into(),
+            }
+        }
+    };
+    let args: RawArgs<'_> = match ev.args {
+        None => RawArgs::default(),
+        Some(raw) => match serde_json::from_str(raw.get()) {
+            Ok(a) => a,
+            Err(e) => {
+                return Parsed::Bad {
+                    at,
+                    why: format!("unreadable \"args\": {e}"),
+                }
+            }
+        },
+    };
+    let num = |r: Option<&RawValue>| r.and_then(|r| to_u64(r.get()));
+    let external_id = num(args.external_id)
+        .or_else(|| num(args.external_id_old))
+        .unwrap_or(0);
+    let correlation = num(args.correlation).unwrap_or(0);
+    let rank = num(args.rank).map(|r| r as u32);
+    let name = ev.name.unwrap_or(Cow::Borrowed(""));
+    match cat {
+        Category::Gpu(kind) => {
+            let device = num(args.device)
+                .or_else(|| ev.pid.and_then(|p| trailing_u64(p.get())))
+                .unwrap_or(0) as u32;
+            let stream = num(args.stream)
+                .or_else(|| ev.tid.and_then(|t| trailing_u64(t.get())))
+                .unwrap_or(0) as u32;
+            Parsed::Gpu(GpuRow {
+                kind,
+                name,
+                device,
+                stream,
+                ts_ns,
+                dur_ns,
+                correlation,
+                external_id,
+                rank,
+            })
+        }
+        Category::Host(kind) => Parsed::Host(HostRow {
+            kind,
+            name,
+            pid: id_of(ev.pid),
+            tid: id_of(ev.tid),
+            ts_ns,
+            dur_ns,
+            correlation,
+            external_id,
+            input_dims: args.input_dims.map(|r| r.get()),
+            rank,
+        }),
+        Category::Skip => Parsed::Skip,
+    }
+}
+
+/// Byte offset of a serde_json error inside `bytes` (serde reports line and column).
+fn offset_in(bytes: &[u8], e: &serde_json::Error) -> usize {
+    let (line, col) = (e.line(), e.column());
+    if line == 0 {
+        return 0;
+    }
+    let mut off = 0;
+    for _ in 1..line {
+        match memchr::memchr(b'\n', &bytes[off..]) {
+            Some(p) => off += p + 1,
+            None => break,
+        }
+    }
+    (off + col.saturating_sub(1)).min(bytes.len())
+}
+
+/// Per-file state while streaming.
+struct KinetoSink<'t> {
+    trace: &'t mut Trace,
+    label: String,
+    /// Input index per rank given by events (`args.rank`); `None` = the file's own rank.
+    inputs: BTreeMap<Option<u32>, u32>,
+    devices_used: BTreeMap<u32, BTreeSet<u32>>,
+    device_names: BTreeMap<u32, String>,
+    file_rank: Option<u32>,
+    vendor_hint: Vendor,
+    hip_calls: u64,
+    cuda_calls: u64,
+    bad_events: u64,
+    first_bad: Option<(u64, String)>,
+    /// String pids/tids get stable numbers: above any real id.
+    text_ids: HashMap<String, u64>,
+}
+
+impl<'t> KinetoSink<'t> {
+    fn new(trace: &'t mut Trace, label: String) -> Self {
+        KinetoSink {
+            trace,
+            label,
+            inputs: BTreeMap::new(),
+            devices_used: BTreeMap::new(),
+            device_names: BTreeMap::new(),
+            file_rank: None,
+            vendor_hint: Vendor::Unknown,
+            hip_calls: 0,
+            cuda_calls: 0,
+            bad_events: 0,
+            first_bad: None,
+            text_ids: HashMap::new(),
+        }
+    }
+
+    fn input_for(&mut self, rank: Option<u32>) -> u32 {
+        if let Some(&i) = self.inputs.get(&rank) {
+            return i;
+        }
+        let i = self.trace.inputs.len() as u32;
+        self.trace.inputs.push(InputMeta {
+            path: self.label.clone(),
+            format: Format::Kineto,
+            vendor: Vendor::Unknown,
+            devices: Vec::new(),
+            rank,
+            truncated: false,
+            warnings: Vec::new(),
+        });
+        self.inputs.insert(rank, i);
+        i
+    }
+
+    fn id_number(&mut self, id: Id<'_>) -> u64 {
+        match id {
+            Id::Num(n) => n,
+            Id::Text(s) => {
+                if let Some(n) = trailing_u64(s).filter(|_| s.bytes().all(|b| b.is_ascii_digit())) {
+                    return n;
+                }
+                let next = (1u64 << 62) + self.text_ids.len() as u64;
+                *self.text_ids.entry(s.to_string()).or_insert(next)
+            }
+        }
+    }
+
+    fn push(&mut self, p: Parsed<'_>, base: u64) {
+        match p {
+            Parsed::Skip => {}
+            Parsed::Bad { at, why } => {
+                self.bad_events += 1;
+                if self.first_bad.is_none() {
+                    self.first_bad = Some((base + at as u64, why));
+                }
+            }
+            Parsed::Gpu(g) => {
+                let input = self.input_for(g.rank);
+                let name = self.trace.names.intern(&g.name);
+                self.devices_used.entry(input).or_default().insert(g.device);
+                self.trace.activities.push(Activity {
+                    kind: g.kind,
+                    name,
+                    input,
+                    device: g.device,
+                    stream: g.stream,
+                    ts_ns: g.ts_ns,
+                    dur_ns: g.dur_ns,
+                    correlation: g.correlation,
+                    external_id: g.external_id,
+                });
+            }
+            Parsed::Host(h) => {
+                let input = self.input_for(h.rank);
+                if matches!(h.kind, HostKind::Runtime | HostKind::Driver) {
+                    if h.name.starts_with("hip") {
+                        self.hip_calls += 1;
+                    } else if h.name.starts_with("cu") {
+                        self.cuda_calls += 1;
+                    }
+                }
+                let name = self.trace.names.intern(&h.name);
+                let input_dims = h
+                    .input_dims
+                    .map_or(NameId::NONE, |d| self.trace.names.intern(d));
+                let pid = self.id_number(h.pid);
+                let tid = self.id_number(h.tid);
+                self.trace.host.push(HostEvent {
+                    kind: h.kind,
+                    name,
+                    input,
+                    pid,
+                    tid,
+                    ts_ns: h.ts_ns,
+                    dur_ns: h.dur_ns,
+                    correlation: h.correlation,
+                    external_id: h.external_id,
+                    input_dims,
+                });
+            }
+        }
+    }
+
+    fn finish(mut self, truncated: bool, mut warnings: Vec<String>) {
+        if self.inputs.is_empty() {
+            // A trace with no kept events (CPU-only, empty) still is an input.
+            self.input_for(None);
+        }
+        if self.bad_events > 0 {
+            let (at, why) = self.first_bad.take().unwrap_or_default();
+            warnings.push(format!(
+                "skipped {} unreadable events (first at byte {at}: {why})",
+                self.bad_events
+            ));
+        }
+        let vendor = match self.vendor_hint {
+            Vendor::Unknown if self.hip_calls > self.cuda_calls => Vendor::Amd,
+            Vendor::Unknown if self.cuda_calls > self.hip_calls => Vendor::Nvidia,
+            v => v,
+        };
+        for (&rank, &i) in &self.inputs {
+            let meta = &mut self.trace.inputs[i as usize];
+            meta.rank = rank.or(self.file_rank);
+            meta.vendor = vendor;
+            meta.truncated = truncated;
+            meta.warnings = warnings.clone();
+            meta.devices = self
+                .devices_used
+                .get(&i)
+                .map(|ids| {
+                    ids.iter()
+                        .map(|&id| Device {
+                            id,
+                            name: self.device_names.get(&id).cloned().unwrap_or_default(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct DeviceProps {
+    #[serde(default)]
+    id: Option<u32>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, rename = "warpSize")]
+    warp_size: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct DistributedInfo {
+    #[serde(default)]
+    rank: Option<serde_json::Value>,
+}
+
+fn vendor_of_device_name(name: &str) -> Vendor {
+    let n = name.to_ascii_lowercase();
+    if n.contains("amd") || n.contains("instinct") || n.contains("radeon") {
+        Vendor::Amd
+    } else if n.contains("nvidia")
+        || n.contains("tesla")
+        || n.contains("geforce")
+        || n.contains("quadro")
+    {
+        Vendor::Nvidia
+    } else {
+        Vendor::Unknown
+    }
+}
+
+impl ScanSink for KinetoSink<'_> {
+    fn events(
+        &mut self,
+        buf: &[u8],
+        ranges: &[(usize, usize)],
+        base: u64,
+    ) -> Result<(), ScanError> {
+        // Parsing is the expensive part and independent per event: do it in parallel, then
+        // append in file order so the table does not depend on the thread count.
+        let parsed: Vec<Parsed<'_>> = if ranges.len() >= 512 {
+            ranges
+                .par_iter()
+                .map(|&(s, e)| parse_event(&buf[s..e], s))
+                .collect()
+        } else {
+            ranges
+                .iter()
+                .map(|&(s, e)| parse_event(&buf[s..e], s))
+                .collect()
+        };
+        for p in parsed {
+            self.push(p, base);
+        }
+        Ok(())
+    }
+
+    fn meta(&mut self, key: &str, value: &[u8], _offset: u64) -> Result<(), ScanError> {
+        match key {
+            "deviceProperties" | "computeProperties" => {
+                if let Ok(props) = serde_json::from_slice::<Vec<DeviceProps>>(value) {
+                    for (i, p) in props.into_iter().enumerate() {
+                        let id = p.id.unwrap_or(i as u32);
+                        let name = p.name.unwrap_or_default();
+                        if self.vendor_hint == Vendor::Unknown {
+                            self.vendor_hint = match vendor_of_device_name(&name) {
+                                Vendor::Unknown if p.warp_size == Some(64) => Vendor::Amd,
+                                v => v,
+                            };
+                        }
+                        self.device_names.insert(id, name);
+                    }
+                }
+            }
+            "roctracer_version" | "hip_runtime_version" | "hip_driver_version" => {
+                self.vendor_hint = Vendor::Amd
+            }
+            "cupti_version" | "cuda_runtime_version" | "cuda_driver_version" => {
+                self.vendor_hint = Vendor::Nvidia
+            }
+            "distributedInfo" => {
+                if let Ok(info) = serde_json::from_slice::<DistributedInfo>(value) {
+                    self.file_rank = info
+                        .rank
+                        .and_then(|r| to_u64(&r.to_string()))
+                        .map(|r| r as u32);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::{open, sniff};
+
+    fn read_str(doc: &str) -> Result<Trace, IngestError> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        std::fs::write(&p, doc).unwrap();
+        let src = open(&p)?;
+        let readers = crate::ingest::readers();
+        let r = sniff(&src, &readers)?;
+        let mut t = Trace::default();
+        r.read(src, &mut t, &ReadOptions::default())?;
+        Ok(t)
+    }
+
+    #[test]
+    fn reads_current_kineto_events() {
+        let t = read_str(
+            r#"{"schemaVersion":1,"deviceProperties":[{"id":0,"name":"AMD Instinct MI300X","warpSize":64}],
+            "traceEvents":[
+             {"ph":"X","cat":"cpu_op","name":"aten::mm","pid":7,"tid":8,"ts":100.5,"dur":10,"args":{"External id":3,"Input Dims":[[2,3],[3,4]]}},
+             {"ph":"X","cat":"cuda_runtime","name":"hipExtModuleLaunchKernel","pid":7,"tid":8,"ts":101,"dur":2.25,"args":{"correlation":9,"External id":3}},
+             {"ph":"X","cat":"kernel","name":"Cijk_Alik_Bljk_HHS_BH_MT128x128x32","pid":0,"tid":1,"ts":104.001,"dur":3.5,"args":{"External id":3,"device":0,"stream":1,"correlation":9}},
+             {"ph":"s","id":9,"cat":"ac2g","name":"ac2g","pid":7,"tid":8,"ts":101},
+             {"ph":"X","cat":"python_function","name":"f","pid":7,"tid":8,"ts":1,"dur":1}
+            ],"distributedInfo":{"rank":3}}"#,
+        )
+        .unwrap();
+        assert_eq!(t.activities.len(), 1);
+        assert_eq!(t.activities.ts_ns[0], 104_001);
+        assert_eq!(t.activities.dur_ns[0], 3_500);
+        assert_eq!(t.activities.correlation[0], 9);
+        assert_eq!(t.host.len(), 2);
+        assert_eq!(t.names.get(t.host.input_dims[0]), "[[2,3],[3,4]]");
+        assert_eq!(t.host.correlation[1], 9);
+        let meta = &t.inputs[0];
+        assert_eq!(
+            (meta.vendor, meta.rank, meta.truncated),
+            (Vendor::Amd, Some(3), false)
+        );
+        assert_eq!(
+            meta.devices,
+            vec![Device {
+                id: 0,
+                name: "AMD Instinct MI300X".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn reads_2021_kineto_events() {
+        let t = read_str(
+            r#"{"schemaVersion":1,"traceEvents":[
+             {"ph":"X","cat":"Operator","name":"aten::empty","pid":25738,"tid":"25738","ts":1623142623460111,"dur":25,"args":{"External id":2}},
+             {"ph":"X","cat":"Runtime","name":"cudaLaunchKernel","pid":25738,"tid":"25738","ts":1623142623529088,"dur":20,"args":{"cbid":211,"correlation":34417,"external id":537}},
+             {"ph":"X","cat":"Kernel","name":"volta_sgemm_64x64_nn","pid":0,"tid":"stream 7","ts":1623142623531625,"dur":2,"args":{"correlation":34417,"external id":537}},
+             {"ph":"X","cat":"Memset","name":"Memset (Device)","pid":0,"tid":"stream 7","ts":1623142623579729,"dur":1,"args":{}}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(t.activities.len(), 2);
+        assert_eq!(t.activities.stream[0], 7);
+        assert_eq!(t.activities.external_id[0], 537);
+        assert_eq!(t.activities.kind[1], ActivityKind::Memset);
+        assert_eq!(t.host.tid[0], 25738);
+        assert_eq!(t.inputs[0].vendor, Vendor::Nvidia);
+    }
+
+    #[test]
+    fn per_event_ranks_split_one_file_into_inputs() {
+        let t = read_str(
+            r#"{"traceEvents":[
+             {"ph":"X","cat":"kernel","name":"k","pid":2,"tid":4,"ts":1,"dur":1,"args":{"rank":0}},
+             {"ph":"X","cat":"kernel","name":"k","pid":102,"tid":4,"ts":1,"dur":1,"args":{"rank":1}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(t.inputs.len(), 2);
+        assert_eq!(
+            t.inputs.iter().map(|m| m.rank).collect::<Vec<_>>(),
+            vec![Some(0), Some(1)]
+        );
+    }
+
+    #[test]
+    fn bad_events_are_counted_not_fatal() {
+        let t = read_str(
+            r#"{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":"x","dur":1},
+             {"ph":"X","cat":"kernel","name":"k","ts":5,"dur":1}]}"#,
+        )
+        .unwrap();
+        assert_eq!(t.activities.len(), 1);
+        assert!(
+            t.inputs[0].warnings[0].contains("skipped 1 unreadable events"),
+            "{:?}",
+            t.inputs[0].warnings
+        );
+    }
+
+    #[test]
+    fn rocprof_v1_json_is_not_kineto() {
+        let head = br#"{ "traceEvents":[{}
+,{"args":{"name":"CPU HIP API"},"ph":"M","pid":2,"name":"process_name","sort_index":0}"#;
+        assert_eq!(KinetoReader.sniff(head), Some(false));
+        assert!(looks_like_rocprof_v1_json(head));
+        assert_eq!(
+            KinetoReader.sniff(br#"{"traceEvents":[{"ph":"X"}]}"#),
+            Some(true)
+        );
+        assert_eq!(KinetoReader.sniff(b"Index,KernelName"), Some(false));
+    }
+}

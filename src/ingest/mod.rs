@@ -1,0 +1,276 @@
+//! Reading inputs into the normalized [`Trace`](crate::model::Trace).
+//!
+//! [`open`] hides files, directories, stdin and gzip (decided by magic bytes, not by the file
+//! name); [`sniff`] looks at the first bytes of the (decompressed) data and picks a [`Reader`];
+//! each input format is one module implementing [`Reader`]. Readers never analyze: they convert
+//! units, intern names and append rows.
+
+pub mod json_stream;
+pub mod kineto;
+pub mod num;
+
+use crate::error::IngestError;
+use crate::model::{Format, Trace};
+use flate2::read::MultiGzDecoder;
+use std::fs::File;
+use std::io::{self, BufReader, Cursor, Read};
+use std::path::{Path, PathBuf};
+
+/// How many decompressed bytes format sniffing looks at.
+pub const SNIFF_BYTES: usize = 64 << 10;
+
+/// Options every reader honours.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Turn recoverable problems (a truncated file) into errors.
+    pub strict: bool,
+}
+
+/// An opened input: its name for messages and a reader over its decompressed bytes, with the
+/// sniffed head already put back in front.
+pub struct Source {
+    /// The path as the user gave it (`-` reads as `<stdin>`).
+    pub label: String,
+    pub gzip: bool,
+    /// The first bytes of the decompressed data, for sniffing.
+    pub head: Vec<u8>,
+    /// Set when reading the head already hit a corrupt or cut compressed stream.
+    pub head_error: Option<String>,
+    reader: Box<dyn Read + Send>,
+}
+
+impl Source {
+    /// The whole decompressed stream, head included.
+    pub fn into_reader(self) -> Box<dyn Read + Send> {
+        Box::new(Cursor::new(self.head).chain(self.reader))
+    }
+    /// "byte N" or, for compressed input, "byte N of the decompressed data".
+    pub fn offset_unit(&self) -> &'static str {
+        if self.gzip {
+            " of the decompressed data"
+        } else {
+            ""
+        }
+    }
+}
+
+/// One format's reader.
+pub trait Reader: Send + Sync {
+    fn format(&self) -> Format;
+    /// `Some(true)`: this reader's format; `Some(false)`: certainly not; `None`: can't tell.
+    fn sniff(&self, head: &[u8]) -> Option<bool>;
+    /// Appends the input's rows to `trace` (one or more `inputs` entries).
+    fn read(&self, src: Source, trace: &mut Trace, opts: &ReadOptions) -> Result<(), IngestError>;
+}
+
+/// Every reader, in sniffing order.
+pub fn readers() -> Vec<Box<dyn Reader>> {
+    vec![Box::new(kineto::KinetoReader)]
+}
+
+/// Expands the user's paths: directories become their trace files (sorted by name, one file per
+/// rank), `-` stays stdin.
+pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.as_os_str() != "-" && p.is_dir() {
+            let label = p.display().to_string();
+            let entries = std::fs::read_dir(p).map_err(|source| IngestError::Open {
+                path: label.clone(),
+                source,
+            })?;
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && is_trace_file_name(f))
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                return Err(IngestError::EmptyDir { path: label });
+            }
+            out.extend(files);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn is_trace_file_name(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.ends_with(".json") || name.ends_with(".json.gz")
+}
+
+/// Opens a path (or `-` for stdin), undoing gzip when the data starts with its magic bytes.
+pub fn open(path: &Path) -> Result<Source, IngestError> {
+    let stdin = path.as_os_str() == "-";
+    let label = if stdin {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let raw: Box<dyn Read + Send> = if stdin {
+        Box::new(io::stdin())
+    } else {
+        Box::new(File::open(path).map_err(|source| IngestError::Open {
+            path: label.clone(),
+            source,
+        })?)
+    };
+    let mut raw = BufReader::with_capacity(1 << 20, raw);
+    let mut magic = [0u8; 2];
+    let n = read_full(&mut raw, &mut magic).map_err(|source| IngestError::Io {
+        path: label.clone(),
+        offset: 0,
+        source,
+    })?;
+    let rest = Cursor::new(magic[..n].to_vec()).chain(raw);
+    let gzip = n == 2 && magic == [0x1f, 0x8b];
+    let mut reader: Box<dyn Read + Send> = if gzip {
+        Box::new(BufReader::with_capacity(1 << 20, MultiGzDecoder::new(rest)))
+    } else {
+        Box::new(rest)
+    };
+    let mut head = vec![0u8; SNIFF_BYTES];
+    let mut filled = 0;
+    let mut head_error = None;
+    while filled < head.len() {
+        match reader.read(&mut head[filled..]) {
+            Ok(0) => break,
+            Ok(k) => filled += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if gzip => {
+                if filled == 0 {
+                    return Err(IngestError::Unrecognized {
+                        path: label,
+                        offset: 0,
+                        reason: format!("gzip data cannot be decompressed: {e}"),
+                    });
+                }
+                head_error = Some(e.to_string());
+                reader = Box::new(io::empty());
+                break;
+            }
+            Err(source) => {
+                return Err(IngestError::Io {
+                    path: label,
+                    offset: filled as u64,
+                    source,
+                })
+            }
+        }
+    }
+    head.truncate(filled);
+    if filled == 0 {
+        return Err(IngestError::Empty { path: label });
+    }
+    Ok(Source {
+        label,
+        gzip,
+        head,
+        head_error,
+        reader,
+    })
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Picks the reader for a source, or says what the data looks like when none fits.
+pub fn sniff<'r>(
+    src: &Source,
+    readers: &'r [Box<dyn Reader>],
+) -> Result<&'r dyn Reader, IngestError> {
+    let head = &src.head;
+    let mut undecided = None;
+    for r in readers {
+        match r.sniff(head) {
+            Some(true) => return Ok(r.as_ref()),
+            None if undecided.is_none() => undecided = Some(r.as_ref()),
+            _ => {}
+        }
+    }
+    if let Some(other) = recognize_unsupported(head) {
+        return Err(IngestError::Unsupported {
+            path: src.label.clone(),
+            format: other.as_str(),
+        });
+    }
+    if let Some(r) = undecided {
+        return Ok(r);
+    }
+    let first = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(0);
+    let shown: String = String::from_utf8_lossy(&head[first..head.len().min(first + 40)])
+        .chars()
+        .take_while(|&c| c != '\n' && c != '\r')
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    let reason = if head.starts_with(b"SQLite format 3\0") {
+        "an SQLite database that is not a rocpd profile".to_string()
+    } else if head[first..].starts_with(b"{") || head[first..].starts_with(b"[") {
+        "JSON, but neither a Chrome trace (no \"traceEvents\") nor a rocprof output".to_string()
+    } else {
+        format!("expected a JSON trace, found \"{shown}\"")
+    };
+    Err(IngestError::Unrecognized {
+        path: src.label.clone(),
+        offset: first as u64,
+        reason,
+    })
+}
+
+/// Formats whose readers are not written yet, recognized so the message is precise.
+fn recognize_unsupported(head: &[u8]) -> Option<Format> {
+    let text = String::from_utf8_lossy(head);
+    let first_line = text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches('\u{feff}');
+    if head.starts_with(b"SQLite format 3\0") {
+        return Some(Format::Rocpd);
+    }
+    if text.contains("\"rocprofiler-sdk-tool\"") {
+        return Some(Format::RocprofV3Json);
+    }
+    if kineto::looks_like_rocprof_v1_json(head) {
+        return Some(Format::RocprofV1);
+    }
+    if first_line.contains(',') {
+        let h = first_line.replace('"', "");
+        if h.contains("Kernel_Name") && h.contains("Correlation_Id") || h.contains("Agent_Id") {
+            return Some(Format::RocprofV3Csv);
+        }
+        if h.contains("Kernel_Name") || h.contains("Dispatch_ID") {
+            return Some(Format::RocprofV2Csv);
+        }
+        if h.contains("KernelName") || h.starts_with("Name,Calls,TotalDurationNs") {
+            return Some(Format::RocprofV1);
+        }
+    }
+    None
+}
+
+/// Reads every path into one trace, in the order given (directories expanded).
+pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestError> {
+    let readers = readers();
+    let mut trace = Trace::default();
+    for path in expand_paths(paths)? {
+        let src = open(&path)?;
+        let reader = sniff(&src, &readers)?;
+        reader.read(src, &mut trace, opts)?;
+    }
+    Ok(trace)
+}

@@ -1,0 +1,23 @@
+//! rocprof-classify: where a PyTorch model's GPU time goes, and what to do next.
+//!
+//! Module map (data flows top to bottom):
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`ingest`] | opening files/dirs/stdin/gzip, format sniffing, one reader per input format ([`ingest::kineto`]) |
+//! | [`model`] | the normalized columnar [`model::Trace`]: GPU activities, host events, interned names |
+//! | [`classify`] | rule files (`rules/*.toml`), the regex engine, name normalization (demangling) |
+//! | [`analysis`] | window, steps, buckets, top kernels: plain `Serialize` data |
+//! | [`report`] | renderers into memory: terminal table, JSON feed (+ its JSON Schema) |
+//! | [`cli`] | clap definitions and `run`; the only module that knows about the command line |
+//! | [`error`] | typed errors at the seams (ingest, rules) |
+//!
+//! Readers never analyze, analyses never see a file format, reporters never see the trace.
+
+pub mod analysis;
+pub mod classify;
+pub mod cli;
+pub mod error;
+pub mod ingest;
+pub mod model;
+pub mod report;

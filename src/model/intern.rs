@@ -1,0 +1,63 @@
+//! String interning: each distinct kernel/op name is stored once and referred to by a `NameId`.
+
+use std::collections::HashMap;
+
+/// Index of an interned string. `NameId(0)` is the empty string, used for "absent".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct NameId(pub u32);
+
+impl NameId {
+    pub const NONE: NameId = NameId(0);
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Append-only string table.
+#[derive(Debug, Clone)]
+pub struct Interner {
+    ids: HashMap<Box<str>, NameId>,
+    strings: Vec<Box<str>>,
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        let mut t = Interner {
+            ids: HashMap::new(),
+            strings: Vec::new(),
+        };
+        t.intern("");
+        t
+    }
+}
+
+impl Interner {
+    pub fn intern(&mut self, s: &str) -> NameId {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id =
+            NameId(u32::try_from(self.strings.len()).expect("more than 4 billion distinct names"));
+        self.strings.push(s.into());
+        self.ids.insert(s.into(), id);
+        id
+    }
+    pub fn get(&self, id: NameId) -> &str {
+        &self.strings[id.index()]
+    }
+    pub fn lookup(&self, s: &str) -> Option<NameId> {
+        self.ids.get(s).copied()
+    }
+    pub fn len(&self) -> usize {
+        self.strings.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.strings.len() <= 1
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (NameId, &str)> {
+        self.strings
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (NameId(i as u32), &**s))
+    }
+}

@@ -1,0 +1,233 @@
+//! The normalized trace: one columnar table of GPU activities and one of host events, with names
+//! interned once. Every reader writes into [`Trace`]; every analysis reads only from it.
+//!
+//! Times are integer nanoseconds (`*_ns`) on the input's own clock: readers convert once, at the
+//! edge, so no analysis ever sees a microsecond float.
+
+mod intern;
+
+pub use intern::{Interner, NameId};
+use serde::Serialize;
+
+/// What kind of GPU activity a row of [`GpuActivities`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityKind {
+    Kernel,
+    Memcpy,
+    Memset,
+}
+
+/// GPU activities (kernels, memcpys, memsets) as a struct of arrays: row `i` is
+/// `(kind[i], name[i], input[i], …)`.
+#[derive(Default, Debug, Clone)]
+pub struct GpuActivities {
+    pub kind: Vec<ActivityKind>,
+    pub name: Vec<NameId>,
+    /// Index into [`Trace::inputs`] (one entry per file and rank).
+    pub input: Vec<u32>,
+    pub device: Vec<u32>,
+    pub stream: Vec<u32>,
+    pub ts_ns: Vec<i64>,
+    pub dur_ns: Vec<i64>,
+    /// Runtime correlation id linking the activity to its launch call; 0 when absent.
+    pub correlation: Vec<u64>,
+    /// `External id` of the launching cpu_op; 0 when absent.
+    pub external_id: Vec<u64>,
+}
+
+/// One GPU activity, as readers hand it to [`GpuActivities::push`].
+#[derive(Debug, Clone, Copy)]
+pub struct Activity {
+    pub kind: ActivityKind,
+    pub name: NameId,
+    pub input: u32,
+    pub device: u32,
+    pub stream: u32,
+    pub ts_ns: i64,
+    pub dur_ns: i64,
+    pub correlation: u64,
+    pub external_id: u64,
+}
+
+impl GpuActivities {
+    pub fn len(&self) -> usize {
+        self.name.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.name.is_empty()
+    }
+    pub fn push(&mut self, a: Activity) {
+        self.kind.push(a.kind);
+        self.name.push(a.name);
+        self.input.push(a.input);
+        self.device.push(a.device);
+        self.stream.push(a.stream);
+        self.ts_ns.push(a.ts_ns);
+        self.dur_ns.push(a.dur_ns);
+        self.correlation.push(a.correlation);
+        self.external_id.push(a.external_id);
+    }
+    /// End of row `i` (`ts + dur`).
+    pub fn end_ns(&self, i: usize) -> i64 {
+        self.ts_ns[i].saturating_add(self.dur_ns[i])
+    }
+}
+
+/// What kind of host-side event a row of [`HostEvents`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostKind {
+    /// A runtime API call (`cudaLaunchKernel`, `hipMemcpyAsync`, …; Kineto `cuda_runtime`).
+    Runtime,
+    /// A driver API call (`cuLaunchKernel`; Kineto `cuda_driver`).
+    Driver,
+    /// A framework operator (`aten::mm`, `Torch-Compiled Region: 0/1`, …; Kineto `cpu_op`).
+    CpuOp,
+    /// A `record_function` range (`ProfilerStep#3`, user annotations).
+    Annotation,
+}
+
+/// Host events as a struct of arrays (see [`GpuActivities`]).
+#[derive(Default, Debug, Clone)]
+pub struct HostEvents {
+    pub kind: Vec<HostKind>,
+    pub name: Vec<NameId>,
+    pub input: Vec<u32>,
+    /// Host process and thread; strings in old traces are mapped to numbers by the reader.
+    pub pid: Vec<u64>,
+    pub tid: Vec<u64>,
+    pub ts_ns: Vec<i64>,
+    pub dur_ns: Vec<i64>,
+    /// Correlation id of a runtime/driver call (0 when absent).
+    pub correlation: Vec<u64>,
+    /// `External id` of a cpu_op or runtime call (0 when absent).
+    pub external_id: Vec<u64>,
+    /// The raw `Input Dims` JSON of a cpu_op, interned; [`NameId::NONE`] when absent.
+    pub input_dims: Vec<NameId>,
+}
+
+/// One host event, as readers hand it to [`HostEvents::push`].
+#[derive(Debug, Clone, Copy)]
+pub struct HostEvent {
+    pub kind: HostKind,
+    pub name: NameId,
+    pub input: u32,
+    pub pid: u64,
+    pub tid: u64,
+    pub ts_ns: i64,
+    pub dur_ns: i64,
+    pub correlation: u64,
+    pub external_id: u64,
+    pub input_dims: NameId,
+}
+
+impl HostEvents {
+    pub fn len(&self) -> usize {
+        self.name.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.name.is_empty()
+    }
+    pub fn push(&mut self, e: HostEvent) {
+        self.kind.push(e.kind);
+        self.name.push(e.name);
+        self.input.push(e.input);
+        self.pid.push(e.pid);
+        self.tid.push(e.tid);
+        self.ts_ns.push(e.ts_ns);
+        self.dur_ns.push(e.dur_ns);
+        self.correlation.push(e.correlation);
+        self.external_id.push(e.external_id);
+        self.input_dims.push(e.input_dims);
+    }
+}
+
+/// Input formats, named as in the feed's `inputs[].format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Format {
+    #[serde(rename = "kineto")]
+    Kineto,
+    #[serde(rename = "rocprof-v1")]
+    RocprofV1,
+    #[serde(rename = "rocprofv2-csv")]
+    RocprofV2Csv,
+    #[serde(rename = "rocprofv3-csv")]
+    RocprofV3Csv,
+    #[serde(rename = "rocprofv3-json")]
+    RocprofV3Json,
+    #[serde(rename = "rocpd")]
+    Rocpd,
+    #[serde(rename = "rocprof-compute")]
+    RocprofCompute,
+    #[serde(rename = "torch-logs")]
+    TorchLogs,
+    #[serde(rename = "torch-trace")]
+    TorchTrace,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Kineto => "kineto",
+            Format::RocprofV1 => "rocprof-v1",
+            Format::RocprofV2Csv => "rocprofv2-csv",
+            Format::RocprofV3Csv => "rocprofv3-csv",
+            Format::RocprofV3Json => "rocprofv3-json",
+            Format::Rocpd => "rocpd",
+            Format::RocprofCompute => "rocprof-compute",
+            Format::TorchLogs => "torch-logs",
+            Format::TorchTrace => "torch-trace",
+        }
+    }
+}
+
+/// GPU vendor of an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Vendor {
+    Amd,
+    Nvidia,
+    #[default]
+    Unknown,
+}
+
+impl Vendor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Vendor::Amd => "amd",
+            Vendor::Nvidia => "nvidia",
+            Vendor::Unknown => "unknown",
+        }
+    }
+}
+
+/// A GPU the input describes or uses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Device {
+    pub id: u32,
+    /// Marketing name from the trace's device properties (empty when the trace has none).
+    pub name: String,
+}
+
+/// One input: a file, or one rank of a file that holds several ranks.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputMeta {
+    pub path: String,
+    pub format: Format,
+    pub vendor: Vendor,
+    /// Devices with GPU activity in this input (ascending id).
+    pub devices: Vec<Device>,
+    pub rank: Option<u32>,
+    pub truncated: bool,
+    pub warnings: Vec<String>,
+}
+
+/// The normalized trace every analysis reads.
+#[derive(Default, Debug, Clone)]
+pub struct Trace {
+    pub names: Interner,
+    pub activities: GpuActivities,
+    pub host: HostEvents,
+    pub inputs: Vec<InputMeta>,
+}

@@ -1,0 +1,8 @@
+//! Reporters render an [`Analysis`](crate::analysis::Analysis) into bytes in memory; the CLI
+//! decides where the bytes go. None of them reads the trace.
+
+pub mod json;
+pub mod table;
+
+/// The feed's JSON Schema (draft 2020-12), also printed by `rocprof-classify schema`.
+pub const FEED_SCHEMA: &str = include_str!("feed.schema.json");

@@ -1,0 +1,298 @@
+//! The terminal report: a header, the bucket table, the top kernels and the unclassified share.
+
+use crate::analysis::Analysis;
+use comfy_table::{presets, Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
+use std::fmt::Write as _;
+
+/// How to render.
+#[derive(Clone, Debug)]
+pub struct TableOptions {
+    pub color: bool,
+    /// Terminal width; tables wrap to it.
+    pub width: u16,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            color: false,
+            width: 120,
+        }
+    }
+}
+
+/// `1234567` ns → `1.235 ms`.
+pub fn fmt_ns(ns: i64) -> String {
+    let a = ns.unsigned_abs() as f64;
+    let (v, unit) = if a >= 1e9 {
+        (ns as f64 / 1e9, "s")
+    } else if a >= 1e6 {
+        (ns as f64 / 1e6, "ms")
+    } else if a >= 1e3 {
+        (ns as f64 / 1e3, "µs")
+    } else {
+        (ns as f64, "ns")
+    };
+    if unit == "ns" {
+        format!("{ns} ns")
+    } else {
+        format!("{v:.3} {unit}")
+    }
+}
+
+/// A kernel name as a person scans it in a table: demangled, without the return type, the
+/// parameter list and the `at::native::` / `(anonymous namespace)::` noise.
+pub fn display_name(name: &str) -> String {
+    let normalized = crate::classify::normalize(name);
+    let mut s: &str = &normalized;
+    s = s.strip_prefix("void ").unwrap_or(s);
+    if s.starts_with("std::enable_if<") {
+        if let Some(p) = s.find(">::type ") {
+            s = &s[p + 8..];
+        }
+    }
+    // Drop a trailing parameter list: the '(' that balances the final ')' outside any <...>.
+    if s.ends_with(')') {
+        let (mut depth, mut angle) = (0i32, 0i32);
+        for (i, c) in s.char_indices().rev() {
+            match c {
+                ')' => depth += 1,
+                '(' => {
+                    depth -= 1;
+                    if depth == 0 && angle == 0 && i > 0 {
+                        s = &s[..i];
+                        break;
+                    }
+                }
+                '>' => angle += 1,
+                '<' => angle -= 1,
+                _ => {}
+            }
+        }
+    }
+    s.replace("at::native::", "")
+        .replace("(anonymous namespace)::", "")
+        .replace("at::detail::", "")
+}
+
+/// Shortens a long kernel name at its end.
+pub fn shorten_tail(name: &str, max: usize) -> String {
+    if name.chars().count() <= max {
+        return name.to_string();
+    }
+    let mut s: String = name.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// Shortens a long kernel name in the middle, keeping its start and end.
+pub fn shorten(name: &str, max: usize) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= max {
+        return name.to_string();
+    }
+    let keep = max.saturating_sub(1);
+    let head = keep * 2 / 3;
+    let tail = keep - head;
+    let mut s: String = chars[..head].iter().collect();
+    s.push('…');
+    s.extend(&chars[chars.len() - tail..]);
+    s
+}
+
+fn new_table(opts: &TableOptions) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(opts.width);
+    if !opts.color {
+        t.force_no_tty();
+    } else {
+        t.enforce_styling();
+    }
+    t
+}
+
+fn header_cell(s: &str, opts: &TableOptions) -> Cell {
+    let c = Cell::new(s);
+    if opts.color {
+        c.add_attribute(Attribute::Bold)
+    } else {
+        c
+    }
+}
+
+fn num(s: String) -> Cell {
+    Cell::new(s).set_alignment(CellAlignment::Right)
+}
+
+/// Renders the whole terminal report.
+pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
+    let mut out = String::new();
+    let s = &a.summary;
+    let _ = writeln!(out, "rocprof-classify {}", env!("CARGO_PKG_VERSION"));
+    for input in &a.inputs {
+        let rank = input
+            .rank
+            .map(|r| format!(", rank {r}"))
+            .unwrap_or_default();
+        let devices: Vec<String> = input
+            .devices
+            .iter()
+            .map(|d| {
+                if d.name.is_empty() {
+                    format!("gpu {}", d.id)
+                } else {
+                    format!("gpu {} ({})", d.id, d.name)
+                }
+            })
+            .collect();
+        let trunc = if input.truncated { " [TRUNCATED]" } else { "" };
+        let _ = writeln!(
+            out,
+            "input    {} ({}, {}{rank}){trunc}: {}",
+            input.path,
+            input.format.as_str(),
+            input.vendor.as_str(),
+            if devices.is_empty() {
+                "no GPU activity".to_string()
+            } else {
+                devices.join(", ")
+            }
+        );
+    }
+    let steps = match &s.step_ns {
+        Some(st) if s.steps > 0 => {
+            format!(
+                "{} (mean {}, cv {:.1}%)",
+                s.steps,
+                fmt_ns(st.mean.round() as i64),
+                st.cv_pct
+            )
+        }
+        _ => "none (window = first to last GPU activity)".to_string(),
+    };
+    let _ = writeln!(out, "steps    {steps}");
+    let _ = writeln!(
+        out,
+        "window   {}   GPU busy {} ({:.1}%)   GPU activity {} in {} launches of {} distinct kernels",
+        fmt_ns(s.window_ns),
+        fmt_ns(s.gpu_busy_ns),
+        crate::analysis::pct(s.gpu_busy_ns, s.window_ns),
+        fmt_ns(s.kernel_ns),
+        a.activities,
+        a.distinct_kernels
+    );
+    out.push('\n');
+
+    let mut t = new_table(opts);
+    t.set_header(
+        ["bucket", "time", "%", "launches", "distinct kernels"].map(|h| header_cell(h, opts)),
+    );
+    for b in a.buckets.iter().filter(|b| b.launches > 0) {
+        let mut name = Cell::new(b.bucket.as_str());
+        if opts.color {
+            name = name.fg(bucket_color(b.bucket.as_str()));
+        }
+        t.add_row(vec![
+            name,
+            num(fmt_ns(b.kernel_ns)),
+            num(format!("{:.1}", b.pct)),
+            num(b.launches.to_string()),
+            num(b.distinct_kernels.to_string()),
+        ]);
+    }
+    let _ = writeln!(out, "GPU time by bucket\n{t}\n");
+
+    if !a.top_kernels.is_empty() {
+        let mut t = new_table(opts);
+        t.set_header(
+            [
+                "kernel", "bucket", "library", "rule", "launches", "time", "%",
+            ]
+            .map(|h| header_cell(h, opts)),
+        );
+        t.set_content_arrangement(ContentArrangement::Disabled);
+        // Give the name whatever the other columns leave of the width (each column costs its
+        // content plus 3 characters of padding and border).
+        let col = |f: &dyn Fn(&crate::analysis::KernelRow) -> usize, header: usize| {
+            a.top_kernels.iter().map(f).max().unwrap_or(0).max(header) + 3
+        };
+        let others = col(&|k| k.bucket.as_str().len(), 6)
+            + col(&|k| k.library.chars().count(), 7)
+            + col(&|k| k.rule_id.as_deref().unwrap_or("-").len(), 4)
+            + col(&|k| k.launches.to_string().len(), 8)
+            + col(&|k| fmt_ns(k.total_ns).chars().count(), 4)
+            + col(&|k| format!("{:.1}", k.pct).len(), 1);
+        let name_width = (opts.width as usize)
+            .saturating_sub(others + 4)
+            .clamp(30, 160);
+        for k in &a.top_kernels {
+            t.add_row(vec![
+                Cell::new(shorten_tail(&display_name(&k.name), name_width)),
+                Cell::new(k.bucket.as_str()),
+                Cell::new(&k.library),
+                Cell::new(k.rule_id.as_deref().unwrap_or("-")),
+                num(k.launches.to_string()),
+                num(fmt_ns(k.total_ns)),
+                num(format!("{:.1}", k.pct)),
+            ]);
+        }
+        let _ = writeln!(
+            out,
+            "Top {} kernels by GPU time\n{t}\n",
+            a.top_kernels.len()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "unclassified: {:.2}% of GPU activity time matched no rule{}",
+        s.unclassified_pct,
+        if s.unclassified_pct > 0.0 {
+            " (see `rocprof-classify rules explain NAME`)"
+        } else {
+            ""
+        }
+    );
+    out.into_bytes()
+}
+
+fn bucket_color(b: &str) -> Color {
+    match b {
+        "gemm" => Color::Cyan,
+        "attention" => Color::Magenta,
+        "conv" => Color::Blue,
+        "elementwise" => Color::Yellow,
+        "communication" => Color::Green,
+        "memory" => Color::DarkYellow,
+        _ => Color::Grey,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_durations_and_names() {
+        assert_eq!(fmt_ns(999), "999 ns");
+        assert_eq!(fmt_ns(1_234_567), "1.235 ms");
+        assert_eq!(fmt_ns(2_500_000_000), "2.500 s");
+        assert_eq!(shorten("abcdefghij", 20), "abcdefghij");
+        assert_eq!(
+            display_name("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"),
+            "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, Array<char*, 3> >"
+        );
+        assert_eq!(
+            display_name("_Z21ncclDevKernel_GenericP11ncclDevComm12channelMasksP8ncclWork"),
+            "ncclDevKernel_Generic"
+        );
+        assert_eq!(
+            display_name("Memcpy DtoH (Device -> Pinned)"),
+            "Memcpy DtoH (Device -> Pinned)"
+        );
+        let s = shorten("abcdefghijklmnopqrstuvwxyz", 10);
+        assert_eq!(s.chars().count(), 10);
+        assert!(s.starts_with("abcdef") && s.ends_with("xyz"));
+    }
+}

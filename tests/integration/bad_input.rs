@@ -1,0 +1,168 @@
+//! Bad input: a clear one-line error naming the file and byte offset, exit 2, no panic; a cut
+//! trace is analyzed up to its last complete event with a warning and `truncated: true`.
+
+use crate::common::{assert_valid_feed, bin, fixture};
+use predicates::prelude::*;
+use std::io::{Read, Write};
+
+fn fails_with(rel: &str, expected: &[&str]) {
+    let path = fixture(rel);
+    let out = bin()
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(
+        err.contains(&path.display().to_string()),
+        "names the file: {err}"
+    );
+    for e in expected {
+        assert!(err.contains(e), "{rel}: expected {e:?} in {err}");
+    }
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn empty_file() {
+    fails_with("bad/empty.json", &["empty file"]);
+}
+
+#[test]
+fn binary_garbage() {
+    fails_with("bad/garbage.bin", &["byte 0", "expected a JSON trace"]);
+}
+
+#[test]
+fn gzip_of_garbage() {
+    fails_with(
+        "bad/gzip_of_garbage.json.gz",
+        &["byte 0", "expected a JSON trace"],
+    );
+}
+
+#[test]
+fn corrupt_gzip() {
+    fails_with("bad/corrupt_gzip.json.gz", &["byte 0", "gzip"]);
+}
+
+#[test]
+fn csv_given_as_json() {
+    fails_with("bad/csv_as_json.json", &["rocprof-v1"]);
+}
+
+#[test]
+fn no_trace_events() {
+    fails_with("bad/no_trace_events.json", &["no \"traceEvents\""]);
+}
+
+#[test]
+fn trace_events_not_an_array() {
+    fails_with("bad/events_not_array.json", &["byte 16", "not an array"]);
+}
+
+#[test]
+fn missing_file() {
+    bin()
+        .arg("does/not/exist.json")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does/not/exist.json: cannot open"));
+}
+
+fn decompressed_fixture() -> Vec<u8> {
+    let mut v = Vec::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(fixture("kineto/h100/eager_manual_attn.json.gz")).unwrap(),
+    )
+    .read_to_end(&mut v)
+    .unwrap();
+    v
+}
+
+fn feed_of(path: &std::path::Path, extra: &[&str]) -> (serde_json::Value, String) {
+    let out = bin()
+        .args(extra)
+        .arg("--json")
+        .arg("-")
+        .arg(path)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    (
+        assert_valid_feed(&out.stdout),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_trace_cut_mid_write_is_analyzed_up_to_its_last_event() {
+    let full = decompressed_fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole.json");
+    std::fs::write(&whole, &full).unwrap();
+    let (whole_feed, _) = feed_of(&whole, &[]);
+    let whole_kernels = whole_feed["summary"]["kernel_ns"].as_i64().unwrap();
+    let mut previous = 0;
+    for frac in [0.3, 0.6, 0.9, 0.999] {
+        let cut = (full.len() as f64 * frac) as usize;
+        let p = dir.path().join(format!("cut_{cut}.json"));
+        std::fs::write(&p, &full[..cut]).unwrap();
+        let (feed, err) = feed_of(&p, &[]);
+        assert_eq!(feed["inputs"][0]["truncated"], true);
+        assert!(
+            err.contains("warning")
+                && err.contains("truncated")
+                && err.contains(&format!("byte {cut}")),
+            "{err}"
+        );
+        let warnings = feed["inputs"][0]["warnings"].as_array().unwrap();
+        assert!(warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("truncated")));
+        // More of the file, more of the GPU time; never more than the whole.
+        let k = feed["summary"]["kernel_ns"].as_i64().unwrap();
+        assert!(k >= previous && k <= whole_kernels, "{frac}: {k}");
+        previous = k;
+        // --strict turns it into an error.
+        bin()
+            .arg("--strict")
+            .arg(&p)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("truncated at byte"));
+    }
+    assert!(previous > 0);
+}
+
+#[test]
+fn a_gzip_cut_mid_write_is_analyzed_with_a_warning() {
+    let gz = std::fs::read(fixture("kineto/h100/eager_manual_attn.json.gz")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cut.json.gz");
+    // Kineto writes CPU events first and GPU activity last: cut late enough to keep some kernels.
+    std::fs::File::create(&p)
+        .unwrap()
+        .write_all(&gz[..gz.len() * 97 / 100])
+        .unwrap();
+    let (feed, err) = feed_of(&p, &[]);
+    assert_eq!(feed["inputs"][0]["truncated"], true, "{err}");
+    assert!(err.contains("decompressed"), "{err}");
+    assert!(feed["summary"]["kernel_ns"].as_i64().unwrap() > 0);
+}
+
+#[test]
+fn quiet_silences_the_warning_but_not_the_feed() {
+    let full = decompressed_fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cut.json");
+    std::fs::write(&p, &full[..full.len() / 2]).unwrap();
+    let (feed, err) = feed_of(&p, &["-q"]);
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(feed["inputs"][0]["truncated"], true);
+}

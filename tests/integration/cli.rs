@@ -1,0 +1,318 @@
+//! The command line as users and CI call it.
+
+use crate::common::{assert_valid_feed, bin, fixture};
+use predicates::prelude::*;
+
+const MANUAL: &str = "kineto/h100/eager_manual_attn.json.gz";
+
+#[test]
+fn json_to_stdout_prints_only_the_feed() {
+    let out = bin()
+        .args(["--json", "-"])
+        .arg(fixture(MANUAL))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let feed = assert_valid_feed(&out.stdout);
+    assert_eq!(feed["schema_version"], 1);
+    assert_eq!(feed["tool"]["name"], "rocprof-classify");
+    assert_eq!(feed["inputs"][0]["format"], "kineto");
+    assert_eq!(feed["inputs"][0]["vendor"], "nvidia");
+    assert!(out.stderr.is_empty());
+}
+
+#[test]
+fn json_to_a_file_and_the_table_to_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("feed.json");
+    let out = bin()
+        .arg("--json")
+        .arg(&path)
+        .arg(fixture(MANUAL))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("GPU time by bucket")
+            && table.contains("gemm")
+            && table.contains("elementwise")
+    );
+    assert_valid_feed(&std::fs::read(&path).unwrap());
+}
+
+#[test]
+fn stdin_reads_the_same_trace() {
+    let bytes = std::fs::read(fixture(MANUAL)).unwrap();
+    let from_stdin = bin()
+        .args(["--json", "-", "-"])
+        .write_stdin(bytes)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let from_file = bin()
+        .args(["--json", "-"])
+        .arg(fixture(MANUAL))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let a = assert_valid_feed(&from_stdin);
+    let b = assert_valid_feed(&from_file);
+    assert_eq!(a["buckets"], b["buckets"]);
+    assert_eq!(a["inputs"][0]["path"], "<stdin>");
+}
+
+#[test]
+fn a_directory_is_one_input_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, f) in ["eager_manual_attn", "eager_sdpa_fused"].iter().enumerate() {
+        std::fs::copy(
+            fixture(&format!("kineto/h100/{f}.json.gz")),
+            dir.path().join(format!("rank{i}.json.gz")),
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.path().join("notes.txt"), "not a trace").unwrap();
+    let out = bin()
+        .args(["--json", "-"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let feed = assert_valid_feed(&out);
+    assert_eq!(feed["inputs"].as_array().unwrap().len(), 2);
+    let one = assert_valid_feed(
+        &bin()
+            .args(["--json", "-"])
+            .arg(fixture(MANUAL))
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert!(feed["summary"]["kernel_ns"].as_i64() > one["summary"]["kernel_ns"].as_i64());
+}
+
+#[test]
+fn no_color_means_no_escape_codes() {
+    bin()
+        .args(["--color", "never"])
+        .arg(fixture(MANUAL))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\x1b[").not());
+    bin()
+        .args(["--color", "always"])
+        .arg(fixture(MANUAL))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\x1b["));
+}
+
+#[test]
+fn thread_count_does_not_change_the_output() {
+    for f in [
+        "kineto/h100/eager_launch_bound.json.gz",
+        "kineto/h100/train_eager_fp32.json.gz",
+        MANUAL,
+    ] {
+        let one = bin()
+            .args(["--threads", "1", "--json", "-"])
+            .arg(fixture(f))
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let four = bin()
+            .args(["--threads", "4", "--json", "-"])
+            .arg(fixture(f))
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        assert_eq!(one, four, "{f}");
+        let t1 = bin()
+            .args(["--threads", "1"])
+            .arg(fixture(f))
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let t4 = bin()
+            .args(["--threads", "4"])
+            .arg(fixture(f))
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        assert_eq!(t1, t4, "{f}");
+    }
+}
+
+#[test]
+fn rules_subcommands() {
+    bin()
+        .args(["rules", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("gemm.tensile"));
+    bin()
+        .args(["rules", "check"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("ok: "));
+    bin()
+        .args(["rules", "explain", "fmha_cutlassB_f32_aligned_64x64_k64_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<cutlass::arch::Sm80, float, true, false, true, 64, 64, 64, false>::Params)"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("WINNER attn.mem-efficient"));
+    bin()
+        .args(["rules", "explain", "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}>"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("WINNER ew.activation").and(predicate::str::contains("ew.aten-pointwise")));
+    bin()
+        .args([
+            "rules",
+            "explain",
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("WINNER comm.nccl"));
+    bin()
+        .args(["rules", "classify"])
+        .write_stdin("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT\nmystery\n")
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("gemm\tgemm\tcuBLASLt\tgemm.nvjet").and(
+                predicate::str::contains("other\tunclassified\tunknown\t-\tmystery"),
+            ),
+        );
+}
+
+#[test]
+fn user_rules_add_and_override() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mine.toml"),
+        r#"schema = 1
+[[rule]]
+id = "gemm.nvjet"
+bucket = "other"
+family = "overridden"
+library = "mine"
+pattern = '^nvjet_'
+priority = 60
+match = ["nvjet_sm90_tst_x"]
+"#,
+    )
+    .unwrap();
+    let out = bin()
+        .arg("--rules")
+        .arg(dir.path())
+        .args(["--json", "-"])
+        .arg(fixture(MANUAL))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let feed = assert_valid_feed(&out);
+    let top = &feed["top_kernels"][0];
+    assert_eq!(
+        (top["rule_id"].as_str(), top["family"].as_str()),
+        (Some("gemm.nvjet"), Some("overridden"))
+    );
+}
+
+#[test]
+fn a_broken_rule_is_an_error_naming_file_and_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        r#"schema = 1
+[[rule]]
+id = "my.rule"
+bucket = "gemm"
+family = "gemm"
+pattern = '^mygemm'
+priority = 50
+match = ["notmygemm"]
+"#,
+    )
+    .unwrap();
+    bin()
+        .args(["rules", "check"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("bad.toml")
+                .and(predicate::str::contains("my.rule"))
+                .and(predicate::str::contains("notmygemm")),
+        );
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        "schema = 1\n[[rule]]\nid = 'x'\nbucket = 'gpu'\n",
+    )
+    .unwrap();
+    bin()
+        .args(["rules", "check"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.toml"));
+}
+
+#[test]
+fn subcommands_are_recognized_only_as_the_first_word() {
+    // "rules" after a path is a path (here the rules/ directory, which holds no traces), not the subcommand.
+    bin()
+        .arg(fixture(MANUAL))
+        .arg("rules")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("rules: no trace files found"));
+}
+
+#[test]
+fn completions_and_schema() {
+    bin()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("rocprof-classify"));
+    let out = bin()
+        .arg("schema")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let schema: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(schema["properties"]["schema_version"]["const"], 1);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    bin().assert().code(2);
+    bin()
+        .args(["--threads", "0"])
+        .arg(fixture(MANUAL))
+        .assert()
+        .code(2);
+}

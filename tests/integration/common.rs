@@ -1,0 +1,74 @@
+//! Shared helpers: paths, running the analysis, schema validation.
+
+use rocprof_classify::analysis::{analyze, Analysis, AnalysisOptions};
+use rocprof_classify::classify::RuleSet;
+use rocprof_classify::ingest::{read_all, ReadOptions};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture(rel: &str) -> PathBuf {
+    root().join("fixtures").join(rel)
+}
+
+/// `../shared`, when present (CI always has it; a user's clone may not).
+pub fn shared() -> Option<PathBuf> {
+    let p = root().join("..").join("shared");
+    p.is_dir().then_some(p)
+}
+
+/// Runs `$body` with the shared folder, or prints a notice and returns.
+#[macro_export]
+macro_rules! with_shared {
+    ($name:ident => $body:block) => {
+        match $crate::common::shared() {
+            Some($name) => $body,
+            None => {
+                eprintln!("skipped: ../shared is absent (corpus tests need it)");
+                return;
+            }
+        }
+    };
+}
+
+pub fn rules() -> &'static RuleSet {
+    static RULES: OnceLock<RuleSet> = OnceLock::new();
+    RULES.get_or_init(|| RuleSet::load(&[]).expect("built-in rules load"))
+}
+
+pub fn analyze_paths(paths: &[PathBuf], top: usize) -> Analysis {
+    let trace = read_all(paths, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    analyze(&trace, rules(), &AnalysisOptions { top })
+}
+
+pub fn analyze_path(p: &Path) -> Analysis {
+    analyze_paths(&[p.to_path_buf()], usize::MAX)
+}
+
+/// Validates a feed against the repo's JSON Schema; panics with every violation.
+pub fn assert_valid_feed(feed: &[u8]) -> serde_json::Value {
+    static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let validator = SCHEMA.get_or_init(|| {
+        let schema: serde_json::Value =
+            serde_json::from_str(rocprof_classify::report::FEED_SCHEMA).expect("schema is JSON");
+        jsonschema::validator_for(&schema).expect("schema compiles")
+    });
+    let value: serde_json::Value = serde_json::from_slice(feed).expect("feed is JSON");
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "feed violates the schema:\n{}",
+        errors.join("\n")
+    );
+    value
+}
+
+pub fn bin() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("rocprof-classify").expect("binary is built")
+}

@@ -1,0 +1,10 @@
+//! Integration tests: one binary (see Cargo.toml `autotests = false`).
+
+mod common;
+
+mod amd;
+mod bad_input;
+mod cli;
+mod corpus;
+mod h100;
+mod snapshots;
