@@ -509,6 +509,11 @@ impl<'t> KinetoSink<'t> {
             Vendor::Unknown if self.cuda_calls > self.hip_calls => Vendor::Nvidia,
             v => v,
         };
+        // ROCm traces list the visible GPUs from 0 while kernels carry the physical agent id
+        // (HIP_VISIBLE_DEVICES): with one listed device, an unlisted id is that device.
+        let only_name = (self.device_names.len() == 1)
+            .then(|| self.device_names.values().next().cloned())
+            .flatten();
         for (&rank, &i) in &self.inputs {
             let meta = &mut self.trace.inputs[i as usize];
             meta.rank = rank.or(self.file_rank);
@@ -522,7 +527,12 @@ impl<'t> KinetoSink<'t> {
                     ids.iter()
                         .map(|&id| Device {
                             id,
-                            name: self.device_names.get(&id).cloned().unwrap_or_default(),
+                            name: self
+                                .device_names
+                                .get(&id)
+                                .or(only_name.as_ref())
+                                .cloned()
+                                .unwrap_or_default(),
                         })
                         .collect()
                 })

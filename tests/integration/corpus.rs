@@ -97,6 +97,32 @@ fn every_kineto_trace_is_classified() {
 }
 
 #[test]
+fn rocprof_v1_json_is_told_apart_from_kineto_by_content() {
+    with_shared!(shared => {
+        for dir in ["rocprof1_batched_gemm", "rocprof1_hip_programming", "rocprof1_kokkos"] {
+            let path = shared.join("corpus").join(dir).join("results.json");
+            let src = ingest::open(&path).unwrap();
+            let readers = ingest::readers();
+            match ingest::sniff(&src, &readers) {
+                Err(e) => assert!(e.to_string().contains("rocprof-v1"), "{dir}: {e}"),
+                Ok(r) => panic!("{dir}: sniffed as {:?}", r.format()),
+            }
+        }
+    });
+}
+
+#[test]
+fn a_visible_device_renumbered_by_rocm_keeps_its_name() {
+    with_shared!(shared => {
+        // deviceProperties lists id 0; the kernels run on agent 9.
+        let a = crate::common::analyze_path(&shared.join("corpus/tracelens/sglang_Qwen3-8B_decode.json.gz"));
+        assert_eq!(a.inputs[0].devices.len(), 1);
+        assert_eq!(a.inputs[0].devices[0].id, 9);
+        assert_eq!(a.inputs[0].devices[0].name, "AMD Instinct MI300X");
+    });
+}
+
+#[test]
 fn vendors_are_detected() {
     with_shared!(shared => {
         let amd = crate::common::analyze_path(&shared.join("corpus/tracelens/trace.json.gz"));
