@@ -127,19 +127,20 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     for i in 0..acts.len() {
         let e = per_name.entry(acts.name[i]).or_default();
         e.0 += 1;
-        e.1 += acts.dur_ns[i];
-        kernel_ns += acts.dur_ns[i];
+        // Saturating: a corrupt trace with absurd durations must not overflow.
+        e.1 = e.1.saturating_add(acts.dur_ns[i]);
+        kernel_ns = kernel_ns.saturating_add(acts.dur_ns[i]);
     }
     let mut by_bucket: BTreeMap<Bucket, (i64, u64, u64)> =
         Bucket::ALL.iter().map(|&b| (b, (0, 0, 0))).collect();
     for (&name, &(launches, ns)) in &per_name {
         let c = classified.get(name);
         let e = by_bucket.entry(c.bucket).or_default();
-        e.0 += ns;
+        e.0 = e.0.saturating_add(ns);
         e.1 += launches;
         e.2 += 1;
         if classified.is_unclassified(name) {
-            unclassified_ns += ns;
+            unclassified_ns = unclassified_ns.saturating_add(ns);
         }
     }
     let mut buckets: Vec<BucketRow> = by_bucket
@@ -231,7 +232,7 @@ fn windows_and_steps(trace: &Trace) -> (i64, i64, Vec<Step>, usize, Option<StepS
                 steps[host.input[i] as usize].push(Step {
                     number: n,
                     start_ns: host.ts_ns[i],
-                    end_ns: host.ts_ns[i] + host.dur_ns[i],
+                    end_ns: host.ts_ns[i].saturating_add(host.dur_ns[i]),
                 });
             }
         }
@@ -264,7 +265,7 @@ fn windows_and_steps(trace: &Trace) -> (i64, i64, Vec<Step>, usize, Option<StepS
                 .copied()
                 .unwrap_or(acts.ts_ns[a]);
             let k = s.partition_point(|x| x.start_ns <= t);
-            if k > 0 && t < s[k - 1].end_ns.max(s[k - 1].start_ns + 1) {
+            if k > 0 && t < s[k - 1].end_ns.max(s[k - 1].start_ns.saturating_add(1)) {
                 let end = acts.end_ns(a);
                 if end > s[k - 1].end_ns {
                     s[k - 1].end_ns = end;
@@ -296,7 +297,7 @@ fn windows_and_steps(trace: &Trace) -> (i64, i64, Vec<Step>, usize, Option<StepS
                 s.iter().map(|x| x.end_ns).max().unwrap_or(0),
             )
         };
-        window_ns += (w1 - w0).max(0);
+        window_ns = window_ns.saturating_add(w1.saturating_sub(w0).max(0));
         iv.sort_unstable();
         let (mut cur_s, mut cur_e) = (i64::MIN, i64::MIN);
         for (s0, e0) in iv {
@@ -306,7 +307,7 @@ fn windows_and_steps(trace: &Trace) -> (i64, i64, Vec<Step>, usize, Option<StepS
             }
             if s0 > cur_e {
                 if cur_e > cur_s {
-                    busy_ns += cur_e - cur_s;
+                    busy_ns = busy_ns.saturating_add(cur_e.saturating_sub(cur_s));
                 }
                 cur_s = s0;
                 cur_e = e0;
@@ -315,14 +316,14 @@ fn windows_and_steps(trace: &Trace) -> (i64, i64, Vec<Step>, usize, Option<StepS
             }
         }
         if cur_e > cur_s {
-            busy_ns += cur_e - cur_s;
+            busy_ns = busy_ns.saturating_add(cur_e.saturating_sub(cur_s));
         }
     }
 
     // Step time per step number: the slowest rank's.
     let mut by_number: BTreeMap<u64, i64> = BTreeMap::new();
     for s in steps.iter().flatten() {
-        let d = s.end_ns - s.start_ns;
+        let d = s.end_ns.saturating_sub(s.start_ns);
         let e = by_number.entry(s.number).or_insert(d);
         *e = (*e).max(d);
     }

@@ -145,6 +145,14 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
 
+/// First non-blank position at or after `i`, or `buf.len()`.
+fn skip_ws(buf: &[u8], i: usize) -> usize {
+    i + buf[i.min(buf.len())..]
+        .iter()
+        .take_while(|&&b| is_ws(b))
+        .count()
+}
+
 /// Position after the closing quote of the string whose opening quote is at `i`, or None when
 /// the buffer ends first.
 fn string_end(buf: &[u8], i: usize) -> Option<usize> {
@@ -237,9 +245,7 @@ pub fn scan<R: Read, S: ScanSink>(
         let mut need_more = false;
         while !need_more {
             // Skip blanks.
-            while w.pos < w.end && is_ws(w.buf[w.pos]) {
-                w.pos += 1;
-            }
+            w.pos = skip_ws(&w.buf[..w.end], w.pos);
             if w.pos >= w.end {
                 break;
             }
@@ -288,9 +294,7 @@ pub fn scan<R: Read, S: ScanSink>(
                             });
                         }
                         p += 1;
-                        while p < w.end && is_ws(buf[p]) {
-                            p += 1;
-                        }
+                        p = skip_ws(buf, p);
                         if p >= w.end {
                             need_more = true;
                             continue;
@@ -310,9 +314,7 @@ pub fn scan<R: Read, S: ScanSink>(
                         continue;
                     };
                     let mut q = key_end;
-                    while q < w.end && is_ws(buf[q]) {
-                        q += 1;
-                    }
+                    q = skip_ws(buf, q);
                     if q >= w.end {
                         need_more = true;
                         continue;
@@ -327,9 +329,7 @@ pub fn scan<R: Read, S: ScanSink>(
                         });
                     }
                     q += 1;
-                    while q < w.end && is_ws(buf[q]) {
-                        q += 1;
-                    }
+                    q = skip_ws(buf, q);
                     if q >= w.end {
                         need_more = true;
                         continue;
@@ -373,9 +373,7 @@ pub fn scan<R: Read, S: ScanSink>(
                     ranges.clear();
                     let mut closed = false;
                     loop {
-                        while p < w.end && is_ws(buf[p]) {
-                            p += 1;
-                        }
+                        p = skip_ws(buf, p);
                         if p >= w.end {
                             break;
                         }
@@ -396,9 +394,7 @@ pub fn scan<R: Read, S: ScanSink>(
                                 });
                             }
                             s += 1;
-                            while s < w.end && is_ws(buf[s]) {
-                                s += 1;
-                            }
+                            s = skip_ws(buf, s);
                             if s >= w.end {
                                 break;
                             }
@@ -442,9 +438,7 @@ pub fn scan<R: Read, S: ScanSink>(
         let keep = w.pos;
         if !w.refill(keep)? {
             // End of input.
-            while w.pos < w.end && is_ws(w.buf[w.pos]) {
-                w.pos += 1;
-            }
+            w.pos = skip_ws(&w.buf[..w.end], w.pos);
             out.bytes = w.abs(w.end);
             if state != State::Done {
                 out.truncated = true;

@@ -47,12 +47,12 @@ pub fn micros_to_ns(lexeme: &str) -> Option<i64> {
     let fb = frac.as_bytes();
     let mut scale = 100;
     for &d in fb.iter().take(3) {
-        ns += i64::from(d - b'0') * scale;
+        ns = ns.checked_add(i64::from(d - b'0') * scale)?;
         scale /= 10;
     }
     // Round half up on the first dropped digit.
     if fb.len() > 3 && fb[3] >= b'5' {
-        ns += 1;
+        ns = ns.checked_add(1)?;
     }
     Some(if neg { -ns } else { ns })
 }
@@ -99,6 +99,7 @@ mod tests {
         assert_eq!(micros_to_ns("\"NaN\""), None);
         assert_eq!(micros_to_ns("1e300"), None);
         assert_eq!(micros_to_ns("99999999999999999999"), None);
+        assert_eq!(micros_to_ns("9223372036854775.999"), None);
     }
 
     #[test]
