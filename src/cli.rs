@@ -1,6 +1,7 @@
 //! The command line: clap definitions, and `run`, which turns them into library calls. Nothing
 //! below this module sees a clap type.
 
+use crate::analysis::steps::StepRange;
 use crate::analysis::{analyze, AnalysisOptions};
 use crate::classify::RuleSet;
 use crate::ingest::{read_all, ReadOptions};
@@ -50,6 +51,19 @@ pub struct Cli {
     /// Treat a truncated trace as an error instead of analyzing what was written.
     #[arg(long)]
     pub strict: bool,
+
+    /// Analyze only these steps: A..B (B excluded), A..=B, A.., ..B or N (ProfilerStep numbers).
+    #[arg(long, value_name = "A..B")]
+    pub steps: Option<StepRange>,
+
+    /// Leave the first step (the warm-up) out of the analysis.
+    #[arg(long)]
+    pub skip_warmup: bool,
+
+    /// Host gaps shorter than this (µs) between profiled host events count as dispatch
+    /// (launch overhead); longer gaps are host idle.
+    #[arg(long, value_name = "US", default_value_t = 50.0)]
+    pub dispatch_threshold_us: f64,
 
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -175,7 +189,16 @@ fn run_analyze(cli: &Cli) -> Result<Status> {
             }
         }
     }
-    let analysis = analyze(&trace, &rules, &AnalysisOptions { top: cli.top });
+    if !(cli.dispatch_threshold_us >= 0.0 && cli.dispatch_threshold_us.is_finite()) {
+        bail!("--dispatch-threshold-us must be a non-negative number");
+    }
+    let opts = AnalysisOptions {
+        top: cli.top,
+        steps: cli.steps,
+        skip_warmup: cli.skip_warmup,
+        dispatch_threshold_ns: (cli.dispatch_threshold_us * 1000.0).round() as i64,
+    };
+    let analysis = analyze(&trace, &rules, &opts);
     let json_to_stdout = cli.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
     if let Some(path) = &cli.json {
         let bytes = report::json::render(&analysis);

@@ -7,7 +7,8 @@
 //! | [`ingest`] | opening files/dirs/stdin/gzip, format sniffing, one reader per input format ([`ingest::kineto`]) |
 //! | [`model`] | the normalized columnar [`model::Trace`]: GPU activities, host events, interned names |
 //! | [`classify`] | rule files (`rules/*.toml`), the regex engine, name normalization (demangling) |
-//! | [`analysis`] | window, steps, buckets, top kernels: plain `Serialize` data |
+//! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals, top kernels: plain `Serialize` data |
+//! | [`detect`] | one function per finding (graph breaks, launch-bound, manual attention, …), reading only the analysis context |
 //! | [`report`] | renderers into memory: terminal table, JSON feed (+ its JSON Schema) |
 //! | [`cli`] | clap definitions and `run`; the only module that knows about the command line |
 //! | [`error`] | typed errors at the seams (ingest, rules) |
@@ -17,6 +18,7 @@
 pub mod analysis;
 pub mod classify;
 pub mod cli;
+pub mod detect;
 pub mod error;
 pub mod ingest;
 pub mod model;

@@ -1,6 +1,9 @@
 //! The JSON feed (`--json`), the contract in FEED.md. Field names are an API: add, never rename.
 
-use crate::analysis::{Analysis, BucketRow, KernelRow, Summary};
+use crate::analysis::compile::CompileSummary;
+use crate::analysis::partition::PartitionRow;
+use crate::analysis::{Analysis, BucketRow, KernelRow, StepRow, Summary};
+use crate::detect::Finding;
 use crate::model::InputMeta;
 use serde::Serialize;
 
@@ -19,7 +22,12 @@ struct Feed<'a> {
     inputs: &'a [InputMeta],
     summary: &'a Summary,
     buckets: &'a [BucketRow],
+    time_partition: &'a [PartitionRow],
     top_kernels: &'a [KernelRow],
+    compile: &'a CompileSummary,
+    findings: &'a [Finding],
+    /// Per analyzed step: its window and partition (an addition to FEED.md's fields).
+    step_breakdown: &'a [StepRow],
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
@@ -33,7 +41,11 @@ pub fn render(a: &Analysis) -> Vec<u8> {
         inputs: &a.inputs,
         summary: &a.summary,
         buckets: &a.buckets,
+        time_partition: &a.time_partition,
         top_kernels: &a.top_kernels,
+        compile: &a.compile,
+        findings: &a.findings,
+        step_breakdown: &a.step_breakdown,
     };
     let mut out =
         serde_json::to_vec_pretty(&feed).expect("the feed is plain data and always serializes");

@@ -204,6 +204,10 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
     }
     let _ = writeln!(out, "GPU time by bucket\n{t}\n");
 
+    render_partition(&mut out, a, opts);
+    render_steps(&mut out, a, opts);
+    render_compile(&mut out, a);
+
     if !a.top_kernels.is_empty() {
         let mut t = new_table(opts);
         t.set_header(
@@ -244,6 +248,7 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
             a.top_kernels.len()
         );
     }
+    render_findings(&mut out, a, opts);
     let _ = writeln!(
         out,
         "unclassified: {:.2}% of GPU activity time matched no rule{}",
@@ -257,6 +262,152 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// Where the window's wall time goes (FEED.md "Time partition").
+fn render_partition(out: &mut String, a: &Analysis, opts: &TableOptions) {
+    if a.summary.window_ns <= 0 {
+        return;
+    }
+    let mut t = new_table(opts);
+    t.set_header(["category", "time", "% of window"].map(|h| header_cell(h, opts)));
+    for r in &a.time_partition {
+        let always = matches!(r.category, "launch_overhead" | "host_idle");
+        if r.ns > 0 || always {
+            let mut name = Cell::new(r.category);
+            if opts.color {
+                name = name.fg(bucket_color(r.category));
+            }
+            t.add_row(vec![name, num(fmt_ns(r.ns)), num(format!("{:.1}", r.pct))]);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "Time partition of the window (busy time by bucket, idle time by cause)\n{t}\n"
+    );
+}
+
+/// One row per analyzed step (first and last few when there are many).
+fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
+    let rows = &a.step_breakdown;
+    if rows.is_empty() {
+        return;
+    }
+    let multi_rank = a.inputs.len() > 1;
+    let mut t = new_table(opts);
+    let mut header = vec![
+        "step",
+        "time",
+        "GPU busy %",
+        "launch overhead %",
+        "host idle %",
+        "largest bucket",
+    ];
+    if multi_rank {
+        header.insert(0, "rank");
+    }
+    t.set_header(header.into_iter().map(|h| header_cell(h, opts)));
+    const SHOW: usize = 12;
+    let shown: Vec<usize> = if rows.len() <= SHOW {
+        (0..rows.len()).collect()
+    } else {
+        (0..6).chain(rows.len() - 6..rows.len()).collect()
+    };
+    for (k, &i) in shown.iter().enumerate() {
+        if k > 0 && i != shown[k - 1] + 1 {
+            let mut gap = vec![Cell::new(format!("… {} more", i - shown[k - 1] - 1))];
+            gap.extend((1..t.column_count()).map(|_| Cell::new("")));
+            t.add_row(gap);
+        }
+        let r = &rows[i];
+        let get = |c: &str| {
+            r.time_partition
+                .iter()
+                .find(|p| p.category == c)
+                .map_or(0.0, |p| p.pct)
+        };
+        let busy: f64 = r.time_partition.iter().take(7).map(|p| p.pct).sum();
+        let largest = r
+            .time_partition
+            .iter()
+            .take(7)
+            .filter(|p| p.ns > 0)
+            .max_by_key(|p| p.ns)
+            .map_or("-", |p| p.category);
+        let mut row = vec![
+            Cell::new(format!("#{}", r.step)),
+            num(fmt_ns(r.dur_ns)),
+            num(format!("{busy:.1}")),
+            num(format!("{:.1}", get("launch_overhead"))),
+            num(format!("{:.1}", get("host_idle"))),
+            Cell::new(largest),
+        ];
+        if multi_rank {
+            row.insert(
+                0,
+                Cell::new(r.rank.map_or("-".to_string(), |x| x.to_string())),
+            );
+        }
+        t.add_row(row);
+    }
+    let warm = if a.warmup_in_window {
+        " (the first is a warm-up, left out of the mean)"
+    } else {
+        ""
+    };
+    let _ = writeln!(out, "Steps{warm}\n{t}\n");
+}
+
+fn render_compile(out: &mut String, a: &Analysis) {
+    let c = &a.compile;
+    if !c.compiled && !c.cudagraphs {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "torch.compile: {} compiled regions per step (frames {:?}), {} graph breaks per step, {} recompiles{}, {} compiling in the window, CUDA/HIP graphs {}\n",
+        c.regions_per_step,
+        c.graph_breaks.frames,
+        c.graph_breaks.per_step,
+        c.recompiles.count,
+        if c.recompiles.compile_ids.is_empty() { String::new() } else { format!(" ({})", c.recompiles.compile_ids.join(", ")) },
+        fmt_ns(c.compile_in_window_ns),
+        if c.cudagraphs { "in use" } else { "not used" }
+    );
+}
+
+fn render_findings(out: &mut String, a: &Analysis, opts: &TableOptions) {
+    if a.findings.is_empty() {
+        let _ = writeln!(out, "Findings: none\n");
+        return;
+    }
+    let mut t = new_table(opts);
+    t.set_header(
+        ["severity", "finding", "at stake", "what the trace shows"].map(|h| header_cell(h, opts)),
+    );
+    for f in &a.findings {
+        let mut sev = Cell::new(f.severity.as_str());
+        if opts.color {
+            sev = sev.fg(match f.severity {
+                crate::detect::Severity::High => Color::Red,
+                crate::detect::Severity::Medium => Color::Yellow,
+                crate::detect::Severity::Low => Color::Blue,
+                crate::detect::Severity::Info => Color::Grey,
+            });
+        }
+        let stake = if f.time_at_stake_ns > 0 {
+            fmt_ns(f.time_at_stake_ns)
+        } else {
+            "-".to_string()
+        };
+        t.add_row(vec![
+            sev,
+            Cell::new(f.id),
+            num(stake),
+            Cell::new(&f.summary),
+        ]);
+    }
+    let _ = writeln!(out, "Findings\n{t}\n");
+}
+
 fn bucket_color(b: &str) -> Color {
     match b {
         "gemm" => Color::Cyan,
@@ -265,6 +416,8 @@ fn bucket_color(b: &str) -> Color {
         "elementwise" => Color::Yellow,
         "communication" => Color::Green,
         "memory" => Color::DarkYellow,
+        "launch_overhead" => Color::Red,
+        "host_idle" => Color::DarkRed,
         _ => Color::Grey,
     }
 }

@@ -41,7 +41,14 @@ pub fn rules() -> &'static RuleSet {
 
 pub fn analyze_paths(paths: &[PathBuf], top: usize) -> Analysis {
     let trace = read_all(paths, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-    analyze(&trace, rules(), &AnalysisOptions { top })
+    analyze(
+        &trace,
+        rules(),
+        &AnalysisOptions {
+            top,
+            ..Default::default()
+        },
+    )
 }
 
 pub fn analyze_path(p: &Path) -> Analysis {

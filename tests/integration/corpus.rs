@@ -75,6 +75,12 @@ fn every_kineto_trace_is_classified() {
             let a = analyze(&trace, rules(), &AnalysisOptions::default());
             let feed = report::json::render(&a);
             assert_valid_feed(&feed);
+            // The time partition covers the window exactly.
+            let ns: i64 = a.time_partition.iter().map(|r| r.ns).sum();
+            let pct: f64 = a.time_partition.iter().map(|r| r.pct).sum();
+            if ns != a.summary.window_ns || (a.summary.window_ns > 0 && (pct - 100.0).abs() > 0.1) {
+                failures.push(format!("{rel}: partition sums to {ns} ns ({pct:.3}%) of a {} ns window", a.summary.window_ns));
+            }
             println!("{rel:<72} {:>8} {:>11} µs {:>12.2}%", a.activities, a.summary.kernel_ns / 1000, a.summary.unclassified_pct);
             if let Some((_, why)) = NO_KERNELS.iter().find(|(f, _)| *f == rel) {
                 if a.activities != 0 {

@@ -117,7 +117,11 @@ fn bucket_shares_add_up_and_match_the_kernel_total() {
         let launches: u64 = a.buckets.iter().map(|b| b.launches).sum();
         assert_eq!(launches, a.activities, "{name}");
         assert!(a.summary.gpu_busy_ns <= a.summary.window_ns, "{name}");
-        assert!(a.summary.gpu_busy_ns <= a.summary.kernel_ns, "{name}");
+        // Busy time is a union (never above the activity sum), except that the gaps inside one
+        // CUDA-graph replay count as busy too.
+        if !a.compile.cudagraphs {
+            assert!(a.summary.gpu_busy_ns <= a.summary.kernel_ns, "{name}");
+        }
     }
 }
 
@@ -126,8 +130,11 @@ fn steps_extend_to_the_gpu_work_they_launched() {
     // reduce-overhead replays CUDA graphs whose kernels finish after the CPU step range.
     let a = analyze_path(&fixture("kineto/h100/compiled_cudagraphs.json.gz"));
     assert!(a.summary.steps > 0);
-    let last_end = a.step_list.iter().map(|s| s.end_ns).max().unwrap();
-    assert!(a.summary.window_ns >= last_end - a.step_list[0].start_ns);
+    let first = a.step_breakdown.first().unwrap();
+    let last = a.step_breakdown.last().unwrap();
+    assert!(a.summary.window_ns >= last.start_ns + last.dur_ns - first.start_ns);
+    // The last step ends after its CPU range: the replayed kernels finish later.
+    assert!(a.step_breakdown.iter().all(|s| s.gpu_busy_ns > 0));
     let stats = a.summary.step_ns.clone().unwrap();
     assert!(stats.mean > 0.0 && stats.cv_pct >= 0.0);
 }

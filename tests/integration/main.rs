@@ -6,5 +6,6 @@ mod amd;
 mod bad_input;
 mod cli;
 mod corpus;
+mod diagnosis;
 mod h100;
 mod snapshots;

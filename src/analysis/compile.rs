@@ -1,0 +1,231 @@
+//! torch.compile as the trace shows it (FEED.md "torch.compile"): compiled regions per step,
+//! graph breaks, recompiles, compile time inside the window, and CUDA/HIP graph replay.
+
+use super::links::{compiled_region, is_compile_event, is_graph_launch, Links};
+use super::steps::Steps;
+use crate::model::{HostKind, Trace};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct GraphBreaks {
+    pub detected: bool,
+    pub per_step: f64,
+    pub frames: Vec<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct Recompiles {
+    pub count: usize,
+    pub compile_ids: Vec<String>,
+}
+
+/// The feed's `compile` block.
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct CompileSummary {
+    pub compiled: bool,
+    pub regions_per_step: f64,
+    pub graph_breaks: GraphBreaks,
+    pub recompiles: Recompiles,
+    pub cudagraphs: bool,
+    pub compile_in_window_ns: i64,
+}
+
+/// What the detectors need beyond the summary.
+#[derive(Clone, Debug, Default)]
+pub struct CompileDetail {
+    /// Per analyzed step: the compiled regions `(frame, compile)` in order.
+    pub step_regions: Vec<Vec<(u32, u32)>>,
+    /// Per analyzed step: `aten::item` / `aten::_local_scalar_dense` calls (host syncs).
+    pub step_item_calls: Vec<usize>,
+    /// Which signal found the breaks: "frame_sequence" or "repeated_frame_without_outer".
+    pub break_signal: Option<&'static str>,
+    /// Frames compiled once and called several times per step (a deliberate compiled loop).
+    pub loop_frames: Vec<u32>,
+    /// Dynamo/Inductor compile ranges inside the window.
+    pub compile_events_in_window: usize,
+    pub graph_launches: u64,
+    pub graph_kernels: u64,
+    pub graph_kernel_ns: i64,
+}
+
+/// Analyzes compile signals over the analyzed steps (the whole trace as one step without any).
+pub fn analyze(
+    trace: &Trace,
+    links: &Links,
+    steps: &Steps,
+    windows: &[(i64, i64)],
+) -> (CompileSummary, CompileDetail) {
+    let host = &trace.host;
+    let mut detail = CompileDetail::default();
+    // Step slots: (input, cpu range); one slot per input without steps.
+    let mut slots: Vec<(u32, i64, i64)> = Vec::new();
+    for input in 0..trace.inputs.len() {
+        let kept: Vec<_> = steps
+            .kept(input)
+            .map(|(_, s)| (input as u32, s.cpu_start_ns, s.cpu_end_ns))
+            .collect();
+        if kept.is_empty() && steps.per_input[input].is_empty() {
+            slots.push((input as u32, i64::MIN, i64::MAX));
+        } else {
+            slots.extend(kept);
+        }
+    }
+    slots.sort();
+    detail.step_regions = vec![Vec::new(); slots.len()];
+    detail.step_item_calls = vec![0; slots.len()];
+    let slot_of = |input: u32, t: i64| -> Option<usize> {
+        let k = slots.partition_point(|s| (s.0, s.1) <= (input, t));
+        (k > 0 && slots[k - 1].0 == input && t < slots[k - 1].2).then(|| k - 1)
+    };
+
+    let mut all_regions: BTreeSet<(u32, u32)> = BTreeSet::new();
+    let mut ids_in_window: BTreeSet<(u32, u32)> = BTreeSet::new();
+    let mut compile_iv: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
+    let mut region_rows: Vec<(i64, usize, (u32, u32))> = Vec::new();
+    for i in 0..host.len() {
+        let name = trace.names.get(host.name[i]);
+        let input = host.input[i];
+        let (w0, w1) = windows[input as usize];
+        let ts = host.ts_ns[i];
+        if host.kind[i] == HostKind::CpuOp {
+            if let Some(id) = compiled_region(name) {
+                all_regions.insert(id);
+                if ts >= w0 && ts < w1 {
+                    ids_in_window.insert(id);
+                }
+                if let Some(slot) = slot_of(input, ts) {
+                    region_rows.push((ts, slot, id));
+                }
+                continue;
+            }
+            if name == "aten::item" || name == "aten::_local_scalar_dense" {
+                if let Some(slot) = slot_of(input, ts) {
+                    // _local_scalar_dense runs inside item: count the outer call once.
+                    if name == "aten::item" {
+                        detail.step_item_calls[slot] += 1;
+                    }
+                }
+            }
+        }
+        if is_compile_event(name) {
+            let (s, e) = (ts.max(w0), ts.saturating_add(host.dur_ns[i]).min(w1));
+            if e > s {
+                compile_iv[input as usize].push((s, e));
+                detail.compile_events_in_window += 1;
+            }
+        }
+        if matches!(host.kind[i], HostKind::Runtime | HostKind::Driver) && is_graph_launch(name) {
+            detail.graph_launches += 1;
+        }
+    }
+    region_rows.sort();
+    for (_, slot, id) in region_rows {
+        detail.step_regions[slot].push(id);
+    }
+
+    // Kernels replayed by a graph launch.
+    for (a, launch) in links.launch.iter().enumerate() {
+        if let Some(h) = launch {
+            if is_graph_launch(trace.names.get(host.name[*h as usize])) {
+                detail.graph_kernels += 1;
+                detail.graph_kernel_ns += trace.activities.dur_ns[a];
+            }
+        }
+    }
+
+    // Compile time: the union of compile ranges (they nest) inside the window.
+    let compile_in_window_ns: i64 = compile_iv
+        .into_iter()
+        .map(|mut v| {
+            v.sort_unstable();
+            let (mut total, mut cur_end) = (0i64, i64::MIN);
+            for (s, e) in v {
+                let s = s.max(cur_end);
+                if e > s {
+                    total += e - s;
+                    cur_end = e;
+                }
+            }
+            total
+        })
+        .sum();
+
+    // Graph breaks per step.
+    let frame0_seen = all_regions.iter().any(|&(f, _)| f == 0);
+    let mut breaks_total = 0usize;
+    let mut signal = None;
+    let mut repeats: BTreeMap<u32, usize> = BTreeMap::new();
+    for seq in &detail.step_regions {
+        let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+        for &(f, _) in seq {
+            *counts.entry(f).or_default() += 1;
+        }
+        let repeated = counts.values().any(|&c| c >= 2);
+        let breaks = if !frame0_seen && repeated && seq.len() >= 2 {
+            // Dynamo gave up on the outer frame after a break in a loop: the loop body runs as a
+            // later frame once per iteration from eager code.
+            signal.get_or_insert("repeated_frame_without_outer");
+            seq.len() - 1
+        } else {
+            // A break makes Dynamo resume in a new frame: 0/0 → 1/0 → 2/0 is two breaks.
+            let up = seq.windows(2).filter(|w| w[1].0 > w[0].0).count();
+            if up > 0 {
+                signal.get_or_insert("frame_sequence");
+            }
+            up
+        };
+        breaks_total += breaks;
+        if breaks == 0 {
+            for (f, c) in counts {
+                if c >= 2 {
+                    *repeats.entry(f).or_default() += 1;
+                }
+            }
+        }
+    }
+    let n_slots = detail.step_regions.len().max(1) as f64;
+    let regions: usize = detail.step_regions.iter().map(Vec::len).sum();
+    let per_step = round3(breaks_total as f64 / n_slots);
+    detail.break_signal = signal;
+    // A frame present from 0/0 and run several times in most steps, without breaks: a loop.
+    detail.loop_frames = repeats
+        .into_iter()
+        .filter(|&(_, steps)| steps * 2 >= detail.step_regions.len())
+        .map(|(f, _)| f)
+        .collect();
+    if !frame0_seen || per_step > 0.0 {
+        detail.loop_frames.clear();
+    }
+
+    let recompiled: Vec<(u32, u32)> = ids_in_window
+        .iter()
+        .copied()
+        .filter(|&(_, c)| c >= 1)
+        .collect();
+    let summary = CompileSummary {
+        compiled: !all_regions.is_empty(),
+        regions_per_step: round3(regions as f64 / n_slots),
+        graph_breaks: GraphBreaks {
+            detected: per_step > 0.0,
+            per_step,
+            frames: all_regions
+                .iter()
+                .map(|&(f, _)| f)
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+        },
+        recompiles: Recompiles {
+            count: recompiled.len(),
+            compile_ids: recompiled.iter().map(|(f, c)| format!("{f}/{c}")).collect(),
+        },
+        cudagraphs: detail.graph_launches > 0,
+        compile_in_window_ns,
+    };
+    (summary, detail)
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1e3).round() / 1e3
+}

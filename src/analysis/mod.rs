@@ -1,0 +1,418 @@
+//! From a classified trace to what every report shows: steps and the window, the bucket table,
+//! the time partition, torch.compile signals, top kernels and the findings of the detectors.
+//! Plain `Serialize` data; reporters render it.
+
+pub mod compile;
+pub mod links;
+pub mod partition;
+pub mod steps;
+
+use crate::classify::{Bucket, Classified, RuleSet};
+use crate::detect::{self, Finding};
+use crate::model::{InputMeta, NameId, Trace, Vendor};
+use compile::{CompileDetail, CompileSummary};
+use links::Links;
+use partition::{DeviceActivities, HostTimeline, Partition, PartitionRow};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use steps::{StepRange, StepWindow, Steps};
+
+/// Options that change what is computed (not how it is shown).
+#[derive(Clone, Debug)]
+pub struct AnalysisOptions {
+    /// How many rows `top_kernels` keeps.
+    pub top: usize,
+    /// Analyze only these steps (`--steps A..B`).
+    pub steps: Option<StepRange>,
+    /// Leave the first step out (`--skip-warmup`).
+    pub skip_warmup: bool,
+    /// Host gaps shorter than this between profiled host events still count as dispatching.
+    pub dispatch_threshold_ns: i64,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions {
+            top: 20,
+            steps: None,
+            skip_warmup: false,
+            dispatch_threshold_ns: 50_000,
+        }
+    }
+}
+
+/// Mean, population standard deviation and coefficient of variation of step times.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct StepStats {
+    pub mean: f64,
+    pub std: f64,
+    pub cv_pct: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    /// Sum over devices of each device's analysis window (FEED.md "Window").
+    pub window_ns: i64,
+    /// Number of `ProfilerStep#N` ranges analyzed (0 when the trace has none).
+    pub steps: usize,
+    /// Step time statistics, warm-up step excluded; null without steps.
+    pub step_ns: Option<StepStats>,
+    /// Union of GPU activity inside the window, summed over devices.
+    pub gpu_busy_ns: i64,
+    /// Sum of the analyzed GPU activity durations (overlaps counted in full).
+    pub kernel_ns: i64,
+    /// Share of `kernel_ns` that no rule matched.
+    pub unclassified_pct: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BucketRow {
+    pub bucket: Bucket,
+    pub kernel_ns: i64,
+    pub pct: f64,
+    pub launches: u64,
+    pub distinct_kernels: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelRow {
+    pub name: String,
+    pub bucket: Bucket,
+    pub family: String,
+    pub library: String,
+    pub rule_id: Option<String>,
+    pub launches: u64,
+    pub total_ns: i64,
+    pub pct: f64,
+}
+
+/// One analyzed step: its window and time partition (summed over the input's devices).
+#[derive(Clone, Debug, Serialize)]
+pub struct StepRow {
+    pub rank: Option<u32>,
+    pub step: u64,
+    pub start_ns: i64,
+    pub dur_ns: i64,
+    pub gpu_busy_ns: i64,
+    pub time_partition: Vec<PartitionRow>,
+}
+
+/// Everything the reports need.
+#[derive(Clone, Debug, Serialize)]
+pub struct Analysis {
+    pub inputs: Vec<InputMeta>,
+    pub summary: Summary,
+    pub buckets: Vec<BucketRow>,
+    pub time_partition: Vec<PartitionRow>,
+    pub top_kernels: Vec<KernelRow>,
+    pub compile: CompileSummary,
+    pub findings: Vec<Finding>,
+    pub step_breakdown: Vec<StepRow>,
+    /// Number of analyzed GPU activities and of distinct activity names.
+    pub activities: u64,
+    pub distinct_kernels: u64,
+    /// Whether the step durations include a warm-up step 0 (see `warmup_in_window`).
+    pub warmup_in_window: bool,
+}
+
+impl Analysis {
+    /// The one vendor of all inputs, or unknown when they differ or none is known.
+    pub fn vendor(&self) -> Vendor {
+        let mut v = self
+            .inputs
+            .iter()
+            .map(|i| i.vendor)
+            .filter(|v| *v != Vendor::Unknown);
+        match v.next() {
+            Some(first) if v.all(|x| x == first) => first,
+            _ => Vendor::Unknown,
+        }
+    }
+    /// (input, device) pairs with activity.
+    pub fn device_count(&self) -> usize {
+        self.inputs.iter().map(|i| i.devices.len()).sum()
+    }
+    /// A partition category's row.
+    pub fn partition_ns(&self, category: &str) -> i64 {
+        self.time_partition
+            .iter()
+            .find(|r| r.category == category)
+            .map_or(0, |r| r.ns)
+    }
+    pub fn bucket(&self, b: Bucket) -> &BucketRow {
+        self.buckets
+            .iter()
+            .find(|r| r.bucket == b)
+            .expect("every bucket has a row")
+    }
+}
+
+pub fn pct(part: i64, whole: i64) -> f64 {
+    if whole <= 0 {
+        0.0
+    } else {
+        // Rounded to 1e-4 so reports do not depend on float summation order.
+        (part as f64 * 100.0 / whole as f64 * 1e4).round() / 1e4
+    }
+}
+
+/// Everything detectors may read: the trace, its classification, the links between host and
+/// GPU, the steps, and the aggregate numbers.
+pub struct Context<'a> {
+    pub trace: &'a Trace,
+    pub rules: &'a RuleSet,
+    pub classified: Classified,
+    pub links: Links,
+    pub steps: Steps,
+    /// Per activity: part of the analysis (all, unless steps were selected).
+    pub in_scope: Vec<bool>,
+    pub summary: Summary,
+    pub buckets: Vec<BucketRow>,
+    pub partition: Partition,
+    pub window_ns: i64,
+    pub compile: CompileSummary,
+    pub compile_detail: CompileDetail,
+    pub step_rows: Vec<StepRow>,
+    /// Analyzed step durations (slowest rank per step number), in step order.
+    pub step_durations: Vec<(u64, i64)>,
+    pub warmup_in_window: bool,
+    pub opts: &'a AnalysisOptions,
+}
+
+impl Context<'_> {
+    pub fn bucket_of(&self, a: usize) -> Bucket {
+        self.classified.get(self.trace.activities.name[a]).bucket
+    }
+    pub fn name(&self, id: NameId) -> &str {
+        self.trace.names.get(id)
+    }
+}
+
+/// Where each activity's busy time ends for the partition: its own end, except inside a CUDA/HIP
+/// graph replay, where a kernel stays busy until the next kernel of the same replay starts: the
+/// gaps inside one graph launch are the graph executing, not the host failing to dispatch.
+fn busy_ends(trace: &Trace, links: &Links) -> Vec<i64> {
+    let acts = &trace.activities;
+    let mut ends: Vec<i64> = (0..acts.len()).map(|a| acts.end_ns(a)).collect();
+    let mut replays: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
+    for (a, l) in links.launch.iter().enumerate() {
+        if let Some(h) = *l {
+            if links::is_graph_launch(trace.names.get(trace.host.name[h as usize])) {
+                replays.entry((h, acts.stream[a])).or_default().push(a);
+            }
+        }
+    }
+    for list in replays.values_mut() {
+        list.sort_by_key(|&a| (acts.ts_ns[a], a));
+        for w in list.windows(2) {
+            ends[w[0]] = ends[w[0]].max(acts.ts_ns[w[1]]);
+        }
+    }
+    ends
+}
+
+/// Classifies, aggregates and runs the detectors.
+pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analysis {
+    let classified = rules.classify_trace(trace);
+    let links = Links::build(trace);
+    let mut steps = Steps::find(trace, &links);
+    let selecting = steps.select(opts.steps, opts.skip_warmup);
+    let acts = &trace.activities;
+    let in_scope: Vec<bool> = (0..acts.len())
+        .map(|a| {
+            !selecting
+                || match steps.of_activity[a] {
+                    Some(s) => steps.selected[acts.input[a] as usize][s as usize],
+                    None => false,
+                }
+        })
+        .collect();
+
+    // Per distinct name: launches and time.
+    let mut per_name: HashMap<NameId, (u64, i64)> = HashMap::new();
+    let mut kernel_ns = 0i64;
+    let mut unclassified_ns = 0i64;
+    for a in (0..acts.len()).filter(|&a| in_scope[a]) {
+        let e = per_name.entry(acts.name[a]).or_default();
+        // Saturating: a corrupt trace with absurd durations must not overflow.
+        e.0 += 1;
+        e.1 = e.1.saturating_add(acts.dur_ns[a]);
+        kernel_ns = kernel_ns.saturating_add(acts.dur_ns[a]);
+    }
+    let mut by_bucket: BTreeMap<Bucket, (i64, u64, u64)> =
+        Bucket::ALL.iter().map(|&b| (b, (0, 0, 0))).collect();
+    for (&name, &(launches, ns)) in &per_name {
+        let e = by_bucket.entry(classified.get(name).bucket).or_default();
+        e.0 = e.0.saturating_add(ns);
+        e.1 += launches;
+        e.2 += 1;
+        if classified.is_unclassified(name) {
+            unclassified_ns = unclassified_ns.saturating_add(ns);
+        }
+    }
+    let mut buckets: Vec<BucketRow> = by_bucket
+        .into_iter()
+        .map(|(bucket, (ns, launches, distinct))| BucketRow {
+            bucket,
+            kernel_ns: ns,
+            pct: pct(ns, kernel_ns),
+            launches,
+            distinct_kernels: distinct,
+        })
+        .collect();
+    buckets.sort_by(|a, b| {
+        b.kernel_ns
+            .cmp(&a.kernel_ns)
+            .then(a.bucket.as_str().cmp(b.bucket.as_str()))
+    });
+
+    let mut kernels: Vec<(NameId, u64, i64)> =
+        per_name.iter().map(|(&n, &(l, ns))| (n, l, ns)).collect();
+    kernels.sort_by(|a, b| {
+        b.2.cmp(&a.2)
+            .then_with(|| trace.names.get(a.0).cmp(trace.names.get(b.0)))
+    });
+    let top_kernels = kernels
+        .iter()
+        .take(opts.top)
+        .map(|&(n, launches, ns)| {
+            let c = classified.get(n);
+            KernelRow {
+                name: trace.names.get(n).to_string(),
+                bucket: c.bucket,
+                family: c.family.clone(),
+                library: c.library.clone(),
+                rule_id: c.rule.map(|r| rules.rules[r].def.id.clone()),
+                launches,
+                total_ns: ns,
+                pct: pct(ns, kernel_ns),
+            }
+        })
+        .collect();
+
+    // Activities per (input, device), the window of each, and the partition.
+    let ends = busy_ends(trace, &links);
+    let mut devices: BTreeMap<(u32, u32), DeviceActivities> = BTreeMap::new();
+    for a in (0..acts.len()).filter(|&a| in_scope[a]) {
+        let bucket = partition::bucket_index(classified.get(acts.name[a]).bucket);
+        devices
+            .entry((acts.input[a], acts.device[a]))
+            .or_default()
+            .push(acts.ts_ns[a], ends[a], bucket);
+    }
+    let timelines = HostTimeline::build_all(trace, opts.dispatch_threshold_ns);
+    // Per input: the window spanned by its kept steps, or None without steps.
+    let step_span: Vec<Option<(i64, i64)>> = (0..trace.inputs.len())
+        .map(|i| {
+            let kept: Vec<&StepWindow> = steps.kept(i).map(|(_, s)| s).collect();
+            (!kept.is_empty()).then(|| {
+                (
+                    kept.iter().map(|s| s.cpu_start_ns).min().unwrap_or(0),
+                    kept.iter().map(|s| s.end_ns).max().unwrap_or(0),
+                )
+            })
+        })
+        .collect();
+    let mut total = Partition::default();
+    let mut window_ns = 0i64;
+    let mut busy = 0.0f64;
+    let mut input_windows: Vec<(i64, i64)> = step_span
+        .iter()
+        .map(|s| s.unwrap_or((i64::MAX, i64::MIN)))
+        .collect();
+    let mut step_parts: Vec<Vec<Partition>> = steps
+        .per_input
+        .iter()
+        .map(|s| vec![Partition::default(); s.len()])
+        .collect();
+    for (&(input, _device), dev) in devices.iter_mut() {
+        dev.sort();
+        let (w0, w1) = match step_span[input as usize] {
+            Some(span) => span,
+            None => (dev.first_start().unwrap_or(0), dev.last_end().unwrap_or(0)),
+        };
+        let iw = &mut input_windows[input as usize];
+        *iw = (iw.0.min(w0), iw.1.max(w1));
+        let host = &timelines[input as usize];
+        let p = dev.partition(w0, w1, host);
+        window_ns = window_ns.saturating_add(w1.saturating_sub(w0).max(0));
+        busy += p.busy();
+        total.add(&p);
+        for (k, s) in steps.kept(input as usize) {
+            step_parts[input as usize][k].add(&dev.partition(s.cpu_start_ns, s.end_ns, host));
+        }
+    }
+    for w in &mut input_windows {
+        if w.0 > w.1 {
+            *w = (0, 0);
+        }
+    }
+
+    let mut step_rows = Vec::new();
+    let mut by_number: BTreeMap<u64, i64> = BTreeMap::new();
+    for (input, meta) in trace.inputs.iter().enumerate() {
+        for (k, s) in steps.kept(input) {
+            let p = &step_parts[input][k];
+            let e = by_number.entry(s.number).or_insert(0);
+            *e = (*e).max(s.dur_ns());
+            // Partition of the step summed over the input's devices.
+            let ndev = meta.devices.len().max(1) as i64;
+            step_rows.push(StepRow {
+                rank: meta.rank,
+                step: s.number,
+                start_ns: s.cpu_start_ns,
+                dur_ns: s.dur_ns(),
+                gpu_busy_ns: p.busy().round() as i64,
+                time_partition: partition::rows(p, s.dur_ns().saturating_mul(ndev)),
+            });
+        }
+    }
+    let step_durations: Vec<(u64, i64)> = by_number.into_iter().collect();
+    let durations: Vec<i64> = step_durations.iter().map(|d| d.1).collect();
+    let (step_ns, warmup_in_window) = match steps::step_stats(&durations) {
+        Some((s, w)) => (Some(s), w),
+        None => (None, false),
+    };
+
+    let (compile, compile_detail) = compile::analyze(trace, &links, &steps, &input_windows);
+    let summary = Summary {
+        window_ns,
+        steps: durations.len(),
+        step_ns,
+        gpu_busy_ns: busy.round() as i64,
+        kernel_ns,
+        unclassified_pct: pct(unclassified_ns, kernel_ns),
+    };
+    let ctx = Context {
+        trace,
+        rules,
+        classified,
+        links,
+        steps,
+        in_scope,
+        summary,
+        buckets,
+        partition: total,
+        window_ns,
+        compile,
+        compile_detail,
+        step_rows,
+        step_durations,
+        warmup_in_window,
+        opts,
+    };
+    let findings = detect::run_all(&ctx);
+    Analysis {
+        inputs: trace.inputs.clone(),
+        time_partition: partition::rows(&ctx.partition, ctx.window_ns),
+        summary: ctx.summary,
+        buckets: ctx.buckets,
+        top_kernels,
+        compile: ctx.compile,
+        findings,
+        step_breakdown: ctx.step_rows,
+        activities: per_name.values().map(|v| v.0).sum(),
+        distinct_kernels: per_name.len() as u64,
+        warmup_in_window: ctx.warmup_in_window,
+    }
+}

@@ -1,0 +1,342 @@
+//! The time partition (FEED.md "Time partition"): every nanosecond of a device's window goes to
+//! one category. Busy time is split among the activities running at that instant (equal shares,
+//! so overlaps never double count); idle time goes to `launch_overhead` when the host was
+//! dispatching, to `host_idle` when it was outside any profiled event for longer than the dispatch
+//! threshold or blocked in a synchronize (or compiling), and to `idle_unattributed` when the input
+//! has no host events.
+
+use super::links::{is_compile_event, is_sync_call};
+use crate::classify::Bucket;
+use crate::model::{HostKind, Trace};
+use serde::Serialize;
+
+/// The partition's categories, in the feed's fixed order.
+pub const CATEGORIES: [&str; 10] = [
+    "gemm",
+    "attention",
+    "conv",
+    "elementwise",
+    "communication",
+    "memory",
+    "other",
+    "launch_overhead",
+    "host_idle",
+    "idle_unattributed",
+];
+pub const LAUNCH_OVERHEAD: usize = 7;
+pub const HOST_IDLE: usize = 8;
+pub const IDLE_UNATTRIBUTED: usize = 9;
+
+/// Index of a bucket among the first seven categories.
+pub fn bucket_index(b: Bucket) -> usize {
+    Bucket::ALL.iter().position(|&x| x == b).unwrap_or(6)
+}
+
+/// Nanoseconds per category (fractional while accumulating shares of overlapped time).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Partition(pub [f64; 10]);
+
+impl Partition {
+    pub fn add(&mut self, other: &Partition) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
+        }
+    }
+    pub fn total(&self) -> f64 {
+        self.0.iter().sum()
+    }
+    pub fn idle(&self) -> f64 {
+        self.0[LAUNCH_OVERHEAD] + self.0[HOST_IDLE] + self.0[IDLE_UNATTRIBUTED]
+    }
+    pub fn busy(&self) -> f64 {
+        self.0[..7].iter().sum()
+    }
+    /// Integer nanoseconds that add up exactly to `total` (largest remainder rounding), so the
+    /// rows of the feed sum to the window.
+    pub fn rounded(&self, total: i64) -> [i64; 10] {
+        let mut out = [0i64; 10];
+        let mut rem: Vec<(f64, usize)> = Vec::with_capacity(10);
+        for (i, &v) in self.0.iter().enumerate() {
+            out[i] = v.floor() as i64;
+            rem.push((v - v.floor(), i));
+        }
+        let mut missing = total - out.iter().sum::<i64>();
+        rem.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut k = 0;
+        while missing > 0 && !rem.is_empty() {
+            out[rem[k % rem.len()].1] += 1;
+            missing -= 1;
+            k += 1;
+        }
+        out
+    }
+}
+
+/// One row of `time_partition`.
+#[derive(Clone, Debug, Serialize)]
+pub struct PartitionRow {
+    pub category: &'static str,
+    pub ns: i64,
+    pub pct: f64,
+}
+
+pub fn rows(p: &Partition, window_ns: i64) -> Vec<PartitionRow> {
+    let ns = p.rounded(window_ns);
+    CATEGORIES
+        .iter()
+        .zip(ns)
+        .map(|(&category, ns)| PartitionRow {
+            category,
+            ns,
+            pct: super::pct(ns, window_ns),
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HostState {
+    Dispatch,
+    Blocked,
+}
+
+/// What one input's host was doing over time: dispatching (inside cpu_ops and runtime calls, or
+/// in gaps shorter than the threshold between them) or blocked (synchronizing, compiling).
+pub struct HostTimeline {
+    segments: Vec<(i64, i64, HostState)>,
+    has_host: bool,
+}
+
+fn merge(mut v: Vec<(i64, i64)>, bridge_ns: i64) -> Vec<(i64, i64)> {
+    v.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(v.len());
+    for (s, e) in v {
+        match out.last_mut() {
+            Some(last) if s <= last.1.saturating_add(bridge_ns) => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+impl HostTimeline {
+    /// Builds the timeline of every input at once (one pass over the host events).
+    pub fn build_all(trace: &Trace, dispatch_threshold_ns: i64) -> Vec<HostTimeline> {
+        let n = trace.inputs.len();
+        let mut dispatch: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        let mut blocked: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        let host = &trace.host;
+        for i in 0..host.len() {
+            if host.kind[i] == HostKind::Annotation {
+                continue;
+            }
+            let name = trace.names.get(host.name[i]);
+            let iv = (host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i]));
+            let input = host.input[i] as usize;
+            if is_sync_call(name) || is_compile_event(name) {
+                blocked[input].push(iv);
+            } else {
+                dispatch[input].push(iv);
+            }
+        }
+        dispatch
+            .into_iter()
+            .zip(blocked)
+            .map(|(d, b)| {
+                let has_host = !d.is_empty() || !b.is_empty();
+                HostTimeline {
+                    segments: combine(&merge(d, dispatch_threshold_ns), &merge(b, 0)),
+                    has_host,
+                }
+            })
+            .collect()
+    }
+
+    /// Adds the idle span `[s, e)` to `out` by what the host was doing.
+    fn classify_idle(&self, s: i64, e: i64, out: &mut Partition) {
+        if !self.has_host {
+            out.0[IDLE_UNATTRIBUTED] += (e - s) as f64;
+            return;
+        }
+        let mut dispatch = 0i64;
+        let mut k = self.segments.partition_point(|seg| seg.1 <= s);
+        while k < self.segments.len() && self.segments[k].0 < e {
+            let (a, b, state) = self.segments[k];
+            let overlap = b.min(e) - a.max(s);
+            if overlap > 0 && state == HostState::Dispatch {
+                dispatch += overlap;
+            }
+            k += 1;
+        }
+        out.0[LAUNCH_OVERHEAD] += dispatch as f64;
+        out.0[HOST_IDLE] += (e - s - dispatch) as f64;
+    }
+}
+
+/// Non-overlapping segments, blocked overriding dispatch.
+fn combine(dispatch: &[(i64, i64)], blocked: &[(i64, i64)]) -> Vec<(i64, i64, HostState)> {
+    let mut points: Vec<i64> = dispatch
+        .iter()
+        .chain(blocked)
+        .flat_map(|&(s, e)| [s, e])
+        .collect();
+    points.sort_unstable();
+    points.dedup();
+    let (mut i, mut j) = (0, 0);
+    let mut out: Vec<(i64, i64, HostState)> = Vec::new();
+    for w in points.windows(2) {
+        let (s, e) = (w[0], w[1]);
+        while i < dispatch.len() && dispatch[i].1 <= s {
+            i += 1;
+        }
+        while j < blocked.len() && blocked[j].1 <= s {
+            j += 1;
+        }
+        let in_blocked = j < blocked.len() && blocked[j].0 <= s;
+        let in_dispatch = i < dispatch.len() && dispatch[i].0 <= s;
+        let state = if in_blocked {
+            HostState::Blocked
+        } else if in_dispatch {
+            HostState::Dispatch
+        } else {
+            continue;
+        };
+        match out.last_mut() {
+            Some(last) if last.1 == s && last.2 == state => last.1 = e,
+            _ => out.push((s, e, state)),
+        }
+    }
+    out
+}
+
+/// The activities of one (input, device), sorted by start.
+#[derive(Default)]
+pub struct DeviceActivities {
+    pub ts: Vec<i64>,
+    pub end: Vec<i64>,
+    pub bucket: Vec<u8>,
+    pub max_dur: i64,
+}
+
+impl DeviceActivities {
+    pub fn push(&mut self, ts: i64, end: i64, bucket: usize) {
+        self.ts.push(ts);
+        self.end.push(end);
+        self.bucket.push(bucket as u8);
+        self.max_dur = self.max_dur.max(end - ts);
+    }
+    /// Sorts by start (stable, so equal starts keep file order).
+    pub fn sort(&mut self) {
+        let mut idx: Vec<usize> = (0..self.ts.len()).collect();
+        idx.sort_by_key(|&i| (self.ts[i], self.end[i]));
+        self.ts = idx.iter().map(|&i| self.ts[i]).collect();
+        self.end = idx.iter().map(|&i| self.end[i]).collect();
+        self.bucket = idx.iter().map(|&i| self.bucket[i]).collect();
+    }
+    pub fn first_start(&self) -> Option<i64> {
+        self.ts.first().copied()
+    }
+    pub fn last_end(&self) -> Option<i64> {
+        self.end.iter().copied().max()
+    }
+
+    /// Partition of `[a, b)`.
+    pub fn partition(&self, a: i64, b: i64, host: &HostTimeline) -> Partition {
+        let mut out = Partition::default();
+        if b <= a {
+            return out;
+        }
+        let lo = self
+            .ts
+            .partition_point(|&t| t < a.saturating_sub(self.max_dur));
+        let hi = self.ts.partition_point(|&t| t < b);
+        let mut events: Vec<(i64, i8, u8)> = Vec::new();
+        for k in lo..hi {
+            let (s, e) = (self.ts[k].max(a), self.end[k].min(b));
+            if e > s {
+                events.push((s, 1, self.bucket[k]));
+                events.push((e, -1, self.bucket[k]));
+            }
+        }
+        events.sort_unstable();
+        let mut counts = [0i64; 7];
+        let mut total = 0i64;
+        let mut cur = a;
+        let mut k = 0;
+        while k < events.len() {
+            let t = events[k].0;
+            if t > cur {
+                let len = (t - cur) as f64;
+                if total > 0 {
+                    for (bucket, &c) in counts.iter().enumerate() {
+                        if c > 0 {
+                            out.0[bucket] += len * c as f64 / total as f64;
+                        }
+                    }
+                } else {
+                    host.classify_idle(cur, t, &mut out);
+                }
+                cur = t;
+            }
+            while k < events.len() && events[k].0 == t {
+                let (_, d, bucket) = events[k];
+                counts[bucket as usize] += i64::from(d);
+                total += i64::from(d);
+                k += 1;
+            }
+        }
+        if b > cur {
+            host.classify_idle(cur, b, &mut out);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeline(dispatch: Vec<(i64, i64)>, blocked: Vec<(i64, i64)>, bridge: i64) -> HostTimeline {
+        HostTimeline {
+            segments: combine(&merge(dispatch, bridge), &merge(blocked, 0)),
+            has_host: true,
+        }
+    }
+
+    #[test]
+    fn overlapping_activities_split_time_equally() {
+        let mut d = DeviceActivities::default();
+        d.push(0, 100, 0); // gemm 0..100
+        d.push(50, 150, 3); // elementwise 50..150
+        d.sort();
+        let p = d.partition(0, 200, &timeline(vec![(150, 180)], vec![], 0));
+        assert_eq!(p.0[0], 75.0);
+        assert_eq!(p.0[3], 75.0);
+        assert_eq!(p.0[LAUNCH_OVERHEAD], 30.0);
+        assert_eq!(p.0[HOST_IDLE], 20.0);
+        assert_eq!(p.total(), 200.0);
+    }
+
+    #[test]
+    fn short_host_gaps_count_as_dispatch_and_syncs_as_idle() {
+        let mut d = DeviceActivities::default();
+        d.push(1000, 1100, 0);
+        d.sort();
+        // Host busy 0..100 and 130..300 (30 ns gap < 50 bridges), blocked in a sync 200..260.
+        let t = timeline(vec![(0, 100), (130, 300)], vec![(200, 260)], 50);
+        let p = d.partition(0, 1100, &t);
+        assert_eq!(p.0[LAUNCH_OVERHEAD], 240.0); // 0..200 and 260..300
+        assert_eq!(p.0[HOST_IDLE], 760.0); // 200..260 blocked, 300..1000 outside
+        assert_eq!(p.0[0], 100.0);
+        let none = HostTimeline {
+            segments: vec![],
+            has_host: false,
+        };
+        assert_eq!(d.partition(0, 1100, &none).0[IDLE_UNATTRIBUTED], 1000.0);
+    }
+
+    #[test]
+    fn rounding_keeps_the_total() {
+        let p = Partition([33.4, 33.3, 33.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(p.rounded(100).iter().sum::<i64>(), 100);
+    }
+}

@@ -1,0 +1,277 @@
+//! Steps (`ProfilerStep#N` CPU ranges, extended to the GPU work launched inside them), the
+//! analysis window, and the `--steps A..B` / `--skip-warmup` selection (FEED.md "Window", "Steps").
+
+use super::links::Links;
+use crate::model::{HostKind, Trace};
+use serde::Serialize;
+use std::str::FromStr;
+
+/// One step of one input.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct StepWindow {
+    pub number: u64,
+    /// The CPU `ProfilerStep#N` range.
+    pub cpu_start_ns: i64,
+    pub cpu_end_ns: i64,
+    /// The CPU range's end, extended to the end of the last GPU activity launched inside it.
+    pub end_ns: i64,
+}
+
+impl StepWindow {
+    pub fn dur_ns(&self) -> i64 {
+        self.end_ns.saturating_sub(self.cpu_start_ns)
+    }
+    pub fn contains_cpu(&self, t: i64) -> bool {
+        t >= self.cpu_start_ns && t < self.cpu_end_ns.max(self.cpu_start_ns.saturating_add(1))
+    }
+}
+
+/// `--steps A..B` (half-open, like Rust ranges), `A..=B`, `A..`, `..B` or a single `N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct StepRange {
+    pub start: Option<u64>,
+    /// Exclusive.
+    pub end: Option<u64>,
+}
+
+impl StepRange {
+    pub fn contains(&self, n: u64) -> bool {
+        self.start.is_none_or(|s| n >= s) && self.end.is_none_or(|e| n < e)
+    }
+}
+
+impl FromStr for StepRange {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let num = |x: &str| {
+            x.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("'{x}' is not a step number"))
+        };
+        let s = s.trim();
+        let range = if let Some((a, b)) = s.split_once("..=") {
+            StepRange {
+                start: (!a.is_empty()).then(|| num(a)).transpose()?,
+                end: Some(num(b)?.checked_add(1).ok_or("step number too large")?),
+            }
+        } else if let Some((a, b)) = s.split_once("..") {
+            StepRange {
+                start: (!a.is_empty()).then(|| num(a)).transpose()?,
+                end: (!b.is_empty()).then(|| num(b)).transpose()?,
+            }
+        } else {
+            let n = num(s)?;
+            StepRange {
+                start: Some(n),
+                end: Some(n.checked_add(1).ok_or("step number too large")?),
+            }
+        };
+        if let (Some(a), Some(b)) = (range.start, range.end) {
+            if b <= a {
+                return Err(format!("empty step range '{s}'"));
+            }
+        }
+        Ok(range)
+    }
+}
+
+/// `ProfilerStep#N` → N.
+pub fn step_number(name: &str) -> Option<u64> {
+    name.strip_prefix("ProfilerStep#")?.trim().parse().ok()
+}
+
+/// Steps per input, sorted by start, each extended to the GPU work launched inside it; and per
+/// activity, the (input's) step index it was launched in.
+pub struct Steps {
+    pub per_input: Vec<Vec<StepWindow>>,
+    /// Per activity, the index of the step (of its input) it was launched in.
+    pub of_activity: Vec<Option<u32>>,
+    /// Per input and step: kept by the selection (all, without one).
+    pub selected: Vec<Vec<bool>>,
+}
+
+impl Steps {
+    pub fn find(trace: &Trace, links: &Links) -> Steps {
+        let host = &trace.host;
+        let mut per_input: Vec<Vec<StepWindow>> = vec![Vec::new(); trace.inputs.len()];
+        for i in 0..host.len() {
+            if host.kind[i] == HostKind::Annotation {
+                if let Some(n) = step_number(trace.names.get(host.name[i])) {
+                    let end = host.ts_ns[i].saturating_add(host.dur_ns[i]);
+                    per_input[host.input[i] as usize].push(StepWindow {
+                        number: n,
+                        cpu_start_ns: host.ts_ns[i],
+                        cpu_end_ns: end,
+                        end_ns: end,
+                    });
+                }
+            }
+        }
+        for s in &mut per_input {
+            s.sort_by_key(|x| (x.cpu_start_ns, x.number));
+        }
+        let acts = &trace.activities;
+        let mut of_activity = vec![None; acts.len()];
+        for (a, slot) in of_activity.iter_mut().enumerate() {
+            let s = &mut per_input[acts.input[a] as usize];
+            if s.is_empty() {
+                continue;
+            }
+            let t = links.launch_ts(trace, a);
+            let k = s.partition_point(|x| x.cpu_start_ns <= t);
+            if k > 0 && s[k - 1].contains_cpu(t) {
+                *slot = Some((k - 1) as u32);
+                let end = acts.end_ns(a);
+                if end > s[k - 1].end_ns {
+                    s[k - 1].end_ns = end;
+                }
+            }
+        }
+        let selected = per_input.iter().map(|s| vec![true; s.len()]).collect();
+        Steps {
+            per_input,
+            of_activity,
+            selected,
+        }
+    }
+
+    /// Marks the steps `--steps` / `--skip-warmup` keep. Returns whether a selection was asked
+    /// for (then only activities launched in kept steps are analyzed).
+    pub fn select(&mut self, range: Option<StepRange>, skip_warmup: bool) -> bool {
+        self.selected = self
+            .per_input
+            .iter()
+            .map(|steps| {
+                let first = steps.first().map(|s| s.number);
+                steps
+                    .iter()
+                    .map(|s| {
+                        range.is_none_or(|r| r.contains(s.number))
+                            && !(skip_warmup && Some(s.number) == first)
+                    })
+                    .collect()
+            })
+            .collect();
+        range.is_some() || skip_warmup
+    }
+
+    /// The kept steps of one input.
+    pub fn kept(&self, input: usize) -> impl Iterator<Item = (usize, &StepWindow)> {
+        self.per_input[input]
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| self.selected[input][*i])
+    }
+}
+
+/// Step statistics without warm-up: step 0 is dropped when it is more than 1.5× the median of
+/// the others. Returns the stats and whether the first step was such a warm-up.
+pub fn step_stats(durations: &[i64]) -> Option<(super::StepStats, bool)> {
+    if durations.is_empty() {
+        return None;
+    }
+    let mut d = durations.to_vec();
+    let warmup = is_warmup(durations);
+    if warmup {
+        d.remove(0);
+    }
+    let n = d.len() as f64;
+    let mean = d.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let var = d.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+    let std = var.sqrt();
+    let round = |x: f64| (x * 1e3).round() / 1e3;
+    Some((
+        super::StepStats {
+            mean: round(mean),
+            std: round(std),
+            cv_pct: if mean > 0.0 {
+                round(std / mean * 100.0)
+            } else {
+                0.0
+            },
+        },
+        warmup,
+    ))
+}
+
+/// The median of a non-empty slice.
+pub fn median(values: &[i64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    if v.len() % 2 == 1 {
+        v[v.len() / 2] as f64
+    } else {
+        (v[v.len() / 2 - 1] as f64 + v[v.len() / 2] as f64) / 2.0
+    }
+}
+
+/// Step 0 is a warm-up when it is more than 1.5× the median of the others.
+pub fn is_warmup(durations: &[i64]) -> bool {
+    durations.len() >= 2 && durations[0] as f64 > 1.5 * median(&durations[1..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_ranges_parse() {
+        assert_eq!(
+            "2..5".parse::<StepRange>(),
+            Ok(StepRange {
+                start: Some(2),
+                end: Some(5)
+            })
+        );
+        assert_eq!(
+            "2..=5".parse::<StepRange>(),
+            Ok(StepRange {
+                start: Some(2),
+                end: Some(6)
+            })
+        );
+        assert_eq!(
+            "3..".parse::<StepRange>(),
+            Ok(StepRange {
+                start: Some(3),
+                end: None
+            })
+        );
+        assert_eq!(
+            "..3".parse::<StepRange>(),
+            Ok(StepRange {
+                start: None,
+                end: Some(3)
+            })
+        );
+        assert_eq!(
+            "4".parse::<StepRange>(),
+            Ok(StepRange {
+                start: Some(4),
+                end: Some(5)
+            })
+        );
+        assert!("5..2".parse::<StepRange>().is_err());
+        assert!("a..b".parse::<StepRange>().is_err());
+        let r: StepRange = "1..3".parse().unwrap();
+        assert!(!r.contains(0) && r.contains(1) && r.contains(2) && !r.contains(3));
+    }
+
+    #[test]
+    fn warmup_step_is_excluded_from_stats() {
+        let (s, w) = step_stats(&[500, 100, 100, 100]).unwrap();
+        assert!(w);
+        assert_eq!((s.mean, s.std), (100.0, 0.0));
+        let (s, w) = step_stats(&[140, 100, 100, 100]).unwrap();
+        assert!(!w);
+        assert_eq!(s.mean, 110.0);
+        assert!(s.cv_pct > 15.0 && s.cv_pct < 16.0, "{s:?}");
+        assert!(step_stats(&[]).is_none());
+    }
+
+    #[test]
+    fn step_numbers_parse() {
+        assert_eq!(step_number("ProfilerStep#12"), Some(12));
+        assert_eq!(step_number("ProfilerStep"), None);
+    }
+}

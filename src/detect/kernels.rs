@@ -1,0 +1,308 @@
+//! Findings about what the GPU runs: fp32 GEMMs, which GEMM libraries, elementwise weight,
+//! layout transposes, exposed communication, memcpy weight, unclassified time.
+
+use super::{pct, round2, Finding, Severity};
+use crate::analysis::Context;
+use crate::classify::Bucket;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// Sum of in-scope activity time per key.
+fn time_by<K: Ord>(
+    ctx: &Context,
+    mut key: impl FnMut(usize) -> Option<K>,
+) -> BTreeMap<K, (i64, u64)> {
+    let acts = &ctx.trace.activities;
+    let mut out: BTreeMap<K, (i64, u64)> = BTreeMap::new();
+    for a in (0..acts.len()).filter(|&a| ctx.in_scope[a]) {
+        if let Some(k) = key(a) {
+            let e = out.entry(k).or_default();
+            e.0 += acts.dur_ns[a];
+            e.1 += 1;
+        }
+    }
+    out
+}
+
+/// The `n` largest entries of a per-name map, as JSON.
+fn top_names(map: &BTreeMap<String, (i64, u64)>, n: usize) -> Vec<serde_json::Value> {
+    let mut v: Vec<_> = map.iter().collect();
+    v.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
+    v.into_iter()
+        .take(n)
+        .map(|(k, (ns, l))| json!({"name": k, "ns": ns, "launches": l}))
+        .collect()
+}
+
+pub fn fp32_gemm(ctx: &Context) -> Vec<Finding> {
+    let names = time_by(ctx, |a| {
+        let c = ctx.classified.get(ctx.trace.activities.name[a]);
+        (c.bucket == Bucket::Gemm && c.family == "gemm_fp32")
+            .then(|| ctx.name(ctx.trace.activities.name[a]).to_string())
+    });
+    let ns: i64 = names.values().map(|v| v.0).sum();
+    if ns == 0 {
+        return vec![];
+    }
+    let gemm_ns = ctx
+        .buckets
+        .iter()
+        .find(|b| b.bucket == Bucket::Gemm)
+        .map_or(0, |b| b.kernel_ns);
+    let share = pct(ns, gemm_ns);
+    // A stray fp32 GEMM (a loss, a sampler) is not worth a finding.
+    if share < 1.0 {
+        return vec![];
+    }
+    let severity = if share >= 50.0 {
+        Severity::High
+    } else if share >= 10.0 {
+        Severity::Medium
+    } else {
+        Severity::Low
+    };
+    vec![Finding::new(
+        "fp32_gemm",
+        severity,
+        format!("{share:.1}% of GEMM time runs in fp32 without matrix/tensor cores (FFMA/SIMT/Tensile single precision): use bf16/fp16 or allow TF32 (torch.set_float32_matmul_precision('high'))"),
+        ns,
+        json!({"fp32_gemm_ns": ns, "gemm_pct": share, "kernels": top_names(&names, 5)}),
+    )]
+}
+
+/// The GEMM library a kernel name points to, and how sure the name is about it.
+fn gemm_library(name: &str, library: &str) -> (String, f64) {
+    match library {
+        "hipBLASLt/Tensile" if name.contains("_UserArgs") || name.contains("_Bias_") => {
+            ("hipBLASLt".into(), 0.9)
+        }
+        "hipBLASLt/Tensile" => ("rocBLAS or hipBLASLt (Tensile)".into(), 0.6),
+        "unknown" => ("unknown".into(), 0.3),
+        other => (other.to_string(), 0.8),
+    }
+}
+
+pub fn gemm_backend(ctx: &Context) -> Vec<Finding> {
+    let mut conf_ns = 0.0f64;
+    let libs = time_by(ctx, |a| {
+        let c = ctx.classified.get(ctx.trace.activities.name[a]);
+        (c.bucket == Bucket::Gemm).then(|| {
+            let (lib, conf) = gemm_library(ctx.name(ctx.trace.activities.name[a]), &c.library);
+            conf_ns += conf * ctx.trace.activities.dur_ns[a] as f64;
+            lib
+        })
+    });
+    let total: i64 = libs.values().map(|v| v.0).sum();
+    if total == 0 {
+        return vec![];
+    }
+    let mut rows: Vec<_> = libs.iter().collect();
+    rows.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
+    let summary = rows
+        .iter()
+        .map(|(l, (ns, _))| format!("{l} {:.0}%", pct(*ns, total)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![Finding::new(
+        "gemm_backend",
+        Severity::Info,
+        format!("GEMM libraries by time: {summary} (from kernel names)"),
+        0,
+        json!({
+            "libraries": rows.iter().map(|(l, (ns, n))| json!({"library": l, "ns": ns, "pct": pct(*ns, total), "launches": n})).collect::<Vec<_>>(),
+            "confidence": round2(conf_ns / total as f64),
+            "note": "name-based: Tensile kernels with UserArgs/Bias come from hipBLASLt; plain Tensile names may be rocBLAS or hipBLASLt",
+        }),
+    )]
+}
+
+pub fn elementwise_heavy(ctx: &Context) -> Vec<Finding> {
+    let ew = ctx
+        .buckets
+        .iter()
+        .find(|b| b.bucket == Bucket::Elementwise)
+        .map_or(0, |b| b.kernel_ns);
+    let share = pct(ew, ctx.summary.kernel_ns);
+    if share < 30.0 {
+        return vec![];
+    }
+    let families = time_by(ctx, |a| {
+        let c = ctx.classified.get(ctx.trace.activities.name[a]);
+        (c.bucket == Bucket::Elementwise).then(|| c.family.clone())
+    });
+    let compiled = ctx.compile.compiled;
+    let advice = if compiled {
+        "compiled already: fuse the remaining ops (Triton kernels for RMSNorm, SiLU+Mul, Add+RMSNorm) or check what Inductor left unfused"
+    } else {
+        "eager: torch.compile fuses chains of elementwise ops into single kernels"
+    };
+    let severity = if share >= 50.0 {
+        Severity::High
+    } else {
+        Severity::Medium
+    };
+    vec![Finding::new(
+        "elementwise_heavy",
+        severity,
+        format!("elementwise kernels take {share:.1}% of GPU activity time; {advice}"),
+        ew,
+        json!({"elementwise_ns": ew, "pct": share, "compiled": compiled, "families": top_names(&families, 8)}),
+    )]
+}
+
+pub fn conv_layout_transposes(ctx: &Context) -> Vec<Finding> {
+    let names = time_by(ctx, |a| {
+        let c = ctx.classified.get(ctx.trace.activities.name[a]);
+        (c.family == "layout_transpose").then(|| ctx.name(ctx.trace.activities.name[a]).to_string())
+    });
+    let ns: i64 = names.values().map(|v| v.0).sum();
+    if ns == 0 {
+        return vec![];
+    }
+    let share = pct(ns, ctx.summary.kernel_ns);
+    let severity = if share >= 5.0 {
+        Severity::Medium
+    } else {
+        Severity::Low
+    };
+    vec![Finding::new(
+        "conv_layout_transposes",
+        severity,
+        format!("NCHW↔NHWC layout transposes take {share:.1}% of GPU activity time: keep the model in channels_last (model.to(memory_format=torch.channels_last))"),
+        ns,
+        json!({"transpose_ns": ns, "pct": share, "kernels": top_names(&names, 5)}),
+    )]
+}
+
+/// Merged intervals.
+fn union(mut v: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    v.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for (s, e) in v {
+        match out.last_mut() {
+            Some(l) if s <= l.1 => l.1 = l.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+fn overlap(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
+    let (mut i, mut j, mut total) = (0, 0, 0i64);
+    while i < a.len() && j < b.len() {
+        let s = a[i].0.max(b[j].0);
+        let e = a[i].1.min(b[j].1);
+        if e > s {
+            total += e - s;
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    total
+}
+
+pub fn exposed_communication(ctx: &Context) -> Vec<Finding> {
+    let acts = &ctx.trace.activities;
+    let mut comm: BTreeMap<(u32, u32), Vec<(i64, i64)>> = BTreeMap::new();
+    let mut compute: BTreeMap<(u32, u32), Vec<(i64, i64)>> = BTreeMap::new();
+    for a in (0..acts.len()).filter(|&a| ctx.in_scope[a]) {
+        let key = (acts.input[a], acts.device[a]);
+        let iv = (acts.ts_ns[a], acts.end_ns(a));
+        match ctx.bucket_of(a) {
+            Bucket::Communication => comm.entry(key).or_default().push(iv),
+            Bucket::Memory => {}
+            _ => compute.entry(key).or_default().push(iv),
+        }
+    }
+    let (mut comm_ns, mut overlapped) = (0i64, 0i64);
+    for (key, iv) in comm {
+        let c = union(iv);
+        comm_ns += c.iter().map(|x| x.1 - x.0).sum::<i64>();
+        overlapped += overlap(&c, &union(compute.remove(&key).unwrap_or_default()));
+    }
+    if comm_ns == 0 {
+        return vec![];
+    }
+    let exposed = comm_ns - overlapped;
+    let share = pct(exposed, ctx.window_ns);
+    let severity = if share >= 10.0 {
+        Severity::High
+    } else if share >= 2.0 {
+        Severity::Medium
+    } else {
+        Severity::Low
+    };
+    vec![Finding::new(
+        "exposed_communication",
+        severity,
+        format!(
+            "communication overlaps compute for {:.1}% of its time; {:.1}% of the window is communication the GPU only waits on",
+            pct(overlapped, comm_ns),
+            share
+        ),
+        exposed,
+        json!({"communication_ns": comm_ns, "overlapped_ns": overlapped, "overlap_pct": pct(overlapped, comm_ns), "exposed_ns": exposed, "window_pct": share}),
+    )]
+}
+
+pub fn memcpy_heavy(ctx: &Context) -> Vec<Finding> {
+    let mem = ctx
+        .buckets
+        .iter()
+        .find(|b| b.bucket == Bucket::Memory)
+        .map_or(0, |b| b.kernel_ns);
+    let share = pct(mem, ctx.summary.kernel_ns);
+    let window_share = pct(mem, ctx.window_ns);
+    if share < 10.0 && window_share < 5.0 {
+        return vec![];
+    }
+    let kinds = time_by(ctx, |a| {
+        (ctx.bucket_of(a) == Bucket::Memory).then(|| {
+            let n = ctx.name(ctx.trace.activities.name[a]);
+            ["HtoD", "DtoH", "DtoD", "HtoH", "PtoP"]
+                .iter()
+                .find(|k| n.contains(*k))
+                .map_or_else(
+                    || {
+                        if n.starts_with("Memset") || n.contains("fill") {
+                            "memset".to_string()
+                        } else {
+                            "other".to_string()
+                        }
+                    },
+                    |k| k.to_string(),
+                )
+        })
+    });
+    vec![Finding::new(
+        "memcpy_heavy",
+        Severity::Medium,
+        format!("memory copies and sets take {share:.1}% of GPU activity time ({window_share:.1}% of the window): pin host memory, keep tensors on the GPU, batch small copies"),
+        mem,
+        json!({"memory_ns": mem, "pct": share, "window_pct": window_share, "by_kind": top_names(&kinds, 6)}),
+    )]
+}
+
+pub fn unclassified_time(ctx: &Context) -> Vec<Finding> {
+    let share = ctx.summary.unclassified_pct;
+    if share <= 2.0 {
+        return vec![];
+    }
+    let names = time_by(ctx, |a| {
+        let n = ctx.trace.activities.name[a];
+        ctx.classified
+            .is_unclassified(n)
+            .then(|| ctx.name(n).to_string())
+    });
+    let ns: i64 = names.values().map(|v| v.0).sum();
+    vec![Finding::new(
+        "unclassified_time",
+        if share >= 10.0 { Severity::Medium } else { Severity::Low },
+        format!("{share:.1}% of GPU activity time matched no classification rule: add rules (--rules DIR) so the buckets are complete"),
+        ns,
+        json!({"unclassified_ns": ns, "pct": share, "kernels": top_names(&names, 10)}),
+    )]
+}

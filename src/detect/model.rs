@@ -1,0 +1,321 @@
+//! Model-level patterns the seed's level 3 fixes: attention written by hand (matmul → softmax →
+//! matmul) and projections that read the same input in separate GEMMs (Q/K/V, gate/up).
+
+use super::{round2, step_count, Finding, Severity};
+use crate::analysis::links::is_compile_event;
+use crate::analysis::Context;
+use crate::classify::Bucket;
+use crate::model::{HostKind, NameId};
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+
+/// How many kernels may sit between the GEMMs and the softmax of one attention chain (scaling,
+/// masking, dtype casts).
+const CHAIN_GAP: usize = 4;
+
+pub fn manual_attention(ctx: &Context) -> Vec<Finding> {
+    let trace = ctx.trace;
+    let acts = &trace.activities;
+    // Kernels per stream in launch order.
+    let mut streams: BTreeMap<(u32, u32, u32), Vec<usize>> = BTreeMap::new();
+    for a in (0..acts.len()).filter(|&a| ctx.in_scope[a]) {
+        streams
+            .entry((acts.input[a], acts.device[a], acts.stream[a]))
+            .or_default()
+            .push(a);
+    }
+    let is_softmax = |a: usize| {
+        let c = ctx.classified.get(acts.name[a]);
+        c.bucket == Bucket::Elementwise && c.family == "softmax"
+    };
+    let is_gemm = |a: usize| ctx.bucket_of(a) == Bucket::Gemm;
+    let mut chains: Vec<(usize, usize, usize)> = Vec::new();
+    let mut stake = 0i64;
+    for list in streams.values_mut() {
+        list.sort_by_key(|&a| (acts.ts_ns[a], a));
+        let mut i = 0;
+        while i < list.len() {
+            if !is_gemm(list[i]) {
+                i += 1;
+                continue;
+            }
+            // GEMM, then a softmax within CHAIN_GAP kernels, then a GEMM within CHAIN_GAP more.
+            let soft = (i + 1..(i + 1 + CHAIN_GAP).min(list.len())).find(|&j| is_softmax(list[j]));
+            let Some(j) = soft else {
+                i += 1;
+                continue;
+            };
+            let Some(k) = (j + 1..(j + 1 + CHAIN_GAP).min(list.len())).find(|&k| is_gemm(list[k]))
+            else {
+                i += 1;
+                continue;
+            };
+            if (i + 1..j).any(|x| is_gemm(list[x])) {
+                i += 1;
+                continue;
+            }
+            chains.push((list[i], list[j], list[k]));
+            stake += list[i..=k].iter().map(|&a| acts.dur_ns[a]).sum::<i64>();
+            i = k + 1;
+        }
+    }
+    let per_step = chains.len() as f64 / step_count(ctx);
+    // One chain may be a model's final softmax between two GEMMs: ask for a chain per step, twice.
+    if chains.len() < 2 || per_step < 1.0 {
+        return vec![];
+    }
+    // Softmax ops as called (aten::softmax calls aten::_softmax: count the outer one).
+    let count_ops = |names: &[&str]| {
+        (0..trace.host.len())
+            .filter(|&h| {
+                trace.host.kind[h] == HostKind::CpuOp
+                    && names.contains(&trace.names.get(trace.host.name[h]))
+            })
+            .count()
+    };
+    let softmax_ops = match count_ops(&["aten::softmax", "aten::_safe_softmax"]) {
+        0 => count_ops(&["aten::_softmax"]),
+        n => n,
+    };
+    let (g1, s, g2) = chains[0];
+    let name = |a: usize| trace.names.get(acts.name[a]).to_string();
+    vec![Finding::new(
+        "manual_attention",
+        Severity::High,
+        format!(
+            "attention computed by hand: {} matmul → softmax → matmul chains ({per_step:.1} per step); scaled_dot_product_attention (flash / aiter on AMD) runs each as one fused kernel",
+            chains.len()
+        ),
+        stake,
+        json!({
+            "chains": chains.len(),
+            "chains_per_step": round2(per_step),
+            "chain_kernel_ns": stake,
+            "softmax_ops": softmax_ops,
+            "example_kernels": [name(g1), name(s), name(g2)],
+        }),
+    )]
+}
+
+/// GEMM ops whose input decides a projection run.
+fn is_gemm_op(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::linear" | "aten::matmul" | "aten::mm" | "aten::addmm"
+    )
+}
+
+/// Ops that only reshape: they do not end a run of projections.
+fn is_view_op(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::view"
+            | "aten::reshape"
+            | "aten::t"
+            | "aten::transpose"
+            | "aten::_unsafe_view"
+            | "aten::expand"
+            | "aten::as_strided"
+            | "aten::permute"
+            | "aten::unsqueeze"
+            | "aten::squeeze"
+            | "aten::detach"
+            | "aten::alias"
+            | "aten::split"
+            | "aten::split_with_sizes"
+            | "aten::chunk"
+            | "aten::unbind"
+            | "aten::narrow"
+            | "aten::slice"
+            | "aten::select"
+    )
+}
+
+/// Activations that may sit between two projections of one input (`act(gate(x)) * up(x)`).
+fn is_activation_op(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::silu"
+            | "aten::silu_"
+            | "aten::gelu"
+            | "aten::gelu_"
+            | "aten::relu"
+            | "aten::relu_"
+            | "aten::sigmoid"
+            | "aten::tanh"
+    )
+}
+
+/// The dims of each tensor of an `Input Dims` value (`[[8, 512, 1024], [1024, 1024], []]`).
+fn tensor_dims(raw: &str) -> Vec<String> {
+    match serde_json::from_str::<Vec<serde_json::Value>>(raw) {
+        Ok(v) => v.iter().map(|d| d.to_string()).collect(),
+        Err(_) => vec![raw.to_string()],
+    }
+}
+
+/// Runs of projection ops (host event indices) by run length, with their (input, thread).
+type RunsByLength = BTreeMap<usize, Vec<(Vec<usize>, (u32, u64))>>;
+
+pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
+    let trace = ctx.trace;
+    let host = &trace.host;
+    // cpu_ops per (input, tid) in time order, with their nesting parent.
+    let mut threads: BTreeMap<(u32, u64), Vec<usize>> = BTreeMap::new();
+    for h in 0..host.len() {
+        if host.kind[h] == HostKind::CpuOp {
+            threads
+                .entry((host.input[h], host.tid[h]))
+                .or_default()
+                .push(h);
+        }
+    }
+    // Kernels launched by each runtime call, to price a run.
+    let mut launched: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (a, l) in ctx.links.launch.iter().enumerate() {
+        if let Some(h) = l {
+            launched.entry(*h as usize).or_default().push(a);
+        }
+    }
+    let mut launches_by_thread: BTreeMap<(u32, u64), Vec<usize>> = BTreeMap::new();
+    for h in 0..host.len() {
+        if matches!(host.kind[h], HostKind::Runtime | HostKind::Driver) && launched.contains_key(&h)
+        {
+            launches_by_thread
+                .entry((host.input[h], host.tid[h]))
+                .or_default()
+                .push(h);
+        }
+    }
+    for v in launches_by_thread.values_mut() {
+        v.sort_by_key(|&h| host.ts_ns[h]);
+    }
+    let gpu_ns_of = |key: (u32, u64), h: usize| -> i64 {
+        let Some(calls) = launches_by_thread.get(&key) else {
+            return 0;
+        };
+        let (s, e) = (host.ts_ns[h], host.ts_ns[h].saturating_add(host.dur_ns[h]));
+        let lo = calls.partition_point(|&c| host.ts_ns[c] < s);
+        calls[lo..]
+            .iter()
+            .take_while(|&&c| host.ts_ns[c] < e)
+            .flat_map(|c| launched[c].iter())
+            .filter(|&&a| ctx.in_scope[a])
+            .map(|&a| trace.activities.dur_ns[a])
+            .sum()
+    };
+
+    // Runs of GEMM ops at one nesting level reading an input of the same shape, only views between.
+    let mut runs: RunsByLength = BTreeMap::new();
+    for (&key, ops) in threads.iter_mut() {
+        ops.sort_by_key(|&h| (host.ts_ns[h], std::cmp::Reverse(host.dur_ns[h])));
+        let mut stack: Vec<usize> = Vec::new();
+        // Per parent (None = top level): the current run, the input shape it reads, and whether
+        // an activation ran since its last GEMM. Only views and one activation may sit between
+        // (`silu(gate(y)) * up(y)` runs gate, silu, up); any other op ends the run.
+        let mut current: HashMap<Option<usize>, (Vec<usize>, String, usize)> = HashMap::new();
+        let flush = |run: Vec<usize>, runs: &mut RunsByLength| {
+            if run.len() >= 2 {
+                runs.entry(run.len()).or_default().push((run, key));
+            }
+        };
+        for &h in ops.iter() {
+            let start = host.ts_ns[h];
+            while let Some(&top) = stack.last() {
+                if host.ts_ns[top].saturating_add(host.dur_ns[top]) <= start {
+                    stack.pop();
+                } else {
+                    break;
+                }
+            }
+            let parent = stack.last().copied();
+            let name = trace.names.get(host.name[h]);
+            // Only the outermost op counts (aten::linear → aten::addmm is one projection; the
+            // ops inside another op are its implementation).
+            // Ops under torch.compile's own work are tracing with fake tensors, not the model.
+            let nested = stack.iter().any(|&p| {
+                let n = trace.names.get(host.name[p]);
+                is_gemm_op(n) || is_view_op(n) || is_compile_event(n)
+            });
+            stack.push(h);
+            if nested {
+                continue;
+            }
+            if is_gemm_op(name) && host.input_dims[h] != NameId::NONE {
+                let shape = tensor_dims(trace.names.get(host.input_dims[h]))
+                    .first()
+                    .cloned()
+                    .unwrap_or_default();
+                let entry = current
+                    .entry(parent)
+                    .or_insert_with(|| (Vec::new(), shape.clone(), 0));
+                if entry.1 != shape || entry.2 > 1 {
+                    let old = std::mem::take(&mut entry.0);
+                    flush(old, &mut runs);
+                    entry.1 = shape;
+                }
+                entry.0.push(h);
+                entry.2 = 0;
+            } else if !is_view_op(name) {
+                if let Some(entry) = current.get_mut(&parent) {
+                    entry.2 += if is_activation_op(name) { 1 } else { 2 };
+                    if entry.2 > 1 {
+                        let old = std::mem::take(&mut entry.0);
+                        flush(old, &mut runs);
+                    }
+                }
+            }
+        }
+        for (_, (run, _, _)) in current.drain() {
+            flush(run, &mut runs);
+        }
+    }
+
+    // gate/up pairs project to the same width; Q/K/V may not (grouped-query attention).
+    if let Some(pairs) = runs.get_mut(&2) {
+        pairs.retain(|(run, _)| {
+            let w = |h: usize| {
+                tensor_dims(trace.names.get(host.input_dims[h]))
+                    .get(1)
+                    .cloned()
+            };
+            w(run[0]).is_some() && w(run[0]) == w(run[1])
+        });
+    }
+    let mut out = Vec::new();
+    for (len, kind, label) in [(3usize, "qkv", "Q/K/V"), (2usize, "gate_up", "gate/up")] {
+        let Some(list) = runs.get(&len).filter(|l| !l.is_empty()) else {
+            continue;
+        };
+        let stake: i64 = list
+            .iter()
+            .flat_map(|(run, key)| run.iter().map(move |&h| (*key, h)))
+            .map(|(k, h)| gpu_ns_of(k, h))
+            .sum();
+        let (example, _) = &list[0];
+        let shapes: Vec<String> = example
+            .iter()
+            .map(|&h| trace.names.get(host.input_dims[h]).to_string())
+            .collect();
+        let per_step = list.len() as f64 / step_count(ctx);
+        out.push(Finding::new(
+            "unfused_projections",
+            Severity::Medium,
+            format!(
+                "unfused {label} projections: {} runs of {len} GEMMs reading the same input ({per_step:.1} per step); one GEMM with concatenated weights does the work of {len}",
+                list.len()
+            ),
+            stake,
+            json!({
+                "kind": kind,
+                "gemms_per_run": len,
+                "runs": list.len(),
+                "runs_per_step": round2(per_step),
+                "gemm_ns": stake,
+                "example_op": trace.names.get(host.name[example[0]]),
+                "example_input_dims": shapes,
+            }),
+        ));
+    }
+    out
+}

@@ -1,0 +1,425 @@
+//! The diagnosis (steps, time partition, compile signals, findings) against what is known to be
+//! true of real traces: our H100 captures (truth.json, truth_extra.json) and the AMD corpus.
+
+use crate::common::{analyze_path, fixture};
+use crate::with_shared;
+use rocprof_classify::analysis::{analyze, Analysis, AnalysisOptions};
+use rocprof_classify::ingest::{read_all, ReadOptions};
+use serde_json::Value;
+
+fn h100(name: &str) -> Analysis {
+    analyze_path(&fixture(&format!("kineto/h100/{name}.json.gz")))
+}
+
+fn ids(a: &Analysis) -> Vec<&str> {
+    a.findings.iter().map(|f| f.id).collect()
+}
+
+fn finding<'a>(a: &'a Analysis, id: &str) -> &'a rocprof_classify::detect::Finding {
+    a.findings
+        .iter()
+        .find(|f| f.id == id)
+        .unwrap_or_else(|| panic!("no {id} finding in {:?}", ids(a)))
+}
+
+fn truth(file: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture(&format!("kineto/h100/{file}"))).unwrap())
+        .unwrap()
+}
+
+fn idle_rank(a: &Analysis) -> Vec<&'static str> {
+    let mut idle: Vec<_> = a
+        .time_partition
+        .iter()
+        .filter(|r| r.category.contains("idle") || r.category == "launch_overhead")
+        .collect();
+    idle.sort_by_key(|r| std::cmp::Reverse(r.ns));
+    idle.iter().map(|r| r.category).collect()
+}
+
+#[test]
+fn graph_breaks_from_a_data_dependent_branch_in_a_loop() {
+    let a = h100("compiled_graph_breaks");
+    let t = &truth("truth.json")["compiled_graph_breaks"];
+    assert!(a.compile.compiled && a.compile.graph_breaks.detected);
+    assert_eq!(
+        a.compile.regions_per_step,
+        t["compiled_regions_per_step"].as_f64().unwrap()
+    );
+    assert!(a.compile.graph_breaks.per_step >= 1.0);
+    assert_eq!(
+        a.compile.graph_breaks.frames,
+        vec![1],
+        "frame 0 skipped, the block runs as frame 1"
+    );
+    let f = finding(&a, "graph_breaks");
+    assert_eq!(f.evidence["signal"], "repeated_frame_without_outer");
+    // The Tensor.item() that breaks the graph shows up as host syncs between the regions.
+    assert!(
+        f.evidence["item_syncs_per_step"].as_f64().unwrap() >= 1.0,
+        "{}",
+        f.evidence
+    );
+    assert_eq!(a.compile.recompiles.count, 0);
+}
+
+#[test]
+fn graph_breaks_from_explicit_breaks_are_a_frame_sequence() {
+    let a = h100("compiled_graph_breaks_explicit");
+    let t = &truth("truth_extra.json")["compiled_graph_breaks_explicit"];
+    let breaks = t["explain"]["graph_break_count"].as_f64().unwrap();
+    assert_eq!(a.compile.graph_breaks.per_step, breaks);
+    assert_eq!(a.compile.graph_breaks.frames, vec![0, 1, 2]);
+    assert_eq!(
+        finding(&a, "graph_breaks").evidence["signal"],
+        "frame_sequence"
+    );
+}
+
+#[test]
+fn recompiles_and_compile_time_in_the_window() {
+    with_shared!(shared => {
+        let a = analyze_path(&shared.join("traces/h100/compiled_recompiles.json.gz"));
+        let t: Value = serde_json::from_str(&std::fs::read_to_string(shared.join("traces/h100/truth.json")).unwrap()).unwrap();
+        let expected: Vec<String> =
+            t["compiled_recompiles"]["compile_ids_in_trace"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+        assert_eq!(a.compile.recompiles.count, t["compiled_recompiles"]["expected_recompiles_in_profile"].as_u64().unwrap() as usize);
+        assert_eq!(a.compile.recompiles.compile_ids, expected);
+        assert!(a.compile.compile_in_window_ns > 0);
+        assert_eq!(finding(&a, "compile_in_window").time_at_stake_ns, a.compile.compile_in_window_ns);
+        assert_eq!(finding(&a, "recompiles").evidence["count"], 4);
+        assert!(!a.compile.graph_breaks.detected);
+    });
+}
+
+#[test]
+fn a_clean_compile_has_no_compile_findings() {
+    let a = h100("compiled_clean");
+    assert!(a.compile.compiled);
+    assert_eq!(a.compile.regions_per_step, 1.0);
+    assert!(
+        !a.compile.graph_breaks.detected
+            && a.compile.recompiles.count == 0
+            && !a.compile.cudagraphs
+    );
+    for id in [
+        "graph_breaks",
+        "recompiles",
+        "compile_in_window",
+        "compiled_loop",
+        "manual_attention",
+    ] {
+        assert!(!ids(&a).contains(&id), "{id} in {:?}", ids(&a));
+    }
+}
+
+#[test]
+fn cuda_graph_replays_are_busy_not_idle() {
+    let a = h100("compiled_cudagraphs");
+    assert!(a.compile.cudagraphs);
+    let f = finding(&a, "cudagraphs_in_use");
+    let replayed = f.evidence["replayed_kernel_ns"].as_i64().unwrap();
+    assert!(replayed as f64 > 0.9 * a.summary.kernel_ns as f64);
+    // Replayed kernels (and the gaps inside one replay) are busy time, never idle.
+    let busy: i64 = a.time_partition.iter().take(7).map(|r| r.ns).sum();
+    assert!(busy >= replayed, "busy {busy} < replayed {replayed}");
+}
+
+#[test]
+fn launch_bound_eager_model() {
+    let a = h100("eager_launch_bound");
+    assert!(truth("truth.json")["eager_launch_bound"]["launch_bound"]
+        .as_bool()
+        .unwrap());
+    let f = finding(&a, "launch_bound");
+    assert!(f.evidence["kernels_under_10us_pct"].as_f64().unwrap() > 50.0);
+    assert_eq!(idle_rank(&a)[0], "launch_overhead");
+    assert_eq!(f.time_at_stake_ns, a.partition_ns("launch_overhead"));
+}
+
+#[test]
+fn host_bound_when_the_data_loader_sleeps() {
+    let a = h100("eager_host_bound");
+    let f = finding(&a, "host_bound");
+    assert_eq!(idle_rank(&a)[0], "host_idle");
+    assert!(f.evidence["host_idle_pct"].as_f64().unwrap() > 50.0);
+    assert!(!ids(&a).contains(&"launch_bound"));
+}
+
+#[test]
+fn sync_stalls_inside_steps_but_not_the_trailing_sync() {
+    let a = h100("eager_sync_heavy");
+    let t = &truth("truth_extra.json")["eager_sync_heavy"];
+    let f = finding(&a, "sync_stalls");
+    let by_api: Vec<(String, u64)> = f.evidence["by_api"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["api"].as_str().unwrap().to_string(),
+                v["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // 2 torch.cuda.synchronize() and 4 stream syncs (3 .item(), 1 .cpu()) in each of 5 steps; the
+    // synchronize after the last step and the profiler's own at exit are not stalls.
+    assert_eq!(
+        by_api,
+        vec![
+            ("cudaDeviceSynchronize".to_string(), 10),
+            ("cudaStreamSynchronize".to_string(), 20)
+        ],
+        "{t}"
+    );
+    assert_eq!(f.evidence["per_step"], 6.0);
+    assert_eq!(f.evidence["device_to_host_copies"], 20);
+}
+
+#[test]
+fn manual_attention_and_unfused_projections_in_eager() {
+    let a = h100("eager_manual_attn");
+    let f = finding(&a, "manual_attention");
+    assert_eq!(f.evidence["chains_per_step"], 4.0, "4 layers");
+    let kinds: Vec<&str> = a
+        .findings
+        .iter()
+        .filter(|f| f.id == "unfused_projections")
+        .map(|f| f.evidence["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"qkv") && kinds.contains(&"gate_up"),
+        "{kinds:?}"
+    );
+    for f in a.findings.iter().filter(|f| f.id == "unfused_projections") {
+        assert_eq!(f.evidence["runs_per_step"], 4.0, "{}", f.evidence);
+    }
+}
+
+#[test]
+fn sdpa_model_has_no_manual_attention_and_fused_qkv_but_separate_gate_up() {
+    let a = h100("eager_sdpa_fused");
+    assert!(!ids(&a).contains(&"manual_attention"));
+    let kinds: Vec<&str> = a
+        .findings
+        .iter()
+        .filter(|f| f.id == "unfused_projections")
+        .map(|f| f.evidence["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["gate_up"]);
+}
+
+#[test]
+fn manual_attention_in_compiled_code_unless_inductor_fused_it() {
+    // Inductor's pattern matcher rewrote matmul-softmax-matmul into SDPA: nothing to report.
+    let fused = h100("compiled_manual_attn");
+    assert!(!ids(&fused).contains(&"manual_attention"));
+    assert!(fused
+        .buckets
+        .iter()
+        .any(|b| b.bucket == rocprof_classify::classify::Bucket::Attention && b.launches > 0));
+    // With the pattern matcher off the chain stays: GEMM, Triton softmax, GEMM.
+    let manual = h100("compiled_manual_attn_nopm");
+    let f = finding(&manual, "manual_attention");
+    assert_eq!(f.evidence["chains_per_step"], 4.0);
+    assert!(f.evidence["example_kernels"][1]
+        .as_str()
+        .unwrap()
+        .contains("softmax"));
+}
+
+#[test]
+fn fp32_gemms_without_tensor_cores() {
+    let a = h100("train_eager_fp32");
+    let f = finding(&a, "fp32_gemm");
+    assert!(f.evidence["gemm_pct"].as_f64().unwrap() > 90.0);
+    // The same training step with TF32 allowed runs tensor-core kernels: no finding.
+    assert!(!ids(&h100("eager_fp32_tf32")).contains(&"fp32_gemm"));
+}
+
+#[test]
+fn steps_can_be_selected() {
+    let path = fixture("kineto/h100/eager_manual_attn.json.gz");
+    let trace = read_all(&[path], &ReadOptions::default()).unwrap();
+    let rules = crate::common::rules();
+    let all = analyze(&trace, rules, &AnalysisOptions::default());
+    assert!(all.warmup_in_window && ids(&all).contains(&"warmup_in_window"));
+    let skip = analyze(
+        &trace,
+        rules,
+        &AnalysisOptions {
+            skip_warmup: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(skip.summary.steps, all.summary.steps - 1);
+    assert!(!ids(&skip).contains(&"warmup_in_window"));
+    assert!(skip.summary.kernel_ns < all.summary.kernel_ns);
+    let two = analyze(
+        &trace,
+        rules,
+        &AnalysisOptions {
+            steps: Some("1..3".parse().unwrap()),
+            ..Default::default()
+        },
+    );
+    assert_eq!(two.summary.steps, 2);
+    assert_eq!(
+        two.step_breakdown
+            .iter()
+            .map(|s| s.step)
+            .collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    assert!((two.summary.kernel_ns as f64) < 0.5 * all.summary.kernel_ns as f64);
+}
+
+#[test]
+fn the_dispatch_threshold_moves_idle_between_causes() {
+    let path = fixture("kineto/h100/eager_host_bound.json.gz");
+    let trace = read_all(&[path], &ReadOptions::default()).unwrap();
+    let at = |us: i64| {
+        analyze(
+            &trace,
+            crate::common::rules(),
+            &AnalysisOptions {
+                dispatch_threshold_ns: us * 1000,
+                ..Default::default()
+            },
+        )
+    };
+    let (small, large) = (at(10), at(20_000));
+    // A 20 ms threshold bridges the data loader's 4 ms sleeps: they become "dispatch".
+    assert!(large.partition_ns("launch_overhead") > small.partition_ns("launch_overhead"));
+    assert!(large.partition_ns("host_idle") < small.partition_ns("host_idle"));
+    assert_eq!(small.summary.window_ns, large.summary.window_ns);
+}
+
+#[test]
+fn step_partitions_add_up() {
+    for name in [
+        "eager_manual_attn",
+        "compiled_cudagraphs",
+        "eager_host_bound",
+    ] {
+        let a = h100(name);
+        for s in &a.step_breakdown {
+            let sum: i64 = s.time_partition.iter().map(|r| r.ns).sum();
+            assert_eq!(sum, s.dur_ns, "{name} step {}", s.step);
+        }
+    }
+}
+
+#[test]
+fn a_compiled_transformer_called_four_times_per_step_is_a_loop_not_breaks() {
+    with_shared!(shared => {
+        let a = analyze_path(&shared.join("corpus/tracelens/profile_trace_rank_0.json.gz"));
+        assert_eq!(a.compile.regions_per_step, 4.0);
+        assert!(!a.compile.graph_breaks.detected);
+        assert!(ids(&a).contains(&"compiled_loop") && !ids(&a).contains(&"graph_breaks"));
+    });
+}
+
+/// Every finding fired on an AMD corpus trace, and why it is right.
+const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
+    ("corpus/hpctraining/merged_all_events.json.gz", &[
+        ("exposed_communication", "4-rank DDP ResNet: RCCL all-reduces overlap compute for only ~26% of their time"),
+        ("launch_bound", "77% of 12k kernels run under 10 µs and dispatch gaps outweigh GPU busy time"),
+        ("sync_stalls", "hipMemcpyWithStream D2H copies and hipEventSynchronize inside the steps block the host"),
+        ("conv_layout_transposes", "MIOpen batched_transpose kernels around NCHW convolutions"),
+        ("gemm_backend", "Tensile kernels: the plain names could be rocBLAS or hipBLASLt"),
+    ]),
+    ("corpus/hpctraining/replay_trace.json", &[("high_step_variance", "step times range from ~15 to ~29 ms (CV 25%)")]),
+    ("corpus/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz", &[
+        ("elementwise_heavy", "a toy model: optimizer and pointwise kernels outweigh its tiny GEMMs"),
+        ("fp32_gemm", "its Tensile GEMMs have single-precision data type (Cijk_…_S…)"),
+        ("gemm_backend", "Tensile GEMMs"),
+        ("launch_bound", "14 tiny kernels in a 2-step trace dominated by dispatch"),
+        ("memcpy_heavy", "host-device copies are a quarter of its small GPU time"),
+        ("sync_stalls", "a blocking copy per step"),
+        ("warmup_in_window", "the first profiled step is ~190x the second"),
+    ]),
+    ("corpus/tracelens/Falconsai_nsfw_image_detection__1016002.json.gz", &[
+        ("conv_layout_transposes", "MIOpen transposes around the ViT patch-embedding convolution"),
+        ("gemm_backend", "hipBLASLt (Tensile with UserArgs)"),
+        ("launch_bound", "batch-1 ViT inference: 75% of kernels under 10 µs"),
+        ("sync_stalls", "a blocking copy of the logits inside the step"),
+        ("unfused_projections", "HF ViT computes query, key and value with three nn.Linear on the same hidden states"),
+    ]),
+    ("corpus/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", &[
+        ("elementwise_heavy", "eager HF generate: RMSNorm, rotary and SiLU run as separate ATen kernels"),
+        ("gemm_backend", "hipBLASLt"),
+        ("sync_stalls", "generate() copies tokens to the host inside the step"),
+        ("unfused_projections", "HF Qwen2 has separate q/k/v and gate/up projections"),
+    ]),
+    ("corpus/tracelens/gaunernst_bert-small-uncased__1016001.json.gz", &[
+        ("gemm_backend", "hipBLASLt"),
+        ("launch_bound", "small BERT, batch 1: 90% of kernels under 10 µs"),
+        ("sync_stalls", "a device synchronize and a blocking copy inside the step"),
+        ("unfused_projections", "HF BERT self-attention has separate query/key/value linears"),
+    ]),
+    ("corpus/tracelens/gpu_only_trace.json.gz", &[
+        ("conv_layout_transposes", "MIOpen batched_transpose kernels are 15% of GPU time"),
+        ("elementwise_heavy", "batch-norm and pointwise kernels outweigh the convolutions"),
+        ("gemm_backend", "hipBLASLt"),
+    ]),
+    ("corpus/tracelens/graph_execution.json.gz", &[
+        ("cudagraphs_in_use", "vLLM full-graph decode: one hipGraphLaunch replays 421 kernels"),
+        ("gemm_backend", "mostly Triton GEMMs, the rest hipBLASLt"),
+    ]),
+    ("corpus/tracelens/normalization_layer_test.json.gz", &[
+        ("elementwise_heavy", "a normalization-layer test: all GPU work is norm kernels"),
+        ("launch_bound", "tiny kernels separated by long dispatch gaps"),
+    ]),
+    ("corpus/tracelens/profile_trace_rank_0.json.gz", &[
+        ("compiled_loop", "xDiT Flux: the compiled transformer (frame 0) runs 4 times per step"),
+        ("conv_layout_transposes", "MIOpen transposes around the VAE convolutions"),
+        ("cudagraphs_in_use", "4 hipGraphLaunch calls replay the denoising steps"),
+        ("gemm_backend", "hipBLASLt"),
+        ("manual_attention", "the CLIP text encoder computes attention with bmm + softmax"),
+        ("sync_stalls", "hipMemcpyWithStream waits ~114 ms inside the step"),
+        ("unfused_projections", "the CLIP text encoder's q/k/v projections are separate linears on [1, 77, 768]"),
+    ]),
+    ("corpus/tracelens/resnet_act_checkpoint.json.gz", &[
+        ("conv_layout_transposes", "MIOpen transposes around convolutions"),
+        ("exposed_communication", "8-rank DDP: most all-reduce time is not overlapped"),
+        ("gemm_backend", "Tensile GEMMs"),
+    ]),
+    ("corpus/tracelens/sglang_Qwen3-8B_decode.json.gz", &[
+        ("cudagraphs_in_use", "SGLang decode replays one HIP graph of 544 kernels"),
+        ("gemm_backend", "hipBLASLt"),
+        ("host_bound", "the host waits ~463 ms in one blocking copy while the GPU works ~10 ms"),
+        ("sync_stalls", "that blocking hipMemcpyWithStream is inside the traced span"),
+    ]),
+    ("corpus/tracelens/trace.json.gz", &[
+        ("gemm_backend", "hipBLASLt"),
+        ("unfused_projections", "the repro block runs q/k/v and gate/up as separate mm calls"),
+    ]),
+    ("corpus/tracelens/train_resnet18.json.gz", &[
+        ("conv_layout_transposes", "MIOpen batched_transpose kernels are 16% of GPU time"),
+        ("elementwise_heavy", "batch-norm backward dominates this ResNet step"),
+        ("gemm_backend", "hipBLASLt"),
+        ("launch_bound", "dispatch gaps outweigh GPU busy time"),
+        ("sync_stalls", "blocking copies inside the step"),
+    ]),
+];
+
+#[test]
+fn every_finding_on_amd_corpus_traces_is_accounted_for() {
+    with_shared!(shared => {
+        let mut problems = Vec::new();
+        for (file, expected) in AMD_LEDGER {
+            let a = analyze_path(&shared.join(file));
+            assert_eq!(a.vendor(), rocprof_classify::model::Vendor::Amd, "{file}");
+            let mut fired: Vec<&str> = ids(&a);
+            fired.sort();
+            fired.dedup();
+            let mut listed: Vec<&str> = expected.iter().map(|e| e.0).collect();
+            listed.sort();
+            if fired != listed {
+                problems.push(format!("{file}: fired {fired:?}, listed {listed:?}"));
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    });
+}
