@@ -2,9 +2,10 @@
 //! below this module sees a clap type.
 
 use crate::analysis::steps::StepRange;
-use crate::analysis::{analyze, AnalysisOptions};
+use crate::analysis::{analyze_with_ranks, AnalysisOptions};
 use crate::classify::RuleSet;
 use crate::ingest::{read_all, ReadOptions};
+use crate::recommend::{self, Catalog};
 use crate::report::{self, table::TableOptions};
 use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
@@ -60,6 +61,10 @@ pub struct Cli {
     #[arg(long)]
     pub skip_warmup: bool,
 
+    /// The output of `env` on the machine that ran the trace: audits the ladder's level-1 settings.
+    #[arg(long, value_name = "FILE")]
+    pub env: Option<PathBuf>,
+
     /// Host gaps shorter than this (µs) between profiled host events count as dispatch
     /// (launch overhead); longer gaps are host idle.
     #[arg(long, value_name = "US", default_value_t = 50.0)]
@@ -110,6 +115,11 @@ pub enum Command {
     },
     /// Print the JSON Schema of the feed.
     Schema,
+    /// What a finding or recommendation id means: its trigger, savings model, actions and seed.
+    Explain {
+        /// A finding id (graph_breaks, …) or recommendation id (compile.enable, …).
+        id: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -175,12 +185,21 @@ pub fn run(cli: Cli) -> Result<Status> {
             write_stdout(report::FEED_SCHEMA.as_bytes())?;
             Ok(0)
         }
+        Some(Command::Explain { id }) => run_explain(&id, &cli.global),
         None => run_analyze(&cli),
     }
 }
 
 fn run_analyze(cli: &Cli) -> Result<Status> {
     let rules = load_rules(&cli.global.rules)?;
+    let catalog = Catalog::load(&cli.global.rules).context("loading the ladder catalog")?;
+    let env = match &cli.env {
+        Some(p) => Some(recommend::parse_env(
+            &std::fs::read_to_string(p)
+                .with_context(|| format!("reading the environment listing {}", p.display()))?,
+        )),
+        None => None,
+    };
     let trace = read_all(&cli.paths, &ReadOptions { strict: cli.strict })?;
     if !cli.global.quiet {
         for input in &trace.inputs {
@@ -198,7 +217,8 @@ fn run_analyze(cli: &Cli) -> Result<Status> {
         skip_warmup: cli.skip_warmup,
         dispatch_threshold_ns: (cli.dispatch_threshold_us * 1000.0).round() as i64,
     };
-    let analysis = analyze(&trace, &rules, &opts);
+    let mut analysis = analyze_with_ranks(&trace, &rules, &opts);
+    analysis.plan = recommend::plan(&analysis, &catalog, env.as_ref());
     let json_to_stdout = cli.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
     if let Some(path) = &cli.json {
         let bytes = report::json::render(&analysis);
@@ -325,6 +345,87 @@ fn run_rules(action: RulesAction, global: &GlobalArgs) -> Result<Status> {
             Ok(0)
         }
     }
+}
+
+fn run_explain(id: &str, global: &GlobalArgs) -> Result<Status> {
+    let catalog = Catalog::load(&global.rules).context("loading the ladder catalog")?;
+    let mut out = String::new();
+    if let Some((_, def)) = crate::detect::DEFINITIONS.iter().find(|(f, _)| *f == id) {
+        out.push_str(&format!("finding {id}\n  fires when: {def}\n"));
+        let recs: Vec<&str> = catalog
+            .recommendations
+            .iter()
+            .filter(|r| r.findings.iter().any(|f| f == id))
+            .map(|r| r.id.as_str())
+            .collect();
+        if !recs.is_empty() {
+            out.push_str(&format!(
+                "  recommendations it can trigger: {}\n",
+                recs.join(", ")
+            ));
+        }
+    } else if let Some(r) = catalog.get(id) {
+        out.push_str(&format!(
+            "recommendation {} (level {}): {}\n",
+            r.id, r.level, r.title
+        ));
+        let mut when = vec![format!("any of the findings {}", r.findings.join(", "))];
+        if let Some(k) = &r.finding_kind {
+            when.push(format!("with evidence.kind = {k}"));
+        }
+        if !r.vendors.is_empty() {
+            when.push(format!("on {}", r.vendors.join(", ")));
+        }
+        if let Some(c) = r.compiled {
+            when.push(if c {
+                "compiled".into()
+            } else {
+                "not compiled".into()
+            });
+        }
+        if let Some(c) = r.cudagraphs {
+            when.push(if c {
+                "CUDA/HIP graphs in use".into()
+            } else {
+                "no CUDA/HIP graphs".into()
+            });
+        }
+        if let Some(m) = &r.min_bucket {
+            when.push(format!("{} >= {}% of GPU activity time", m.bucket, m.pct));
+        }
+        if let Some(l) = &r.gemm_library {
+            when.push(format!(
+                "GEMM libraries matching /{l}/ carry most GEMM time"
+            ));
+        }
+        out.push_str(&format!("  fires when: {}\n", when.join("; ")));
+        let basis = if r.basis == "finding" {
+            "the finding's time at stake".to_string()
+        } else {
+            format!("the time of {}", r.acts_on.join(" + "))
+        };
+        out.push_str(&format!(
+            "  savings: {} x {basis}, at most the time of {}; confidence {}\n",
+            r.fraction,
+            r.acts_on.join(" + "),
+            r.confidence
+        ));
+        for a in &r.actions {
+            let vendor = a
+                .vendor
+                .as_deref()
+                .map(|v| format!(" [{v}]"))
+                .unwrap_or_default();
+            out.push_str(&format!("  {}{vendor}: {}\n", a.kind, a.text));
+        }
+        out.push_str(&format!("  source: {}\n", r.seed));
+    } else {
+        let mut known: Vec<&str> = crate::detect::DEFINITIONS.iter().map(|d| d.0).collect();
+        known.extend(catalog.recommendations.iter().map(|r| r.id.as_str()));
+        bail!("unknown id '{id}'; known ids: {}", known.join(", "));
+    }
+    write_stdout(out.as_bytes())?;
+    Ok(0)
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is reported as an `io::Error` of kind BrokenPipe,

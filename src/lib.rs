@@ -9,6 +9,7 @@
 //! | [`classify`] | rule files (`rules/*.toml`), the regex engine, name normalization (demangling) |
 //! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals, top kernels: plain `Serialize` data |
 //! | [`detect`] | one function per finding (graph breaks, launch-bound, manual attention, …), reading only the analysis context |
+//! | [`recommend`] | the ladder catalog (`rules/ladder.toml`): triggers, savings, ranking, ladder status |
 //! | [`report`] | renderers into memory: terminal table, JSON feed (+ its JSON Schema) |
 //! | [`cli`] | clap definitions and `run`; the only module that knows about the command line |
 //! | [`error`] | typed errors at the seams (ingest, rules) |
@@ -22,4 +23,5 @@ pub mod detect;
 pub mod error;
 pub mod ingest;
 pub mod model;
+pub mod recommend;
 pub mod report;

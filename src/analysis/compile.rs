@@ -38,6 +38,9 @@ pub struct CompileDetail {
     pub step_regions: Vec<Vec<(u32, u32)>>,
     /// Per analyzed step: `aten::item` / `aten::_local_scalar_dense` calls (host syncs).
     pub step_item_calls: Vec<usize>,
+    /// ATen ops that ran eagerly between compiled regions of a step (the code a break leaves
+    /// out of the graph), by count, most frequent first.
+    pub ops_between_regions: Vec<(String, usize)>,
     /// Which signal found the breaks: "frame_sequence" or "repeated_frame_without_outer".
     pub break_signal: Option<&'static str>,
     /// Frames compiled once and called several times per step (a deliberate compiled loop).
@@ -83,6 +86,7 @@ pub fn analyze(
     let mut ids_in_window: BTreeSet<(u32, u32)> = BTreeSet::new();
     let mut compile_iv: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
     let mut region_rows: Vec<(i64, usize, (u32, u32))> = Vec::new();
+    let mut region_spans: Vec<Vec<(i64, i64)>> = vec![Vec::new(); slots.len()];
     for i in 0..host.len() {
         let name = trace.names.get(host.name[i]);
         let input = host.input[i];
@@ -96,6 +100,7 @@ pub fn analyze(
                 }
                 if let Some(slot) = slot_of(input, ts) {
                     region_rows.push((ts, slot, id));
+                    region_spans[slot].push((ts, ts.saturating_add(host.dur_ns[i])));
                 }
                 continue;
             }
@@ -123,6 +128,51 @@ pub fn analyze(
     for (_, slot, id) in region_rows {
         detail.step_regions[slot].push(id);
     }
+    // Eager ATen ops between the first and last compiled region of a step, outside every region.
+    let mut between: BTreeMap<&str, usize> = BTreeMap::new();
+    for spans in &mut region_spans {
+        spans.sort_unstable();
+    }
+    for i in 0..host.len() {
+        if host.kind[i] != HostKind::CpuOp {
+            continue;
+        }
+        let name = trace.names.get(host.name[i]);
+        // ATen ops that do work, not the allocation and view plumbing inside them.
+        let plumbing = matches!(
+            name,
+            "aten::empty"
+                | "aten::empty_strided"
+                | "aten::as_strided"
+                | "aten::resize_"
+                | "aten::_local_scalar_dense"
+                | "aten::view"
+                | "aten::detach"
+                | "aten::alias"
+                | "aten::lift_fresh"
+        );
+        if !name.starts_with("aten::") || plumbing {
+            continue;
+        }
+        let ts = host.ts_ns[i];
+        let Some(slot) = slot_of(host.input[i], ts) else {
+            continue;
+        };
+        let spans = &region_spans[slot];
+        if spans.len() < 2 || ts < spans[0].0 || ts > spans[spans.len() - 1].0 {
+            continue;
+        }
+        if !spans.iter().any(|&(s, e)| ts >= s && ts < e) {
+            *between.entry(name).or_default() += 1;
+        }
+    }
+    let mut between: Vec<(String, usize)> = between
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    between.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    between.truncate(8);
+    detail.ops_between_regions = between;
 
     // Kernels replayed by a graph launch.
     for (a, launch) in links.launch.iter().enumerate() {

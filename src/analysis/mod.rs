@@ -113,6 +113,22 @@ pub struct Analysis {
     pub distinct_kernels: u64,
     /// Whether the step durations include a warm-up step 0 (see `warmup_in_window`).
     pub warmup_in_window: bool,
+    /// Whether cpu_ops carry `Input Dims` (record_shapes=True), which op-level detectors need.
+    pub has_op_shapes: bool,
+    /// Recommendations and ladder status (filled by [`crate::recommend::plan`]).
+    pub plan: crate::recommend::Plan,
+    /// Each rank's own view, when the inputs hold several ranks.
+    pub ranks: Vec<RankView>,
+}
+
+/// One rank's view (the feed's `ranks[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct RankView {
+    pub rank: u32,
+    pub summary: Summary,
+    pub buckets: Vec<BucketRow>,
+    pub time_partition: Vec<PartitionRow>,
+    pub findings: Vec<Finding>,
 }
 
 impl Analysis {
@@ -414,5 +430,35 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         activities: per_name.values().map(|v| v.0).sum(),
         distinct_kernels: per_name.len() as u64,
         warmup_in_window: ctx.warmup_in_window,
+        has_op_shapes: trace.host.input_dims.iter().any(|&d| d != NameId::NONE),
+        plan: Default::default(),
+        ranks: Vec::new(),
     }
+}
+
+/// [`analyze`], plus each rank's own view when the inputs hold more than one rank.
+pub fn analyze_with_ranks(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analysis {
+    let mut all = analyze(trace, rules, opts);
+    let mut ranks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (i, input) in trace.inputs.iter().enumerate() {
+        if let Some(r) = input.rank {
+            ranks.entry(r).or_default().push(i as u32);
+        }
+    }
+    if ranks.len() > 1 {
+        all.ranks = ranks
+            .into_iter()
+            .map(|(rank, inputs)| {
+                let a = analyze(&trace.subset(&inputs), rules, opts);
+                RankView {
+                    rank,
+                    summary: a.summary,
+                    buckets: a.buckets,
+                    time_partition: a.time_partition,
+                    findings: a.findings,
+                }
+            })
+            .collect();
+    }
+    all
 }

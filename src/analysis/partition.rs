@@ -32,15 +32,22 @@ pub fn bucket_index(b: Bucket) -> usize {
     Bucket::ALL.iter().position(|&x| x == b).unwrap_or(6)
 }
 
-/// Nanoseconds per category (fractional while accumulating shares of overlapped time).
+/// Nanoseconds per category (fractional while accumulating shares of overlapped time), and how
+/// much of `host_idle` the host spent blocked (synchronizing or compiling) rather than outside
+/// any profiled event.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Partition(pub [f64; 10]);
+pub struct Partition(pub [f64; 10], pub f64);
 
 impl Partition {
     pub fn add(&mut self, other: &Partition) {
         for (a, b) in self.0.iter_mut().zip(other.0) {
             *a += b;
         }
+        self.1 += other.1;
+    }
+    /// Host idle time spent outside any profiled event (not blocked in a sync or compile).
+    pub fn host_outside(&self) -> f64 {
+        (self.0[HOST_IDLE] - self.1).max(0.0)
     }
     pub fn total(&self) -> f64 {
         self.0.iter().sum()
@@ -157,18 +164,22 @@ impl HostTimeline {
             out.0[IDLE_UNATTRIBUTED] += (e - s) as f64;
             return;
         }
-        let mut dispatch = 0i64;
+        let (mut dispatch, mut blocked) = (0i64, 0i64);
         let mut k = self.segments.partition_point(|seg| seg.1 <= s);
         while k < self.segments.len() && self.segments[k].0 < e {
             let (a, b, state) = self.segments[k];
             let overlap = b.min(e) - a.max(s);
-            if overlap > 0 && state == HostState::Dispatch {
-                dispatch += overlap;
+            if overlap > 0 {
+                match state {
+                    HostState::Dispatch => dispatch += overlap,
+                    HostState::Blocked => blocked += overlap,
+                }
             }
             k += 1;
         }
         out.0[LAUNCH_OVERHEAD] += dispatch as f64;
         out.0[HOST_IDLE] += (e - s - dispatch) as f64;
+        out.1 += blocked as f64;
     }
 }
 
@@ -326,6 +337,7 @@ mod tests {
         let p = d.partition(0, 1100, &t);
         assert_eq!(p.0[LAUNCH_OVERHEAD], 240.0); // 0..200 and 260..300
         assert_eq!(p.0[HOST_IDLE], 760.0); // 200..260 blocked, 300..1000 outside
+        assert_eq!((p.1, p.host_outside()), (60.0, 700.0));
         assert_eq!(p.0[0], 100.0);
         let none = HostTimeline {
             segments: vec![],
@@ -336,7 +348,7 @@ mod tests {
 
     #[test]
     fn rounding_keeps_the_total() {
-        let p = Partition([33.4, 33.3, 33.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        let p = Partition([33.4, 33.3, 33.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], 0.0);
         assert_eq!(p.rounded(100).iter().sum::<i64>(), 100);
     }
 }

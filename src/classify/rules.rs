@@ -73,10 +73,7 @@ pub struct Library {
 /// earlier rule replaces it. User library patterns are tried before the built-in ones.
 pub fn load(extra_dirs: &[PathBuf]) -> Result<(Vec<Rule>, Vec<Library>), RuleError> {
     let mut files: Vec<(PathBuf, String)> = Vec::new();
-    let mut builtin: Vec<_> = BUILTIN
-        .files()
-        .filter(|f| f.path().extension().is_some_and(|e| e == "toml"))
-        .collect();
+    let mut builtin: Vec<_> = BUILTIN.files().filter(|f| is_rule_file(f.path())).collect();
     builtin.sort_by_key(|f| f.path().to_path_buf());
     for f in builtin {
         let text = f.contents_utf8().unwrap_or_default().to_string();
@@ -145,6 +142,11 @@ pub fn load(extra_dirs: &[PathBuf]) -> Result<(Vec<Rule>, Vec<Library>), RuleErr
     Ok((rules, libraries))
 }
 
+/// Classification rule files: every `*.toml` but the ladder catalog (`ladder.toml`).
+fn is_rule_file(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "toml") && p.file_name().is_some_and(|n| n != "ladder.toml")
+}
+
 /// The `*.toml` files of a directory, sorted by name.
 fn read_dir_files(dir: &Path) -> Result<Vec<(PathBuf, String)>, RuleError> {
     let entries = std::fs::read_dir(dir).map_err(|source| RuleError::Read {
@@ -153,7 +155,7 @@ fn read_dir_files(dir: &Path) -> Result<Vec<(PathBuf, String)>, RuleError> {
     })?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter(|p| is_rule_file(p))
         .collect();
     paths.sort();
     paths

@@ -20,11 +20,22 @@ pub fn graph_breaks(ctx: &Context) -> Vec<Finding> {
         .map(|s| s.iter().map(|(f, c)| format!("{f}/{c}")).collect())
         .unwrap_or_default();
     let stake = ctx.partition.0[LAUNCH_OVERHEAD].round() as i64;
+    let ops: Vec<&str> = d
+        .ops_between_regions
+        .iter()
+        .take(5)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let eager = if ops.is_empty() {
+        String::new()
+    } else {
+        format!("; eager ops between regions: {}", ops.join(", "))
+    };
     vec![Finding::new(
         "graph_breaks",
         Severity::High,
         format!(
-            "torch.compile graph breaks: {:.1} per step ({} compiled regions per step, frames {:?}); the code between regions runs eagerly",
+            "torch.compile graph breaks: {:.1} per step ({} compiled regions per step, frames {:?}); the code between regions runs eagerly{eager}",
             gb.per_step, ctx.compile.regions_per_step, gb.frames
         ),
         stake,
@@ -35,6 +46,7 @@ pub fn graph_breaks(ctx: &Context) -> Vec<Finding> {
             "signal": d.break_signal,
             "example_step_regions": example,
             "item_syncs": items,
+            "ops_between_regions": d.ops_between_regions.iter().map(|(n, c)| json!({"op": n, "calls": c})).collect::<Vec<_>>(),
             "item_syncs_per_step": round2(items as f64 / step_count(ctx)),
             "hint": "run with TORCH_LOGS=\"graph_breaks\" to see each break's reason and source line",
         }),

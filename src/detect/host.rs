@@ -64,7 +64,10 @@ pub fn launch_bound(ctx: &Context) -> Vec<Finding> {
 
 pub fn host_bound(ctx: &Context) -> Vec<Finding> {
     let launch = ctx.partition.0[LAUNCH_OVERHEAD].round() as i64;
-    let idle = ctx.partition.0[HOST_IDLE].round() as i64;
+    // Time blocked in syncs or compiling has its own findings (sync_stalls, compile_in_window):
+    // host-bound is the host being elsewhere.
+    let idle = ctx.partition.host_outside().round() as i64;
+    let blocked = ctx.partition.1.round() as i64;
     let share = pct(idle, ctx.window_ns);
     if share < HOST_BOUND_PCT || idle <= launch {
         return vec![];
@@ -78,12 +81,13 @@ pub fn host_bound(ctx: &Context) -> Vec<Finding> {
         "host_bound",
         severity,
         format!(
-            "host-bound: the GPU idles for {share:.1}% of the window while the host is outside any profiled op (data loading, Python, sleeping) or blocked in a synchronize"
+            "host-bound: the GPU idles for {share:.1}% of the window while the host is outside any profiled op (data loading, Python work, sleeping)"
         ),
         idle,
         json!({
             "host_idle_ns": idle,
             "host_idle_pct": share,
+            "blocked_in_sync_or_compile_ns": blocked,
             "gpu_busy_pct": pct(ctx.summary.gpu_busy_ns, ctx.window_ns),
             "per_step_ns": round2(idle as f64 / step_count(ctx)),
         }),

@@ -59,6 +59,29 @@ impl Finding {
     }
 }
 
+/// Every finding id this version reports, with when it fires (for `explain` and the README).
+pub const DEFINITIONS: &[(&str, &str)] = &[
+    ("graph_breaks", "torch.compile graph breaks per step > 0: a frame sequence inside a step (0/0 -> 1/0 -> 2/0 is two breaks), or a later frame repeating from eager code while frame 0 never runs. Evidence: regions per step, frames, ops run eagerly between regions, aten::item syncs."),
+    ("compiled_loop", "(info) a compiled frame present from 0/0 runs several times per step without breaks: a function compiled once and called in a loop."),
+    ("recompiles", "recompiled graphs (Torch-Compiled Region F/C with C >= 1) run inside the window."),
+    ("compile_in_window", "torch.compile's own work ((dynamo_timed) ranges) ran inside the window."),
+    ("cudagraphs_in_use", "(info) cudaGraphLaunch/hipGraphLaunch calls replay kernels; they count as busy."),
+    ("launch_bound", "launch overhead >= 20% of the window and above host idle, and either most kernels run under 10 us or dispatch outweighs GPU busy time."),
+    ("host_bound", "host idle outside any profiled event (not blocked in a sync or compiling) >= 20% of the window and above launch overhead: data loading, Python work or sleeps keep the GPU waiting."),
+    ("sync_stalls", "synchronizing runtime calls (device/stream/event synchronize, blocking memcpy) inside steps (without steps: between the first and last launch), outside torch.compile's autotuning."),
+    ("manual_attention", "GEMM -> softmax -> GEMM kernel chains on one stream, at least one per step: attention written by hand."),
+    ("unfused_projections", "3 (Q/K/V) or 2 (gate/up, equal weight shapes) outermost GEMM ops in a row reading an input of the same shape; reported separately with evidence.kind qkv / gate_up."),
+    ("fp32_gemm", ">= 1% of GEMM time in fp32 kernels without matrix/tensor cores (ffma, simt sgemm, cuBLAS sgemm, Tensile single precision)."),
+    ("gemm_backend", "(info) GEMM time by library from kernel names, with a confidence."),
+    ("elementwise_heavy", "elementwise kernels >= 30% of kernel time."),
+    ("conv_layout_transposes", "NCHW<->NHWC layout transpose kernels run."),
+    ("exposed_communication", "communication kernels run; evidence has the share overlapped with compute."),
+    ("memcpy_heavy", "memcpy/memset >= 10% of kernel time or >= 5% of the window."),
+    ("unclassified_time", "more than 2% of kernel time matched no classification rule."),
+    ("high_step_variance", "step-time coefficient of variation above 10%."),
+    ("warmup_in_window", "step 0 takes more than 1.5x the median of the other steps."),
+];
+
 type Detector = fn(&Context) -> Vec<Finding>;
 
 /// Every detector, in no particular order (findings are sorted afterwards).

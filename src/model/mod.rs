@@ -231,3 +231,52 @@ pub struct Trace {
     pub host: HostEvents,
     pub inputs: Vec<InputMeta>,
 }
+
+impl Trace {
+    /// The rows of some inputs only, renumbered from 0 in the order given (names are shared).
+    pub fn subset(&self, inputs: &[u32]) -> Trace {
+        let map = |i: u32| inputs.iter().position(|&x| x == i).map(|p| p as u32);
+        let mut out = Trace {
+            names: self.names.clone(),
+            inputs: inputs
+                .iter()
+                .map(|&i| self.inputs[i as usize].clone())
+                .collect(),
+            ..Default::default()
+        };
+        let a = &self.activities;
+        for k in 0..a.len() {
+            if let Some(input) = map(a.input[k]) {
+                out.activities.push(Activity {
+                    kind: a.kind[k],
+                    name: a.name[k],
+                    input,
+                    device: a.device[k],
+                    stream: a.stream[k],
+                    ts_ns: a.ts_ns[k],
+                    dur_ns: a.dur_ns[k],
+                    correlation: a.correlation[k],
+                    external_id: a.external_id[k],
+                });
+            }
+        }
+        let h = &self.host;
+        for k in 0..h.len() {
+            if let Some(input) = map(h.input[k]) {
+                out.host.push(HostEvent {
+                    kind: h.kind[k],
+                    name: h.name[k],
+                    input,
+                    pid: h.pid[k],
+                    tid: h.tid[k],
+                    ts_ns: h.ts_ns[k],
+                    dur_ns: h.dur_ns[k],
+                    correlation: h.correlation[k],
+                    external_id: h.external_id[k],
+                    input_dims: h.input_dims[k],
+                });
+            }
+        }
+        out
+    }
+}

@@ -2,9 +2,10 @@
 
 use crate::analysis::compile::CompileSummary;
 use crate::analysis::partition::PartitionRow;
-use crate::analysis::{Analysis, BucketRow, KernelRow, StepRow, Summary};
+use crate::analysis::{Analysis, BucketRow, KernelRow, RankView, StepRow, Summary};
 use crate::detect::Finding;
 use crate::model::InputMeta;
+use crate::recommend::{LadderRow, Recommendation};
 use serde::Serialize;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -26,6 +27,10 @@ struct Feed<'a> {
     top_kernels: &'a [KernelRow],
     compile: &'a CompileSummary,
     findings: &'a [Finding],
+    recommendations: &'a [Recommendation],
+    ladder: &'a [LadderRow],
+    next_level: Option<u8>,
+    ranks: &'a [RankView],
     /// Per analyzed step: its window and partition (an addition to FEED.md's fields).
     step_breakdown: &'a [StepRow],
 }
@@ -45,6 +50,10 @@ pub fn render(a: &Analysis) -> Vec<u8> {
         top_kernels: &a.top_kernels,
         compile: &a.compile,
         findings: &a.findings,
+        recommendations: &a.plan.recommendations,
+        ladder: &a.plan.ladder,
+        next_level: a.plan.next_level,
+        ranks: &a.ranks,
         step_breakdown: &a.step_breakdown,
     };
     let mut out =

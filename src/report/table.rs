@@ -204,6 +204,7 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
     }
     let _ = writeln!(out, "GPU time by bucket\n{t}\n");
 
+    render_plan(&mut out, a);
     render_partition(&mut out, a, opts);
     render_steps(&mut out, a, opts);
     render_compile(&mut out, a);
@@ -260,6 +261,58 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
         }
     );
     out.into_bytes()
+}
+
+/// The ladder status and the ranked recommendations, each with its evidence and first action.
+fn render_plan(out: &mut String, a: &Analysis) {
+    let p = &a.plan;
+    if p.ladder.is_empty() {
+        return;
+    }
+    let ladder: Vec<String> = p
+        .ladder
+        .iter()
+        .map(|l| format!("L{} {}", l.level, l.status))
+        .collect();
+    let next = p
+        .next_level
+        .map_or("none".to_string(), |l| format!("level {l}"));
+    let _ = writeln!(
+        out,
+        "Optimization ladder: {} (next: {next})",
+        ladder.join(", ")
+    );
+    if p.recommendations.is_empty() {
+        let _ = writeln!(out, "Recommendations: none\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Recommendations (by estimated savings x confidence; level 3+ waits for level 2)"
+    );
+    for r in &p.recommendations {
+        let blocked = r
+            .blocked_by_level
+            .map(|l| format!(", after level {l}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:>3}. [L{}{blocked}] {}  (saves ~{}, {:.1}% of the window; confidence {:.1})",
+            r.rank,
+            r.level,
+            r.title,
+            fmt_ns(r.est_savings_ns),
+            r.est_savings_pct,
+            r.confidence
+        );
+        if let Some(e) = r.evidence.first() {
+            let _ = writeln!(out, "       because: {e}");
+        }
+        if let Some(act) = r.actions.first() {
+            let _ = writeln!(out, "       {}: {}", act.kind, act.text);
+        }
+    }
+    out.push('\n');
 }
 
 /// Where the window's wall time goes (FEED.md "Time partition").

@@ -2,9 +2,10 @@
 
 use crate::common::{assert_valid_feed, rules};
 use crate::with_shared;
-use rocprof_classify::analysis::{analyze, AnalysisOptions};
+use rocprof_classify::analysis::{analyze_with_ranks, AnalysisOptions};
 use rocprof_classify::ingest::{self, ReadOptions};
 use rocprof_classify::model::{Format, Trace};
+use rocprof_classify::recommend::{plan, Catalog};
 use rocprof_classify::report;
 use std::path::{Path, PathBuf};
 
@@ -61,6 +62,7 @@ fn every_kineto_trace_is_classified() {
         let traces = kineto_traces(&shared);
         assert!(traces.len() >= 40, "expected the corpus's Kineto traces, found {}", traces.len());
         let mut failures = Vec::new();
+        let catalog = Catalog::load(&[]).unwrap();
         println!("{:<72} {:>8} {:>14} {:>13}", "file", "kernels", "kernel time", "unclassified");
         for path in &traces {
             let rel = path.strip_prefix(&shared).unwrap().to_string_lossy().replace('\\', "/");
@@ -72,7 +74,9 @@ fn every_kineto_trace_is_classified() {
                 failures.push(format!("{rel}: {e}"));
                 continue;
             }
-            let a = analyze(&trace, rules(), &AnalysisOptions::default());
+            let mut a = analyze_with_ranks(&trace, rules(), &AnalysisOptions::default());
+            a.plan = plan(&a, &catalog, None);
+            crate::recommend::assert_savings_bounded(&a, &catalog, &rel);
             let feed = report::json::render(&a);
             assert_valid_feed(&feed);
             // The time partition covers the window exactly.

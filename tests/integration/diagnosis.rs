@@ -388,8 +388,7 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
     ("corpus/tracelens/sglang_Qwen3-8B_decode.json.gz", &[
         ("cudagraphs_in_use", "SGLang decode replays one HIP graph of 544 kernels"),
         ("gemm_backend", "hipBLASLt"),
-        ("host_bound", "the host waits ~463 ms in one blocking copy while the GPU works ~10 ms"),
-        ("sync_stalls", "that blocking hipMemcpyWithStream is inside the traced span"),
+        ("sync_stalls", "the host waits ~463 ms in one blocking hipMemcpyWithStream while the GPU works ~10 ms"),
     ]),
     ("corpus/tracelens/trace.json.gz", &[
         ("gemm_backend", "hipBLASLt"),

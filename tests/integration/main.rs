@@ -8,4 +8,5 @@ mod cli;
 mod corpus;
 mod diagnosis;
 mod h100;
+mod recommend;
 mod snapshots;

@@ -4,7 +4,12 @@ use crate::common::{analyze_path, assert_valid_feed, fixture};
 use rocprof_classify::report::{json, table};
 
 fn feed_snapshot(rel: &str) -> serde_json::Value {
-    let a = analyze_path(&fixture(rel));
+    let mut a = analyze_path(&fixture(rel));
+    a.plan = rocprof_classify::recommend::plan(
+        &a,
+        &rocprof_classify::recommend::Catalog::load(&[]).unwrap(),
+        None,
+    );
     let mut v = assert_valid_feed(&json::render(&a));
     // Absolute paths and the version change between machines and releases.
     v["tool"]["version"] = "[version]".into();
@@ -31,6 +36,11 @@ fn feeds() {
 #[test]
 fn terminal_table() {
     let mut a = analyze_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
+    a.plan = rocprof_classify::recommend::plan(
+        &a,
+        &rocprof_classify::recommend::Catalog::load(&[]).unwrap(),
+        None,
+    );
     a.inputs[0].path = "eager_manual_attn.json.gz".into();
     a.top_kernels.truncate(8);
     let text = String::from_utf8(table::render(

@@ -1,0 +1,226 @@
+//! Loading `rules/ladder.toml` (built in) and a user `ladder.toml` (`--rules DIR`), whose
+//! entries replace built-in ones with the same id.
+
+use crate::error::RuleError;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+const BUILTIN: &str = include_str!("../../rules/ladder.toml");
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LadderFile {
+    schema: u32,
+    #[serde(default, rename = "level")]
+    levels: Vec<LevelDef>,
+    #[serde(default, rename = "env_check")]
+    env_checks: Vec<EnvCheck>,
+    #[serde(default, rename = "recommendation")]
+    recommendations: Vec<RecDef>,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct LevelDef {
+    pub level: u8,
+    pub name: String,
+}
+
+/// A level-1 environment variable to audit.
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct EnvCheck {
+    pub name: String,
+    #[serde(default)]
+    pub expected: Option<String>,
+    /// The variable should not be set at all.
+    #[serde(default)]
+    pub unset: bool,
+    #[serde(default)]
+    pub vendor: Option<String>,
+    #[serde(default)]
+    pub why: String,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct MinBucket {
+    pub bucket: String,
+    pub pct: f64,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct ActionDef {
+    pub kind: String,
+    pub text: String,
+    #[serde(default)]
+    pub vendor: Option<String>,
+}
+
+/// One recommendation of the catalog.
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct RecDef {
+    pub id: String,
+    pub level: u8,
+    pub title: String,
+    /// Fires when any of these findings fired.
+    pub findings: Vec<String>,
+    /// Only findings whose `evidence.kind` is this.
+    #[serde(default)]
+    pub finding_kind: Option<String>,
+    /// Only on these vendors (empty: all).
+    #[serde(default)]
+    pub vendors: Vec<String>,
+    /// Only when the trace is (not) compiled.
+    #[serde(default)]
+    pub compiled: Option<bool>,
+    /// Only when CUDA/HIP graphs are (not) in use.
+    #[serde(default)]
+    pub cudagraphs: Option<bool>,
+    /// Only when libraries matching this regex carry most of the GEMM time.
+    #[serde(default)]
+    pub gemm_library: Option<String>,
+    /// Only when a bucket has at least this share of kernel time.
+    #[serde(default)]
+    pub min_bucket: Option<MinBucket>,
+    /// Ranked after these recommendations when they are listed too.
+    #[serde(default)]
+    pub after: Vec<String>,
+    /// Partition categories whose time the action can recover (the savings ceiling).
+    pub acts_on: Vec<String>,
+    /// "categories" (default): fraction of the acts_on time; "finding": of the finding's time at stake.
+    #[serde(default = "default_basis")]
+    pub basis: String,
+    pub fraction: f64,
+    pub confidence: f64,
+    pub seed: String,
+    #[serde(rename = "action")]
+    pub actions: Vec<ActionDef>,
+}
+
+fn default_basis() -> String {
+    "categories".into()
+}
+
+/// The loaded catalog.
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    pub levels: Vec<LevelDef>,
+    pub env_checks: Vec<EnvCheck>,
+    pub recommendations: Vec<RecDef>,
+}
+
+const CATEGORIES: [&str; 10] = [
+    "gemm",
+    "attention",
+    "conv",
+    "elementwise",
+    "communication",
+    "memory",
+    "other",
+    "launch_overhead",
+    "host_idle",
+    "idle_unattributed",
+];
+const KINDS: [&str; 4] = ["env", "code", "command", "config"];
+
+impl Catalog {
+    /// The built-in catalog plus `ladder.toml` in any of `dirs`.
+    pub fn load(dirs: &[PathBuf]) -> Result<Catalog, RuleError> {
+        let mut cat = parse(BUILTIN, Path::new("rules/ladder.toml"))?;
+        for dir in dirs {
+            let path = dir.join("ladder.toml");
+            if !path.is_file() {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).map_err(|source| RuleError::Read {
+                file: path.clone(),
+                source,
+            })?;
+            let user = parse(&text, &path)?;
+            for rec in user.recommendations {
+                match cat.recommendations.iter_mut().find(|r| r.id == rec.id) {
+                    Some(r) => *r = rec,
+                    None => cat.recommendations.push(rec),
+                }
+            }
+            cat.env_checks.extend(user.env_checks);
+        }
+        Ok(cat)
+    }
+
+    pub fn get(&self, id: &str) -> Option<&RecDef> {
+        self.recommendations.iter().find(|r| r.id == id)
+    }
+}
+
+fn parse(text: &str, file: &Path) -> Result<Catalog, RuleError> {
+    let f: LadderFile = toml::from_str(text).map_err(|e| RuleError::Parse {
+        file: file.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let bad = |id: &str, message: String| RuleError::Example {
+        file: file.to_path_buf(),
+        id: id.to_string(),
+        message,
+    };
+    if f.schema != 1 {
+        return Err(RuleError::Parse {
+            file: file.to_path_buf(),
+            message: format!("unknown schema {}", f.schema),
+        });
+    }
+    let mut seen = std::collections::HashSet::new();
+    for r in &f.recommendations {
+        if !seen.insert(r.id.clone()) {
+            return Err(RuleError::Duplicate {
+                file: file.to_path_buf(),
+                id: r.id.clone(),
+                first: file.to_path_buf(),
+            });
+        }
+        if !(1..=5).contains(&r.level) {
+            return Err(bad(&r.id, format!("level {} is not 1-5", r.level)));
+        }
+        if !(0.0..=1.0).contains(&r.fraction) || !(0.0..=1.0).contains(&r.confidence) {
+            return Err(bad(
+                &r.id,
+                "fraction and confidence must be within 0..=1".into(),
+            ));
+        }
+        if r.findings.is_empty() || r.actions.is_empty() || r.acts_on.is_empty() {
+            return Err(bad(
+                &r.id,
+                "needs findings, acts_on and at least one action".into(),
+            ));
+        }
+        if let Some(c) = r.acts_on.iter().find(|c| !CATEGORIES.contains(&c.as_str())) {
+            return Err(bad(&r.id, format!("acts_on: unknown category '{c}'")));
+        }
+        if !matches!(r.basis.as_str(), "categories" | "finding") {
+            return Err(bad(
+                &r.id,
+                format!("basis must be 'categories' or 'finding', not '{}'", r.basis),
+            ));
+        }
+        if let Some(a) = r.actions.iter().find(|a| !KINDS.contains(&a.kind.as_str())) {
+            return Err(bad(
+                &r.id,
+                format!(
+                    "action kind '{}' is not env, code, command or config",
+                    a.kind
+                ),
+            ));
+        }
+        if let Some(p) = &r.gemm_library {
+            regex::Regex::new(p).map_err(|e| bad(&r.id, format!("gemm_library: {e}")))?;
+        }
+    }
+    Ok(Catalog {
+        levels: f.levels,
+        env_checks: f.env_checks,
+        recommendations: f.recommendations,
+    })
+}

@@ -1,0 +1,376 @@
+//! Recommendations: the ladder of seeds/000 applied to the findings. The catalog is data
+//! (`rules/ladder.toml`); this module evaluates its triggers, estimates savings, ranks, and
+//! reports the status of each ladder level.
+
+mod catalog;
+
+pub use catalog::{Catalog, EnvCheck, LevelDef, RecDef};
+
+use crate::analysis::Analysis;
+use crate::detect::Finding;
+use crate::model::Vendor;
+use regex::Regex;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One action of a recommendation, as the feed carries it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ActionOut {
+    pub kind: String,
+    pub text: String,
+}
+
+/// A ranked recommendation (the feed's `recommendations[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Recommendation {
+    pub rank: usize,
+    pub id: String,
+    pub level: u8,
+    pub title: String,
+    pub est_savings_ns: i64,
+    pub est_savings_pct: f64,
+    pub confidence: f64,
+    pub blocked_by_level: Option<u8>,
+    pub finding_ids: Vec<String>,
+    pub actions: Vec<ActionOut>,
+    /// What the trace shows (the triggering findings' summaries).
+    pub evidence: Vec<String>,
+    /// The seed text this comes from.
+    pub seed: String,
+}
+
+/// One ladder level's status (the feed's `ladder[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct LadderRow {
+    pub level: u8,
+    pub name: String,
+    pub status: &'static str,
+    pub evidence: String,
+}
+
+/// Recommendations, ladder and next level.
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct Plan {
+    pub recommendations: Vec<Recommendation>,
+    pub ladder: Vec<LadderRow>,
+    pub next_level: Option<u8>,
+}
+
+/// A parsed `env` listing (`KEY=VALUE` lines).
+pub type EnvListing = BTreeMap<String, String>;
+
+/// Parses the output of `env` (later lines win; lines without `=` are ignored).
+pub fn parse_env(text: &str) -> EnvListing {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+}
+
+fn vendor_name(v: Vendor) -> &'static str {
+    v.as_str()
+}
+
+/// Partition time of the named categories.
+fn categories_ns(a: &Analysis, cats: &[String]) -> i64 {
+    cats.iter().map(|c| a.partition_ns(c)).sum()
+}
+
+/// GEMM libraries the `gemm_backend` finding reports, with their share.
+fn gemm_libraries(findings: &[Finding]) -> Vec<(String, f64)> {
+    findings
+        .iter()
+        .filter(|f| f.id == "gemm_backend")
+        .flat_map(|f| {
+            f.evidence["libraries"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|l| {
+            (
+                l["library"].as_str().unwrap_or("").to_string(),
+                l["pct"].as_f64().unwrap_or(0.0),
+            )
+        })
+        .collect()
+}
+
+/// Whether a recommendation's trigger holds; returns the triggering findings.
+fn triggered<'a>(rec: &RecDef, a: &'a Analysis) -> Option<Vec<&'a Finding>> {
+    let vendor = a.vendor();
+    if !rec.vendors.is_empty() && !rec.vendors.iter().any(|v| v == vendor_name(vendor)) {
+        return None;
+    }
+    if rec.compiled.is_some_and(|c| c != a.compile.compiled) {
+        return None;
+    }
+    if rec.cudagraphs.is_some_and(|c| c != a.compile.cudagraphs) {
+        return None;
+    }
+    if let Some(m) = &rec.min_bucket {
+        let pct = a
+            .buckets
+            .iter()
+            .find(|b| b.bucket.as_str() == m.bucket)
+            .map_or(0.0, |b| b.pct);
+        if pct < m.pct {
+            return None;
+        }
+    }
+    if let Some(pattern) = &rec.gemm_library {
+        let re = Regex::new(pattern).ok()?;
+        // The matching libraries must carry most of the GEMM time.
+        let share: f64 = gemm_libraries(&a.findings)
+            .iter()
+            .filter(|(l, _)| re.is_match(l))
+            .map(|(_, p)| p)
+            .sum();
+        if share < 50.0 {
+            return None;
+        }
+    }
+    let hits: Vec<&Finding> = a
+        .findings
+        .iter()
+        .filter(|f| rec.findings.iter().any(|id| id == f.id))
+        .filter(|f| {
+            rec.finding_kind
+                .as_deref()
+                .is_none_or(|k| f.evidence["kind"].as_str() == Some(k))
+        })
+        .collect();
+    (!hits.is_empty()).then_some(hits)
+}
+
+/// Evaluates the catalog against an analysis.
+pub fn plan(a: &Analysis, catalog: &Catalog, env: Option<&EnvListing>) -> Plan {
+    let vendor = a.vendor();
+    let window = a.summary.window_ns;
+    let mut recs: Vec<Recommendation> = Vec::new();
+    for rec in &catalog.recommendations {
+        let Some(hits) = triggered(rec, a) else {
+            continue;
+        };
+        let ceiling = categories_ns(a, &rec.acts_on);
+        let basis = match rec.basis.as_str() {
+            "finding" => hits.iter().map(|f| f.time_at_stake_ns).max().unwrap_or(0),
+            _ => ceiling,
+        };
+        let est = ((basis as f64 * rec.fraction).round() as i64).clamp(0, ceiling.max(0));
+        let mut finding_ids: Vec<String> = hits.iter().map(|f| f.id.to_string()).collect();
+        finding_ids.dedup();
+        let actions = rec
+            .actions
+            .iter()
+            .filter(|act| {
+                act.vendor
+                    .as_deref()
+                    .is_none_or(|v| vendor == Vendor::Unknown || v == vendor_name(vendor))
+            })
+            .map(|act| ActionOut {
+                kind: act.kind.clone(),
+                text: match (&act.vendor, vendor) {
+                    (Some(v), Vendor::Unknown) => format!("{}: {}", v.to_uppercase(), act.text),
+                    _ => act.text.clone(),
+                },
+            })
+            .collect();
+        recs.push(Recommendation {
+            rank: 0,
+            id: rec.id.clone(),
+            level: rec.level,
+            title: rec.title.clone(),
+            est_savings_ns: est,
+            est_savings_pct: crate::analysis::pct(est, window),
+            confidence: rec.confidence,
+            blocked_by_level: None,
+            finding_ids,
+            actions,
+            evidence: hits.iter().map(|f| f.summary.clone()).collect(),
+            seed: rec.seed.clone(),
+        });
+    }
+
+    let ladder = ladder_status(a, catalog, &recs, env);
+    let l2_unmet = ladder
+        .iter()
+        .any(|l| l.level == 2 && matches!(l.status, "todo" | "partial"));
+    for r in &mut recs {
+        if l2_unmet && r.level >= 3 {
+            r.blocked_by_level = Some(2);
+        }
+    }
+    rank(&mut recs, catalog);
+    let next_level = ladder
+        .iter()
+        .filter(|l| matches!(l.status, "todo" | "partial"))
+        .map(|l| l.level)
+        .min();
+    Plan {
+        recommendations: recs,
+        ladder,
+        next_level,
+    }
+}
+
+/// Unblocked first, then by savings × confidence, then level and id; a recommendation that
+/// follows another (`after`) comes after it.
+fn rank(recs: &mut Vec<Recommendation>, catalog: &Catalog) {
+    let score = |r: &Recommendation| r.est_savings_ns as f64 * r.confidence;
+    recs.sort_by(|a, b| {
+        a.blocked_by_level
+            .is_some()
+            .cmp(&b.blocked_by_level.is_some())
+            .then(score(b).total_cmp(&score(a)))
+            .then(a.level.cmp(&b.level))
+            .then(a.id.cmp(&b.id))
+    });
+    // Move followers right after the last recommendation they follow.
+    let mut i = 0;
+    while i < recs.len() {
+        let after = catalog
+            .get(&recs[i].id)
+            .map(|d| d.after.clone())
+            .unwrap_or_default();
+        let last_leader = recs.iter().rposition(|r| after.contains(&r.id));
+        match last_leader {
+            Some(j) if j > i => {
+                let r = recs.remove(i);
+                recs.insert(j, r);
+            }
+            _ => i += 1,
+        }
+    }
+    for (k, r) in recs.iter_mut().enumerate() {
+        r.rank = k + 1;
+    }
+}
+
+fn ladder_status(
+    a: &Analysis,
+    catalog: &Catalog,
+    recs: &[Recommendation],
+    env: Option<&EnvListing>,
+) -> Vec<LadderRow> {
+    let has = |id: &str| a.findings.iter().any(|f| f.id == id);
+    let recs_at = |level: u8| {
+        recs.iter()
+            .filter(|r| r.level == level && r.est_savings_ns > 0)
+            .map(|r| r.id.as_str())
+            .collect::<Vec<_>>()
+    };
+    catalog
+        .levels
+        .iter()
+        .map(|l| {
+            let (status, evidence): (&'static str, String) = match l.level {
+                1 => level1(a, catalog, env),
+                2 => {
+                    let c = &a.compile;
+                    if c.compiled && !c.graph_breaks.detected && c.recompiles.count == 0 {
+                        ("done", format!("every step runs in compiled regions ({} per step) without graph breaks or recompiles", c.regions_per_step))
+                    } else if c.compiled {
+                        ("partial", format!("compiled, but {} graph breaks per step and {} recompiles", c.graph_breaks.per_step, c.recompiles.count))
+                    } else if c.cudagraphs {
+                        ("partial", "CUDA/HIP graphs replay the work, but no torch.compile region runs".to_string())
+                    } else if a.summary.kernel_ns == 0 {
+                        ("unknown", "no GPU activity".to_string())
+                    } else {
+                        ("todo", "eager: no torch.compile region runs in the window".to_string())
+                    }
+                }
+                3 => {
+                    let todo = recs_at(3);
+                    if !todo.is_empty() {
+                        ("todo", format!("model-surgery opportunities: {}", todo.join(", ")))
+                    } else if has("unfused_projections") || has("manual_attention") {
+                        ("todo", "model-surgery findings fired".to_string())
+                    } else if a.summary.kernel_ns > 0 && has_shapes(a) {
+                        ("done", "no manual attention, unfused projections, sync stalls or layout transposes found".to_string())
+                    } else {
+                        ("unknown", "the trace lacks the op shapes (record_shapes=True) to tell".to_string())
+                    }
+                }
+                level => {
+                    let todo = recs_at(level);
+                    if todo.is_empty() {
+                        ("unknown", "a trace cannot show whether kernels are tuned".to_string())
+                    } else {
+                        ("todo", format!("opportunities: {}", todo.join(", ")))
+                    }
+                }
+            };
+            LadderRow { level: l.level, name: l.name.clone(), status, evidence }
+        })
+        .collect()
+}
+
+/// Whether cpu_ops carried shapes (so model-level detectors could run).
+fn has_shapes(a: &Analysis) -> bool {
+    a.has_op_shapes
+}
+
+fn level1(a: &Analysis, catalog: &Catalog, env: Option<&EnvListing>) -> (&'static str, String) {
+    let fp32 = a.findings.iter().any(|f| f.id == "fp32_gemm");
+    let Some(env) = env else {
+        return if fp32 {
+            (
+                "todo",
+                "fp32 GEMMs without matrix cores: matmul precision not set".to_string(),
+            )
+        } else {
+            (
+                "unknown",
+                "environment not given (--env FILE with the output of `env`)".to_string(),
+            )
+        };
+    };
+    let vendor = a.vendor();
+    let mut ok = Vec::new();
+    let mut missing = Vec::new();
+    for c in &catalog.env_checks {
+        if c.vendor
+            .as_deref()
+            .is_some_and(|v| vendor != Vendor::Unknown && v != vendor.as_str())
+        {
+            continue;
+        }
+        let value = env.get(&c.name);
+        let good = if c.unset {
+            value.is_none()
+        } else {
+            value.is_some_and(|v| Some(v.as_str()) == c.expected.as_deref())
+        };
+        let label = if c.unset {
+            format!("{} unset", c.name)
+        } else {
+            format!("{}={}", c.name, c.expected.as_deref().unwrap_or(""))
+        };
+        if good {
+            ok.push(label);
+        } else {
+            missing.push(label);
+        }
+    }
+    if fp32 {
+        missing.push(
+            "torch.set_float32_matmul_precision('high') (fp32 GEMMs run without matrix cores)"
+                .to_string(),
+        );
+    }
+    let status = match (ok.is_empty(), missing.is_empty()) {
+        (_, true) => "done",
+        (true, false) => "todo",
+        (false, false) => "partial",
+    };
+    (
+        status,
+        if missing.is_empty() {
+            format!("set: {}", ok.join(", "))
+        } else {
+            format!("missing: {}", missing.join(", "))
+        },
+    )
+}

@@ -1,0 +1,315 @@
+//! Recommendations and the ladder (rules/ladder.toml) on real traces.
+
+use crate::common::{analyze_path, assert_valid_feed, bin, fixture, rules};
+use crate::with_shared;
+use rocprof_classify::analysis::{analyze_with_ranks, Analysis, AnalysisOptions};
+use rocprof_classify::ingest::{read_all, ReadOptions};
+use rocprof_classify::recommend::{parse_env, plan, Catalog, EnvListing};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn catalog() -> Catalog {
+    Catalog::load(&[]).expect("built-in ladder loads")
+}
+
+fn planned(path: &Path, env: Option<&EnvListing>) -> Analysis {
+    let trace = read_all(&[path.to_path_buf()], &ReadOptions::default()).unwrap();
+    let mut a = analyze_with_ranks(&trace, rules(), &AnalysisOptions::default());
+    a.plan = plan(&a, &catalog(), env);
+    a
+}
+
+fn h100(name: &str) -> Analysis {
+    planned(&fixture(&format!("kineto/h100/{name}.json.gz")), None)
+}
+
+fn rec_ids(a: &Analysis) -> Vec<&str> {
+    a.plan
+        .recommendations
+        .iter()
+        .map(|r| r.id.as_str())
+        .collect()
+}
+
+fn rec<'a>(a: &'a Analysis, id: &str) -> &'a rocprof_classify::recommend::Recommendation {
+    a.plan
+        .recommendations
+        .iter()
+        .find(|r| r.id == id)
+        .unwrap_or_else(|| panic!("no {id} in {:?}", rec_ids(a)))
+}
+
+fn status(a: &Analysis, level: u8) -> &'static str {
+    a.plan
+        .ladder
+        .iter()
+        .find(|l| l.level == level)
+        .unwrap()
+        .status
+}
+
+#[test]
+fn launch_bound_eager_compiles_first_then_graphs() {
+    let a = h100("eager_launch_bound");
+    let ids = rec_ids(&a);
+    assert_eq!(ids[0], "compile.enable");
+    assert_eq!(a.plan.recommendations[0].level, 2);
+    let graphs = ids
+        .iter()
+        .position(|&i| i == "graphs.capture")
+        .expect("graphs follow-up");
+    assert!(graphs > 0);
+    assert_eq!(status(&a, 2), "todo");
+    assert_eq!(a.plan.next_level, Some(2));
+}
+
+#[test]
+fn graph_breaks_rank_first_with_the_offending_ops() {
+    let a = h100("compiled_graph_breaks");
+    let first = &a.plan.recommendations[0];
+    assert_eq!(
+        (first.id.as_str(), first.level),
+        ("compile.fix-graph-breaks", 2)
+    );
+    assert!(
+        first.evidence[0].contains("aten::item") && first.evidence[0].contains("aten::max"),
+        "{:?}",
+        first.evidence
+    );
+    assert_eq!(status(&a, 2), "partial");
+}
+
+#[test]
+fn recompiles_recommend_dynamic_shapes() {
+    with_shared!(shared => {
+        let a = planned(&shared.join("traces/h100/compiled_recompiles.json.gz"), None);
+        let r = rec(&a, "compile.dynamic-shapes");
+        assert_eq!(r.level, 2);
+        assert!(r.actions.iter().any(|x| x.text.contains("mark_dynamic")));
+        assert_eq!(a.plan.recommendations[0].id, "compile.dynamic-shapes");
+        assert!(!rec_ids(&a).contains(&"env.host-pipeline"), "compile time is not a data-loading problem");
+    });
+}
+
+#[test]
+fn model_surgery_waits_for_level_two() {
+    let a = h100("eager_manual_attn");
+    for id in ["surgery.sdpa", "surgery.fuse-qkv", "surgery.fuse-gate-up"] {
+        let r = rec(&a, id);
+        assert_eq!((r.level, r.blocked_by_level), (3, Some(2)), "{id}");
+    }
+    // Blocked recommendations rank after every unblocked one.
+    let first_blocked = a
+        .plan
+        .recommendations
+        .iter()
+        .position(|r| r.blocked_by_level.is_some())
+        .unwrap();
+    assert!(a.plan.recommendations[first_blocked..]
+        .iter()
+        .all(|r| r.blocked_by_level.is_some()));
+}
+
+#[test]
+fn fp32_training_gets_the_level_one_precision_advice() {
+    let a = h100("train_eager_fp32");
+    let r = rec(&a, "env.matmul-precision");
+    assert_eq!(r.level, 1);
+    assert!(r
+        .actions
+        .iter()
+        .any(|x| x.text.contains("set_float32_matmul_precision('high')")));
+    assert_eq!(status(&a, 1), "todo");
+    assert_eq!(a.plan.next_level, Some(1));
+}
+
+#[test]
+fn a_clean_compile_has_level_two_done() {
+    let a = h100("compiled_clean");
+    assert_eq!(status(&a, 2), "done");
+    assert!(!rec_ids(&a)
+        .iter()
+        .any(|id| id.starts_with("compile.") && *id != "compile.warm-up-before-profiling"));
+    assert!(a
+        .plan
+        .recommendations
+        .iter()
+        .all(|r| r.blocked_by_level.is_none()));
+}
+
+#[test]
+fn amd_tensile_gemms_get_tunableop_with_the_seed_env_vars() {
+    with_shared!(shared => {
+        let a = planned(&shared.join("corpus/tracelens/sglang_Qwen3-8B_decode.json.gz"), None);
+        let r = rec(&a, "env.tunableop");
+        let env: Vec<&str> = r.actions.iter().filter(|x| x.kind == "env").map(|x| x.text.as_str()).collect();
+        assert!(env.iter().any(|t| t.contains("PYTORCH_TUNABLEOP_ENABLED=1") && t.contains("TORCH_BLAS_PREFER_HIPBLASLT=1")), "{env:?}");
+        // AMD-only advice never reaches an NVIDIA trace.
+        let nv = h100("eager_sdpa_fused");
+        assert!(!rec_ids(&nv).iter().any(|id| ["env.tunableop", "tuning.aiter-gemm", "env.amd-runtime"].contains(id)));
+    });
+}
+
+#[test]
+fn vendor_specific_actions_follow_the_trace() {
+    // NVIDIA: CUDA graphs through reduce-overhead; the ROCm manual-capture advice is left out.
+    let a = h100("eager_launch_bound");
+    let g = rec(&a, "graphs.capture");
+    assert!(g.actions.iter().any(|x| x.text.contains("reduce-overhead")));
+    assert!(!g.actions.iter().any(|x| x.text.contains("RNG")));
+    with_shared!(shared => {
+        let amd = planned(&shared.join("corpus/tracelens/gaunernst_bert-small-uncased__1016001.json.gz"), None);
+        let g = rec(&amd, "graphs.capture");
+        assert!(g.actions.iter().any(|x| x.text.contains("torch.cuda.graph")), "manual capture on AMD (seed 002)");
+        assert!(!g.actions.iter().any(|x| x.text.contains(r#"mode="reduce-overhead")"#)));
+        let c = rec(&amd, "compile.enable");
+        assert!(c.actions.iter().any(|x| x.text.contains(r#"do not use mode="reduce-overhead""#)));
+    });
+}
+
+#[test]
+fn the_env_audit_sets_level_one() {
+    let path = fixture("kineto/h100/eager_sdpa_fused.json.gz");
+    let full = parse_env("GPU_MAX_HW_QUEUES=2\nHIP_FORCE_DEV_KERNARG=1\nHSA_NO_SCRATCH_RECLAIM=1\nAMD_LOG_LEVEL=0\nPYTORCH_TUNABLEOP_ENABLED=1\nTORCH_BLAS_PREFER_HIPBLASLT=1\nPATH=/usr/bin\n");
+    // An NVIDIA trace: the AMD variables are not asked for; only the stray autotune flag counts.
+    assert_eq!(status(&planned(&path, Some(&full)), 1), "done");
+    let stray = parse_env("TORCHINDUCTOR_MAX_AUTOTUNE=1\n");
+    let a = planned(&path, Some(&stray));
+    assert_eq!(status(&a, 1), "todo");
+    assert!(a.plan.ladder[0]
+        .evidence
+        .contains("TORCHINDUCTOR_MAX_AUTOTUNE unset"));
+    with_shared!(shared => {
+        let amd = shared.join("corpus/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+        let half = parse_env("GPU_MAX_HW_QUEUES=2\nAMD_LOG_LEVEL=0\n");
+        let a = planned(&amd, Some(&half));
+        assert_eq!(status(&a, 1), "partial");
+        assert!(a.plan.ladder[0].evidence.contains("HIP_FORCE_DEV_KERNARG=1"));
+        assert_eq!(status(&planned(&amd, Some(&full)), 1), "done");
+    });
+}
+
+/// Every catalog entry loads and fires on some real trace.
+#[test]
+fn every_recommendation_fires_on_some_trace() {
+    let cat = catalog();
+    assert!(cat.recommendations.len() >= 20);
+    let mut fired: BTreeSet<String> = BTreeSet::new();
+    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(fixture("kineto/h100"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    if let Some(shared) = crate::common::shared() {
+        for f in [
+            "traces/h100/compiled_recompiles.json.gz",
+            "corpus/tracelens/sglang_Qwen3-8B_decode.json.gz",
+            "corpus/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+            "corpus/tracelens/resnet_act_checkpoint.json.gz",
+            "corpus/tracelens/gaunernst_bert-small-uncased__1016001.json.gz",
+            "corpus/tracelens/train_resnet18.json.gz",
+        ] {
+            paths.push(shared.join(f));
+        }
+    } else {
+        eprintln!("skipped the corpus traces: ../shared is absent");
+        return;
+    }
+    for p in &paths {
+        fired.extend(
+            planned(p, None)
+                .plan
+                .recommendations
+                .iter()
+                .map(|r| r.id.clone()),
+        );
+    }
+    let missing: Vec<&str> = cat
+        .recommendations
+        .iter()
+        .map(|r| r.id.as_str())
+        .filter(|id| !fired.contains(*id))
+        .collect();
+    assert!(missing.is_empty(), "never fired: {missing:?}");
+}
+
+/// Savings never exceed the time of the categories a recommendation acts on.
+pub fn assert_savings_bounded(a: &Analysis, cat: &Catalog, label: &str) {
+    for r in &a.plan.recommendations {
+        let def = cat.get(&r.id).unwrap();
+        let ceiling: i64 = def.acts_on.iter().map(|c| a.partition_ns(c)).sum();
+        assert!(
+            r.est_savings_ns <= ceiling,
+            "{label}: {} saves {} > {ceiling}",
+            r.id,
+            r.est_savings_ns
+        );
+        assert!(r.est_savings_pct <= 100.0);
+    }
+}
+
+#[test]
+fn the_explain_command_defines_ids() {
+    bin()
+        .args(["explain", "compile.enable"])
+        .assert()
+        .success()
+        .stdout(
+            predicates::str::contains("level 2")
+                .and(predicates::str::contains("seeds/000"))
+                .and(predicates::str::contains("torch.compile(model")),
+        );
+    bin()
+        .args(["explain", "graph_breaks"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("compile.fix-graph-breaks"));
+    bin()
+        .args(["explain", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("unknown id"));
+}
+
+#[test]
+fn the_feed_has_every_top_level_field_of_a_plan() {
+    let out = bin()
+        .args(["--json", "-"])
+        .arg(fixture("kineto/h100/eager_manual_attn.json.gz"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let feed = assert_valid_feed(&out);
+    assert_eq!(feed["next_level"], 2);
+    assert_eq!(feed["ladder"].as_array().unwrap().len(), 5);
+    let recs = feed["recommendations"].as_array().unwrap();
+    assert!(recs.iter().enumerate().all(|(i, r)| r["rank"] == i + 1));
+    with_shared!(shared => {
+        // Several ranks in one file: the feed carries each rank's view.
+        let out = bin().args(["--json", "-"]).arg(shared.join("corpus/hpctraining/merged_nccl_only.json.gz")).assert().success().get_output().stdout.clone();
+        let feed = assert_valid_feed(&out);
+        let ranks = feed["ranks"].as_array().unwrap();
+        assert!(ranks.len() > 1);
+        let sum: i64 = ranks.iter().map(|r| r["summary"]["kernel_ns"].as_i64().unwrap()).sum();
+        assert_eq!(sum, feed["summary"]["kernel_ns"].as_i64().unwrap());
+    });
+}
+
+use predicates::prelude::*;
+
+#[test]
+fn savings_are_bounded_on_the_fixtures() {
+    let cat = catalog();
+    for name in [
+        "eager_launch_bound",
+        "eager_manual_attn",
+        "train_eager_fp32",
+        "compiled_graph_breaks",
+        "eager_host_bound",
+    ] {
+        assert_savings_bounded(&h100(name), &cat, name);
+    }
+    let _ = analyze_path;
+}
