@@ -2,6 +2,7 @@
 //! the time partition, torch.compile signals, top kernels and the findings of the detectors.
 //! Plain `Serialize` data; reporters render it.
 
+pub mod attribution;
 pub mod compile;
 pub mod links;
 pub mod partition;
@@ -119,6 +120,11 @@ pub struct Analysis {
     pub plan: crate::recommend::Plan,
     /// Each rank's own view, when the inputs hold several ranks.
     pub ranks: Vec<RankView>,
+    /// GPU time by launching op (complete: the `self_ns` add up to `summary.kernel_ns`).
+    pub ops: Vec<attribution::OpRow>,
+    /// GPU time by `nn.Module` and by user source line (traces recorded with `with_stack`).
+    pub modules: Vec<attribution::FrameRow>,
+    pub sources: Vec<attribution::FrameRow>,
 }
 
 /// One rank's view (the feed's `ranks[]`).
@@ -418,6 +424,9 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         opts,
     };
     let findings = detect::run_all(&ctx);
+    let ops = attribution::ops(trace, &ctx.links, &ctx.classified, &ctx.in_scope);
+    let modules = attribution::frames(trace, &ctx.links, &ctx.in_scope, true);
+    let sources = attribution::frames(trace, &ctx.links, &ctx.in_scope, false);
     Analysis {
         inputs: trace.inputs.clone(),
         time_partition: partition::rows(&ctx.partition, ctx.window_ns),
@@ -433,6 +442,9 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         has_op_shapes: trace.host.input_dims.iter().any(|&d| d != NameId::NONE),
         plan: Default::default(),
         ranks: Vec::new(),
+        ops,
+        modules,
+        sources,
     }
 }
 

@@ -133,7 +133,8 @@ impl HostTimeline {
         let mut blocked: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
         let host = &trace.host;
         for i in 0..host.len() {
-            if host.kind[i] == HostKind::Annotation {
+            // Dispatch is "inside a cpu_op or runtime call" (FEED.md): ranges and Python frames are not.
+            if matches!(host.kind[i], HostKind::Annotation | HostKind::Python) {
                 continue;
             }
             let name = trace.names.get(host.name[i]);

@@ -295,7 +295,9 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
         let (example, _) = &list[0];
         let shapes: Vec<String> = example
             .iter()
-            .map(|&h| trace.names.get(host.input_dims[h]).to_string())
+            .map(|&h| {
+                crate::analysis::attribution::compact_dims(trace.names.get(host.input_dims[h]))
+            })
             .collect();
         let per_step = list.len() as f64 / step_count(ctx);
         out.push(Finding::new(

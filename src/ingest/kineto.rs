@@ -236,6 +236,8 @@ fn category(cat: &str) -> Category {
         Category::Host(HostKind::CpuOp)
     } else if is("user_annotation") {
         Category::Host(HostKind::Annotation)
+    } else if is("python_function") {
+        Category::Host(HostKind::Python)
     } else {
         Category::Skip
     }
@@ -669,7 +671,8 @@ mod tests {
         assert_eq!(t.activities.ts_ns[0], 104_001);
         assert_eq!(t.activities.dur_ns[0], 3_500);
         assert_eq!(t.activities.correlation[0], 9);
-        assert_eq!(t.host.len(), 2);
+        assert_eq!(t.host.len(), 3);
+        assert_eq!(t.host.kind[2], HostKind::Python);
         assert_eq!(t.names.get(t.host.input_dims[0]), "[[2,3],[3,4]]");
         assert_eq!(t.host.correlation[1], 9);
         let meta = &t.inputs[0];

@@ -86,6 +86,8 @@ pub enum HostKind {
     CpuOp,
     /// A `record_function` range (`ProfilerStep#3`, user annotations).
     Annotation,
+    /// A Python frame (`with_stack=True`: `model.py(42): forward`, `nn.Module: Block_0`).
+    Python,
 }
 
 /// Host events as a struct of arrays (see [`GpuActivities`]).

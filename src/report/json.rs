@@ -1,5 +1,6 @@
 //! The JSON feed (`--json`), the contract in FEED.md. Field names are an API: add, never rename.
 
+use crate::analysis::attribution::{FrameRow, OpRow};
 use crate::analysis::compile::CompileSummary;
 use crate::analysis::partition::PartitionRow;
 use crate::analysis::{Analysis, BucketRow, KernelRow, RankView, StepRow, Summary};
@@ -31,6 +32,9 @@ struct Feed<'a> {
     ladder: &'a [LadderRow],
     next_level: Option<u8>,
     ranks: &'a [RankView],
+    ops: &'a [OpRow],
+    modules: &'a [FrameRow],
+    sources: &'a [FrameRow],
     /// Per analyzed step: its window and partition (an addition to FEED.md's fields).
     step_breakdown: &'a [StepRow],
 }
@@ -54,6 +58,9 @@ pub fn render(a: &Analysis) -> Vec<u8> {
         ladder: &a.plan.ladder,
         next_level: a.plan.next_level,
         ranks: &a.ranks,
+        ops: &a.ops,
+        modules: &a.modules,
+        sources: &a.sources,
         step_breakdown: &a.step_breakdown,
     };
     let mut out =

@@ -79,6 +79,21 @@ fn every_kineto_trace_is_classified() {
             crate::recommend::assert_savings_bounded(&a, &catalog, &rel);
             let feed = report::json::render(&a);
             assert_valid_feed(&feed);
+            // Attribution is complete: every activity's time lands on exactly one op (module, source).
+            for (list, sum) in [
+                ("ops", a.ops.iter().map(|o| o.self_ns).sum::<i64>()),
+                ("modules", a.modules.iter().map(|o| o.self_ns).sum::<i64>()),
+                ("sources", a.sources.iter().map(|o| o.self_ns).sum::<i64>()),
+            ] {
+                let empty = match list {
+                    "modules" => a.modules.is_empty(),
+                    "sources" => a.sources.is_empty(),
+                    _ => a.ops.is_empty() && a.activities == 0,
+                };
+                if !empty && sum != a.summary.kernel_ns {
+                    failures.push(format!("{rel}: {list} self_ns sum to {sum}, kernel_ns is {}", a.summary.kernel_ns));
+                }
+            }
             // The time partition covers the window exactly.
             let ns: i64 = a.time_partition.iter().map(|r| r.ns).sum();
             let pct: f64 = a.time_partition.iter().map(|r| r.pct).sum();

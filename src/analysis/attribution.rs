@@ -1,0 +1,325 @@
+//! Which op owns each GPU activity (FEED.md "Ops, modules, sources"): the launch call (by
+//! correlation id) → the innermost cpu_op around it on the same thread → the ops enclosing that.
+//! `self_ns` goes to the innermost op, `total_ns` to it and every op enclosing it.
+
+use super::links::Links;
+use crate::classify::{Bucket, Classified};
+use crate::model::{HostKind, NameId, Trace};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// The row activities without a launching op go to.
+pub const NO_OP: &str = "(no op)";
+
+/// One row of the feed's `ops`.
+#[derive(Clone, Debug, Serialize)]
+pub struct OpRow {
+    pub name: String,
+    pub self_ns: i64,
+    pub total_ns: i64,
+    pub launches: u64,
+    /// The bucket holding most of the op's self time.
+    pub bucket: Bucket,
+    /// The op's most frequent `Input Dims` among the calls that launched GPU work.
+    pub shapes: Option<String>,
+    /// Achieved TFLOP/s and share of the device peak: not computed yet (null).
+    pub tflops: Option<f64>,
+    pub pct_of_peak: Option<f64>,
+}
+
+/// `Input Dims` as written (pretty-printed over lines in some traces) → `[[8,512],[512]]`.
+pub fn compact_dims(raw: &str) -> String {
+    raw.chars().filter(|c| !c.is_ascii_whitespace()).collect()
+}
+
+/// cpu_ops of one thread, sorted by start, with their nesting parent.
+struct Thread {
+    ops: Vec<usize>,
+    parent: Vec<Option<usize>>,
+}
+
+/// Innermost op of `t` containing `time`, as an index into `t.ops`.
+fn innermost(trace: &Trace, t: &Thread, time: i64) -> Option<usize> {
+    let host = &trace.host;
+    let k = t.ops.partition_point(|&h| host.ts_ns[h] <= time);
+    let mut cur = k.checked_sub(1)?;
+    loop {
+        let h = t.ops[cur];
+        if time
+            < host.ts_ns[h]
+                .saturating_add(host.dur_ns[h])
+                .max(host.ts_ns[h] + 1)
+        {
+            return Some(cur);
+        }
+        cur = t.parent[cur]?;
+    }
+}
+
+type ThreadKey = (u32, u64);
+
+/// The innermost event of some threads around each activity's launch call, memoized per call
+/// (one graph launch owns many activities).
+struct Owners<'t> {
+    threads: &'t BTreeMap<ThreadKey, Thread>,
+    cache: HashMap<u32, Option<(ThreadKey, usize)>>,
+}
+
+impl<'t> Owners<'t> {
+    fn new(threads: &'t BTreeMap<ThreadKey, Thread>) -> Self {
+        Owners {
+            threads,
+            cache: HashMap::new(),
+        }
+    }
+    fn of(&mut self, trace: &Trace, links: &Links, a: usize) -> Option<(ThreadKey, usize)> {
+        let call = links.launch[a]?;
+        let threads = self.threads;
+        *self.cache.entry(call).or_insert_with(|| {
+            let c = call as usize;
+            let key = (trace.host.input[c], trace.host.tid[c]);
+            threads
+                .get(&key)
+                .and_then(|t| innermost(trace, t, trace.host.ts_ns[c]))
+                .map(|k| (key, k))
+        })
+    }
+}
+
+/// The host events of one kind (that `keep` accepts) per (input, thread), nested by time.
+fn threads_of(
+    trace: &Trace,
+    kind: HostKind,
+    keep: impl Fn(&str) -> bool,
+) -> BTreeMap<ThreadKey, Thread> {
+    let host = &trace.host;
+    let mut threads: BTreeMap<ThreadKey, Thread> = BTreeMap::new();
+    for h in 0..host.len() {
+        if host.kind[h] == kind && keep(trace.names.get(host.name[h])) {
+            threads
+                .entry((host.input[h], host.tid[h]))
+                .or_insert_with(|| Thread {
+                    ops: Vec::new(),
+                    parent: Vec::new(),
+                })
+                .ops
+                .push(h);
+        }
+    }
+    for t in threads.values_mut() {
+        t.ops
+            .sort_by_key(|&h| (host.ts_ns[h], std::cmp::Reverse(host.dur_ns[h]), h));
+        let mut stack: Vec<usize> = Vec::new();
+        t.parent = Vec::with_capacity(t.ops.len());
+        for (k, &h) in t.ops.iter().enumerate() {
+            while let Some(&top) = stack.last() {
+                let th = t.ops[top];
+                if host.ts_ns[th].saturating_add(host.dur_ns[th]) <= host.ts_ns[h] {
+                    stack.pop();
+                } else {
+                    break;
+                }
+            }
+            t.parent.push(stack.last().copied());
+            stack.push(k);
+        }
+    }
+    threads
+}
+
+pub fn ops(trace: &Trace, links: &Links, classified: &Classified, in_scope: &[bool]) -> Vec<OpRow> {
+    let host = &trace.host;
+    let threads = threads_of(trace, HostKind::CpuOp, |_| true);
+
+    #[derive(Default)]
+    struct Acc {
+        self_ns: i64,
+        total_ns: i64,
+        launches: u64,
+        by_bucket: BTreeMap<Bucket, i64>,
+        total_by_bucket: BTreeMap<Bucket, i64>,
+        shapes: HashMap<NameId, u64>,
+    }
+    let mut acc: BTreeMap<NameId, Acc> = BTreeMap::new();
+    let mut no_op = Acc::default();
+    let mut owners = Owners::new(&threads);
+    let acts = &trace.activities;
+    for a in (0..acts.len()).filter(|&a| in_scope[a]) {
+        let dur = acts.dur_ns[a];
+        let bucket = classified.get(acts.name[a]).bucket;
+        let Some((key, k)) = owners.of(trace, links, a) else {
+            no_op.self_ns += dur;
+            no_op.total_ns += dur;
+            no_op.launches += 1;
+            *no_op.by_bucket.entry(bucket).or_default() += dur;
+            continue;
+        };
+        let t = &threads[&key];
+        let h = t.ops[k];
+        let e = acc.entry(host.name[h]).or_default();
+        e.self_ns += dur;
+        e.launches += 1;
+        *e.by_bucket.entry(bucket).or_default() += dur;
+        if host.input_dims[h] != NameId::NONE {
+            *e.shapes.entry(host.input_dims[h]).or_default() += 1;
+        }
+        // total_ns: this op and every distinct op name enclosing it.
+        let mut seen: Vec<NameId> = Vec::new();
+        let mut cur = Some(k);
+        while let Some(i) = cur {
+            let name = host.name[t.ops[i]];
+            if !seen.contains(&name) {
+                seen.push(name);
+                let e = acc.entry(name).or_default();
+                e.total_ns += dur;
+                *e.total_by_bucket.entry(bucket).or_default() += dur;
+            }
+            cur = t.parent[i];
+        }
+    }
+    let row = |name: String, a: &Acc| OpRow {
+        name,
+        self_ns: a.self_ns,
+        total_ns: a.total_ns,
+        launches: a.launches,
+        // The bucket of most of its own time, or of its nested ops' time when it has none.
+        bucket: (if a.self_ns > 0 {
+            &a.by_bucket
+        } else {
+            &a.total_by_bucket
+        })
+        .iter()
+        .max_by(|x, y| x.1.cmp(y.1).then(y.0.cmp(x.0)))
+        .map_or(Bucket::Other, |(b, _)| *b),
+        shapes: a
+            .shapes
+            .iter()
+            .max_by(|x, y| {
+                x.1.cmp(y.1)
+                    .then(trace.names.get(*y.0).cmp(trace.names.get(*x.0)))
+            })
+            .map(|(s, _)| compact_dims(trace.names.get(*s))),
+        tflops: None,
+        pct_of_peak: None,
+    };
+    let mut rows: Vec<OpRow> = acc
+        .iter()
+        .filter(|(_, a)| a.total_ns > 0 || a.launches > 0)
+        .map(|(n, a)| row(trace.names.get(*n).to_string(), a))
+        .collect();
+    if no_op.launches > 0 {
+        rows.push(row(NO_OP.to_string(), &no_op));
+    }
+    rows.sort_by(|a, b| {
+        b.self_ns
+            .cmp(&a.self_ns)
+            .then(b.total_ns.cmp(&a.total_ns))
+            .then(a.name.cmp(&b.name))
+    });
+    rows
+}
+
+/// One row of the feed's `modules` or `sources`.
+#[derive(Clone, Debug, Serialize)]
+pub struct FrameRow {
+    /// `nn.Module: Name_0` for modules; `file.py(line): function` for sources (as `location`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    pub self_ns: i64,
+    pub total_ns: i64,
+}
+
+/// A Python frame of the model's own code: a source file, not PyTorch's internals or a builtin.
+pub fn is_user_frame(name: &str) -> bool {
+    name.contains(".py(")
+        && !name.starts_with("torch/")
+        && !name.contains("/torch/")
+        && !name.starts_with("<")
+        && !name.starts_with("threading.py")
+        && !name.starts_with("runpy.py")
+        && !name.starts_with("multiprocessing/")
+        && !name.starts_with("contextlib.py")
+}
+
+/// GPU time by the Python frames (`with_stack=True`) around each launch: `nn.Module` frames for
+/// `modules`, user source lines for `sources`. Empty when the trace has no such frames.
+pub fn frames(trace: &Trace, links: &Links, in_scope: &[bool], modules: bool) -> Vec<FrameRow> {
+    let keep = |n: &str| {
+        if modules {
+            n.starts_with("nn.Module: ")
+        } else {
+            is_user_frame(n)
+        }
+    };
+    let threads = threads_of(trace, HostKind::Python, keep);
+    if threads.is_empty() {
+        return Vec::new();
+    }
+    let host = &trace.host;
+    let mut acc: BTreeMap<NameId, (i64, i64)> = BTreeMap::new();
+    let mut none = 0i64;
+    let acts = &trace.activities;
+    let mut owners = Owners::new(&threads);
+    for a in (0..acts.len()).filter(|&a| in_scope[a]) {
+        let dur = acts.dur_ns[a];
+        let Some((key, k)) = owners.of(trace, links, a) else {
+            none += dur;
+            continue;
+        };
+        let t = &threads[&key];
+        acc.entry(host.name[t.ops[k]]).or_default().0 += dur;
+        let mut seen: Vec<NameId> = Vec::new();
+        let mut cur = Some(k);
+        while let Some(i) = cur {
+            let name = host.name[t.ops[i]];
+            if !seen.contains(&name) {
+                seen.push(name);
+                acc.entry(name).or_default().1 += dur;
+            }
+            cur = t.parent[i];
+        }
+    }
+    let make = |label: String, self_ns: i64, total_ns: i64| {
+        if modules {
+            FrameRow {
+                name: Some(label),
+                location: None,
+                self_ns,
+                total_ns,
+            }
+        } else {
+            FrameRow {
+                name: None,
+                location: Some(label),
+                self_ns,
+                total_ns,
+            }
+        }
+    };
+    let mut rows: Vec<FrameRow> = acc
+        .iter()
+        .map(|(n, &(s, t))| make(trace.names.get(*n).to_string(), s, t))
+        .collect();
+    if none > 0 {
+        rows.push(make(
+            if modules {
+                "(no module)"
+            } else {
+                "(no source)"
+            }
+            .to_string(),
+            none,
+            none,
+        ));
+    }
+    let key = |r: &FrameRow| r.name.clone().or(r.location.clone()).unwrap_or_default();
+    rows.sort_by(|a, b| {
+        b.self_ns
+            .cmp(&a.self_ns)
+            .then(b.total_ns.cmp(&a.total_ns))
+            .then(key(a).cmp(&key(b)))
+    });
+    rows
+}
