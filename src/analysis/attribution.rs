@@ -5,8 +5,9 @@
 use super::links::Links;
 use crate::classify::{Bucket, Classified};
 use crate::model::{HostKind, NameId, Trace};
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// The row activities without a launching op go to.
 pub const NO_OP: &str = "(no op)";
@@ -69,7 +70,7 @@ impl<'t> Owners<'t> {
     fn new(threads: &'t BTreeMap<ThreadKey, Thread>) -> Self {
         Owners {
             threads,
-            cache: HashMap::new(),
+            cache: HashMap::default(),
         }
     }
     fn of(&mut self, trace: &Trace, links: &Links, a: usize) -> Option<(ThreadKey, usize)> {

@@ -2,7 +2,7 @@
 //! id; one graph launch correlates to many kernels), and which host calls block or compile.
 
 use crate::model::{HostKind, Trace};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Per GPU activity, the index (into `trace.host`) of the runtime or driver call that launched it.
 pub struct Links {
@@ -12,7 +12,7 @@ pub struct Links {
 impl Links {
     pub fn build(trace: &Trace) -> Links {
         let host = &trace.host;
-        let mut by_corr: HashMap<(u32, u64), u32> = HashMap::new();
+        let mut by_corr: HashMap<(u32, u64), u32> = HashMap::default();
         for i in 0..host.len() {
             if matches!(host.kind[i], HostKind::Runtime | HostKind::Driver)
                 && host.correlation[i] != 0

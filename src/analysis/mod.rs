@@ -14,8 +14,9 @@ use crate::model::{InputMeta, NameId, Trace, Vendor};
 use compile::{CompileDetail, CompileSummary};
 use links::Links;
 use partition::{DeviceActivities, HostTimeline, Partition, PartitionRow};
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use steps::{StepRange, StepWindow, Steps};
 
 /// Options that change what is computed (not how it is shown).
@@ -216,7 +217,7 @@ impl Context<'_> {
 fn busy_ends(trace: &Trace, links: &Links) -> Vec<i64> {
     let acts = &trace.activities;
     let mut ends: Vec<i64> = (0..acts.len()).map(|a| acts.end_ns(a)).collect();
-    let mut replays: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
+    let mut replays: HashMap<(u32, u32), Vec<usize>> = HashMap::default();
     for (a, l) in links.launch.iter().enumerate() {
         if let Some(h) = *l {
             if links::is_graph_launch(trace.names.get(trace.host.name[h as usize])) {
@@ -251,7 +252,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         .collect();
 
     // Per distinct name: launches and time.
-    let mut per_name: HashMap<NameId, (u64, i64)> = HashMap::new();
+    let mut per_name: HashMap<NameId, (u64, i64)> = HashMap::default();
     let mut kernel_ns = 0i64;
     let mut unclassified_ns = 0i64;
     for a in (0..acts.len()).filter(|&a| in_scope[a]) {
@@ -369,6 +370,21 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             *w = (0, 0);
         }
     }
+    // Steps of an input with no GPU activity in scope are all idle: still say why.
+    let inputs_with_devices: std::collections::BTreeSet<u32> =
+        devices.keys().map(|k| k.0).collect();
+    for input in 0..trace.inputs.len() {
+        if !inputs_with_devices.contains(&(input as u32)) {
+            let empty = DeviceActivities::default();
+            for (k, s) in steps.kept(input) {
+                step_parts[input][k].add(&empty.partition(
+                    s.cpu_start_ns,
+                    s.end_ns,
+                    &timelines[input],
+                ));
+            }
+        }
+    }
 
     let mut step_rows = Vec::new();
     let mut by_number: BTreeMap<u64, i64> = BTreeMap::new();
@@ -378,7 +394,11 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             let e = by_number.entry(s.number).or_insert(0);
             *e = (*e).max(s.dur_ns());
             // Partition of the step summed over the input's devices.
-            let ndev = meta.devices.len().max(1) as i64;
+            let ndev = devices
+                .keys()
+                .filter(|k| k.0 == input as u32)
+                .count()
+                .max(1) as i64;
             step_rows.push(StepRow {
                 rank: meta.rank,
                 step: s.number,

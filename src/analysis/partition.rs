@@ -69,11 +69,14 @@ impl Partition {
         }
         let mut missing = total - out.iter().sum::<i64>();
         rem.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut k = 0;
-        while missing > 0 && !rem.is_empty() {
-            out[rem[k % rem.len()].1] += 1;
+        // Rounding leaves at most one nanosecond per category to hand out.
+        for &(_, i) in rem.iter().filter(|r| r.0 > 0.0).take(missing.clamp(0, 10) as usize) {
+            out[i] += 1;
             missing -= 1;
-            k += 1;
+        }
+        // Anything more is time nothing accounted for: say so rather than guess.
+        if missing > 0 {
+            out[IDLE_UNATTRIBUTED] += missing;
         }
         out
     }
@@ -345,6 +348,14 @@ mod tests {
             has_host: false,
         };
         assert_eq!(d.partition(0, 1100, &none).0[IDLE_UNATTRIBUTED], 1000.0);
+    }
+
+    #[test]
+    fn rounding_is_cheap_even_when_nothing_was_accounted() {
+        assert_eq!(
+            Partition::default().rounded(5_000_000_000)[IDLE_UNATTRIBUTED],
+            5_000_000_000
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! String interning: each distinct kernel/op name is stored once and referred to by a `NameId`.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Index of an interned string. `NameId(0)` is the empty string, used for "absent".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -23,7 +23,7 @@ pub struct Interner {
 impl Default for Interner {
     fn default() -> Self {
         let mut t = Interner {
-            ids: HashMap::new(),
+            ids: HashMap::default(),
             strings: Vec::new(),
         };
         t.intern("");

@@ -426,19 +426,41 @@ fn every_finding_on_amd_corpus_traces_is_accounted_for() {
 #[test]
 fn gpu_time_is_attributed_to_the_launching_ops() {
     let a = h100("eager_manual_attn");
-    let op = |n: &str| a.ops.iter().find(|o| o.name == n).unwrap_or_else(|| panic!("no {n}"));
+    let op = |n: &str| {
+        a.ops
+            .iter()
+            .find(|o| o.name == n)
+            .unwrap_or_else(|| panic!("no {n}"))
+    };
     // The softmax kernel belongs to aten::_softmax, the attention GEMMs to aten::bmm under aten::matmul.
     let softmax = op("aten::_softmax");
-    assert_eq!(softmax.bucket, rocprof_classify::classify::Bucket::Elementwise);
+    assert_eq!(
+        softmax.bucket,
+        rocprof_classify::classify::Bucket::Elementwise
+    );
     assert_eq!(softmax.launches, 20);
-    let kernel = a.top_kernels.iter().find(|k| k.family == "softmax").unwrap();
+    let kernel = a
+        .top_kernels
+        .iter()
+        .find(|k| k.family == "softmax")
+        .unwrap();
     assert_eq!(softmax.self_ns, kernel.total_ns);
-    assert_eq!(op("aten::bmm").bucket, rocprof_classify::classify::Bucket::Gemm);
+    assert_eq!(
+        op("aten::bmm").bucket,
+        rocprof_classify::classify::Bucket::Gemm
+    );
     assert!(op("aten::matmul").total_ns >= op("aten::bmm").self_ns);
     assert_eq!(op("aten::matmul").self_ns, 0);
-    assert_eq!(a.ops.iter().map(|o| o.self_ns).sum::<i64>(), a.summary.kernel_ns);
+    assert_eq!(
+        a.ops.iter().map(|o| o.self_ns).sum::<i64>(),
+        a.summary.kernel_ns
+    );
     assert!(a.ops.windows(2).all(|w| w[0].self_ns >= w[1].self_ns));
-    assert!(op("aten::mm").shapes.as_deref().unwrap().starts_with("[[4096,1024]"));
+    assert!(op("aten::mm")
+        .shapes
+        .as_deref()
+        .unwrap()
+        .starts_with("[[4096,1024]"));
     // No Python stacks in this trace: no module or source rows.
     assert!(a.modules.is_empty() && a.sources.is_empty());
 }
