@@ -2,8 +2,9 @@
 //! below this module sees a clap type.
 
 use crate::analysis::steps::StepRange;
-use crate::analysis::{analyze_with_ranks, AnalysisOptions};
+use crate::analysis::{analyze_with_ranks, Analysis, AnalysisOptions};
 use crate::classify::RuleSet;
+use crate::detect::Severity;
 use crate::ingest::{read_all, ReadOptions};
 use crate::recommend::{self, Catalog};
 use crate::report::{self, table::TableOptions};
@@ -19,7 +20,9 @@ Examples:
   rocprof-classify --json feed.json trace.json    also write the JSON feed
   rocprof-classify --json - trace.json | jq .buckets
   rocprof-classify rules explain 'Cijk_Alik_Bljk_HHS_BH_MT128x128x32'
-  rocprof-classify rules check my-rules/";
+  rocprof-classify rules check my-rules/
+  rocprof-classify diff base.json.gz new.json.gz --markdown - --fail-on-regression 5
+  rocprof-classify trace.json.gz --fail-on high --max-unclassified-pct 2";
 
 /// Where a PyTorch model's GPU time goes, from torch.profiler (Kineto) traces of AMD ROCm and
 /// NVIDIA CUDA runs.
@@ -41,10 +44,28 @@ pub struct Cli {
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
 
-    /// Write the JSON feed (FEED.md) to PATH, or to stdout with `-` (then no table is printed).
-    #[arg(long, value_name = "PATH|-")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
 
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// Exit 1 when a finding of this severity or worse (high, medium, low, info), or with this
+    /// id, fires. Repeatable.
+    #[arg(long, value_name = "SEVERITY|FINDING_ID")]
+    pub fail_on: Vec<String>,
+
+    /// Exit 1 when more than this share (%) of GPU time matched no classification rule.
+    #[arg(long, value_name = "P")]
+    pub max_unclassified_pct: Option<f64>,
+
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+/// What to analyze and how (shared by the analysis and `diff`).
+#[derive(Args, Debug, Clone)]
+pub struct AnalysisArgs {
     /// Number of kernels in the top-kernels table and feed.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
@@ -69,9 +90,18 @@ pub struct Cli {
     /// (launch overhead); longer gaps are host idle.
     #[arg(long, value_name = "US", default_value_t = 50.0)]
     pub dispatch_threshold_us: f64,
+}
 
-    #[command(flatten)]
-    pub global: GlobalArgs,
+/// Where the reports go; `-` is stdout (only one report may go there, and then no table).
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Write the JSON feed (FEED.md) to PATH, or to stdout with `-`.
+    #[arg(long, value_name = "PATH|-")]
+    pub json: Option<PathBuf>,
+
+    /// Write a GitHub-flavoured Markdown summary (for a PR comment) to PATH, or stdout with `-`.
+    #[arg(long, value_name = "PATH|-")]
+    pub markdown: Option<PathBuf>,
 }
 
 /// Options every command takes.
@@ -115,6 +145,21 @@ pub enum Command {
     },
     /// Print the JSON Schema of the feed.
     Schema,
+    /// Compare two runs (files or directories, any format or vendor): step time, buckets, time
+    /// partition, kernels, findings and the ladder, before → after.
+    Diff {
+        /// The baseline trace.
+        base: PathBuf,
+        /// The trace to compare with it.
+        new: PathBuf,
+        #[command(flatten)]
+        analysis: AnalysisArgs,
+        #[command(flatten)]
+        output: OutputArgs,
+        /// Exit 1 when the step time or a bucket's time per step grows by more than PCT percent.
+        #[arg(long, value_name = "PCT")]
+        fail_on_regression: Option<f64>,
+    },
     /// What a finding or recommendation id means: its trigger, savings model, actions and seed.
     Explain {
         /// A finding id (graph_breaks, …) or recommendation id (compile.enable, …).
@@ -186,59 +231,193 @@ pub fn run(cli: Cli) -> Result<Status> {
             Ok(0)
         }
         Some(Command::Explain { id }) => run_explain(&id, &cli.global),
+        Some(Command::Diff {
+            base,
+            new,
+            analysis,
+            output,
+            fail_on_regression,
+        }) => run_diff(
+            &base,
+            &new,
+            &analysis,
+            &output,
+            fail_on_regression,
+            &cli.global,
+        ),
         None => run_analyze(&cli),
     }
 }
 
-fn run_analyze(cli: &Cli) -> Result<Status> {
-    let rules = load_rules(&cli.global.rules)?;
-    let catalog = Catalog::load(&cli.global.rules).context("loading the ladder catalog")?;
-    let env = match &cli.env {
+/// Reads and analyzes traces with the shared options, recommendations included.
+pub fn analyze_inputs(
+    paths: &[PathBuf],
+    args: &AnalysisArgs,
+    global: &GlobalArgs,
+) -> Result<Analysis> {
+    let rules = load_rules(&global.rules)?;
+    let catalog = Catalog::load(&global.rules).context("loading the ladder catalog")?;
+    let env = match &args.env {
         Some(p) => Some(recommend::parse_env(
             &std::fs::read_to_string(p)
                 .with_context(|| format!("reading the environment listing {}", p.display()))?,
         )),
         None => None,
     };
-    let trace = read_all(&cli.paths, &ReadOptions { strict: cli.strict })?;
-    if !cli.global.quiet {
+    if !(args.dispatch_threshold_us >= 0.0 && args.dispatch_threshold_us.is_finite()) {
+        bail!("--dispatch-threshold-us must be a non-negative number");
+    }
+    let trace = read_all(
+        paths,
+        &ReadOptions {
+            strict: args.strict,
+        },
+    )?;
+    if !global.quiet {
         for input in &trace.inputs {
             for w in &input.warnings {
                 eprintln!("warning: {}: {w}", input.path);
             }
         }
     }
-    if !(cli.dispatch_threshold_us >= 0.0 && cli.dispatch_threshold_us.is_finite()) {
-        bail!("--dispatch-threshold-us must be a non-negative number");
-    }
     let opts = AnalysisOptions {
-        top: cli.top,
-        steps: cli.steps,
-        skip_warmup: cli.skip_warmup,
-        dispatch_threshold_ns: (cli.dispatch_threshold_us * 1000.0).round() as i64,
+        top: args.top,
+        steps: args.steps,
+        skip_warmup: args.skip_warmup,
+        dispatch_threshold_ns: (args.dispatch_threshold_us * 1000.0).round() as i64,
     };
     let mut analysis = analyze_with_ranks(&trace, &rules, &opts);
     analysis.plan = recommend::plan(&analysis, &catalog, env.as_ref());
-    let json_to_stdout = cli.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
-    if let Some(path) = &cli.json {
-        let bytes = report::json::render(&analysis);
-        if json_to_stdout {
-            write_stdout(&bytes)?;
-        } else {
-            std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    Ok(analysis)
+}
+
+/// A requested report: where it goes (`-` is stdout) and how to render it.
+type Report<'a> = (&'a Option<PathBuf>, &'a dyn Fn() -> Vec<u8>);
+
+/// Writes each requested report; at most one may go to stdout. Returns whether one did.
+fn emit(reports: &[Report]) -> Result<bool> {
+    let to_stdout: Vec<_> = reports
+        .iter()
+        .filter(|(p, _)| p.as_ref().is_some_and(|p| p.as_os_str() == "-"))
+        .collect();
+    if to_stdout.len() > 1 {
+        bail!("only one report can go to stdout (-): write the others to files");
+    }
+    for (path, render) in reports {
+        match path {
+            Some(p) if p.as_os_str() == "-" => write_stdout(&render())?,
+            Some(p) => {
+                std::fs::write(p, render()).with_context(|| format!("writing {}", p.display()))?
+            }
+            None => {}
         }
     }
-    if !json_to_stdout {
-        let color = use_color(cli.global.color);
-        let width = if std::io::stdout().is_terminal() {
-            terminal_width().unwrap_or(120)
-        } else {
-            120
-        };
+    Ok(!to_stdout.is_empty())
+}
+
+fn table_options(global: &GlobalArgs) -> TableOptions {
+    let width = if std::io::stdout().is_terminal() {
+        terminal_width().unwrap_or(120)
+    } else {
+        120
+    };
+    TableOptions {
+        color: use_color(global.color),
+        width,
+    }
+}
+
+fn run_analyze(cli: &Cli) -> Result<Status> {
+    let analysis = analyze_inputs(&cli.paths, &cli.analysis, &cli.global)?;
+    let json = || report::json::render(&analysis);
+    let markdown = || report::markdown::render(&analysis).into_bytes();
+    let stdout_used = emit(&[(&cli.output.json, &json), (&cli.output.markdown, &markdown)])?;
+    if !stdout_used {
         write_stdout(&report::table::render(
             &analysis,
-            &TableOptions { color, width },
+            &table_options(&cli.global),
         ))?;
+    }
+    // CI gates: say which tripped, on stderr.
+    let tripped = gates(&analysis, &cli.fail_on, cli.max_unclassified_pct)?;
+    for t in &tripped {
+        eprintln!("gate tripped: {t}");
+    }
+    Ok(if tripped.is_empty() { 0 } else { 1 })
+}
+
+/// The gates that trip for an analysis.
+fn gates(a: &Analysis, fail_on: &[String], max_unclassified: Option<f64>) -> Result<Vec<String>> {
+    let mut tripped = Vec::new();
+    for gate in fail_on {
+        let severity = match gate.as_str() {
+            "high" => Some(Severity::High),
+            "medium" => Some(Severity::Medium),
+            "low" => Some(Severity::Low),
+            "info" => Some(Severity::Info),
+            _ => None,
+        };
+        if severity.is_none() && !crate::detect::DEFINITIONS.iter().any(|(id, _)| id == gate) {
+            bail!("--fail-on {gate}: not a severity (high, medium, low, info) or a finding id (see `rocprof-classify explain`)");
+        }
+        for f in &a.findings {
+            let hit = match severity {
+                Some(s) => f.severity <= s,
+                None => f.id == gate,
+            };
+            if hit {
+                tripped.push(format!(
+                    "--fail-on {gate}: {} ({}): {}",
+                    f.id,
+                    f.severity.as_str(),
+                    f.summary
+                ));
+            }
+        }
+    }
+    if let Some(max) = max_unclassified {
+        if a.summary.unclassified_pct > max {
+            tripped.push(format!(
+                "--max-unclassified-pct {max}: {:.2}% of GPU time matched no rule",
+                a.summary.unclassified_pct
+            ));
+        }
+    }
+    Ok(tripped)
+}
+
+fn run_diff(
+    base: &PathBuf,
+    new: &PathBuf,
+    args: &AnalysisArgs,
+    output: &OutputArgs,
+    fail: Option<f64>,
+    global: &GlobalArgs,
+) -> Result<Status> {
+    // Every kernel, so the kernel lists of the diff are complete.
+    let all = AnalysisArgs {
+        top: usize::MAX,
+        ..args.clone()
+    };
+    let b = analyze_inputs(std::slice::from_ref(base), &all, global)
+        .with_context(|| format!("analyzing the base {}", base.display()))?;
+    let n = analyze_inputs(std::slice::from_ref(new), &all, global)
+        .with_context(|| format!("analyzing {}", new.display()))?;
+    let d = crate::diff::diff(&b, &n, args.top);
+    let json = || report::diff::json(&d);
+    let markdown = || report::diff::markdown(&d).into_bytes();
+    let stdout_used = emit(&[(&output.json, &json), (&output.markdown, &markdown)])?;
+    if !stdout_used {
+        write_stdout(report::diff::table(&d, &table_options(global)).as_bytes())?;
+    }
+    if let Some(pct) = fail {
+        let regressions = d.regressions(pct);
+        for r in &regressions {
+            eprintln!("gate tripped: --fail-on-regression {pct}: {r}");
+        }
+        if !regressions.is_empty() {
+            return Ok(1);
+        }
     }
     Ok(0)
 }

@@ -9,6 +9,7 @@
 //! | [`classify`] | rule files (`rules/*.toml`), the regex engine, name normalization (demangling) |
 //! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals, top kernels: plain `Serialize` data |
 //! | [`detect`] | one function per finding (graph breaks, launch-bound, manual attention, …), reading only the analysis context |
+//! | [`diff`] | two analyses compared per step (buckets, partition, kernels, findings, ladder) |
 //! | [`recommend`] | the ladder catalog (`rules/ladder.toml`): triggers, savings, ranking, ladder status |
 //! | [`report`] | renderers into memory: terminal table, JSON feed (+ its JSON Schema) |
 //! | [`cli`] | clap definitions and `run`; the only module that knows about the command line |
@@ -20,6 +21,7 @@ pub mod analysis;
 pub mod classify;
 pub mod cli;
 pub mod detect;
+pub mod diff;
 pub mod error;
 pub mod ingest;
 pub mod model;

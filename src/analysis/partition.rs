@@ -70,7 +70,11 @@ impl Partition {
         let mut missing = total - out.iter().sum::<i64>();
         rem.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         // Rounding leaves at most one nanosecond per category to hand out.
-        for &(_, i) in rem.iter().filter(|r| r.0 > 0.0).take(missing.clamp(0, 10) as usize) {
+        for &(_, i) in rem
+            .iter()
+            .filter(|r| r.0 > 0.0)
+            .take(missing.clamp(0, 10) as usize)
+        {
             out[i] += 1;
             missing -= 1;
         }

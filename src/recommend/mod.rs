@@ -290,7 +290,7 @@ fn ladder_status(
                     } else if a.summary.kernel_ns > 0 && has_shapes(a) {
                         ("done", "no manual attention, unfused projections, sync stalls or layout transposes found".to_string())
                     } else {
-                        ("unknown", "the trace lacks the op shapes (record_shapes=True) to tell".to_string())
+                        ("unknown", "the ops are not visible: no shapes (record_shapes=True) or replayed from graphs".to_string())
                     }
                 }
                 level => {
@@ -307,9 +307,16 @@ fn ladder_status(
         .collect()
 }
 
-/// Whether cpu_ops carried shapes (so model-level detectors could run).
+/// Whether model-level detectors could see the model: cpu_ops carry shapes, and the GPU work is
+/// not mostly replayed from CUDA/HIP graphs (whose ops never run on the host).
 fn has_shapes(a: &Analysis) -> bool {
-    a.has_op_shapes
+    let replayed = a
+        .findings
+        .iter()
+        .find(|f| f.id == "cudagraphs_in_use")
+        .and_then(|f| f.evidence["replayed_kernel_ns"].as_i64())
+        .unwrap_or(0);
+    a.has_op_shapes && (replayed as f64) < 0.5 * a.summary.kernel_ns as f64
 }
 
 fn level1(a: &Analysis, catalog: &Catalog, env: Option<&EnvListing>) -> (&'static str, String) {

@@ -9,4 +9,5 @@ mod corpus;
 mod diagnosis;
 mod h100;
 mod recommend;
+mod review;
 mod snapshots;

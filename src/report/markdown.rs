@@ -1,0 +1,168 @@
+//! A GitHub-flavoured Markdown summary sized for a pull-request comment (well under GitHub's
+//! 65,536-character limit): headline, buckets, partition, top recommendations, findings.
+
+use crate::analysis::Analysis;
+use crate::report::table::{display_name, fmt_ns, shorten_tail};
+use std::fmt::Write as _;
+
+/// Escapes text for a Markdown table cell.
+pub fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+        .replace('\n', " ")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Inline code that survives backticks inside.
+pub fn code(s: &str) -> String {
+    if s.contains('`') {
+        format!("``{s}``")
+    } else {
+        format!("`{s}`")
+    }
+}
+
+pub fn headline(a: &Analysis) -> String {
+    let s = &a.summary;
+    let step = match &s.step_ns {
+        Some(st) if s.steps > 0 => format!(
+            "**step {}** (mean of {} steps, CV {:.1}%)",
+            fmt_ns(st.mean.round() as i64),
+            s.steps,
+            st.cv_pct
+        ),
+        _ => format!("**window {}** (no steps)", fmt_ns(s.window_ns)),
+    };
+    let next = a
+        .plan
+        .next_level
+        .map_or("none".to_string(), |l| format!("level {l}"));
+    format!(
+        "{step} · GPU busy {:.1}% of the window · {} of GPU activity · next ladder level: {next}",
+        crate::analysis::pct(s.gpu_busy_ns, s.window_ns),
+        fmt_ns(s.kernel_ns)
+    )
+}
+
+pub fn render(a: &Analysis) -> String {
+    let mut out = String::new();
+    let inputs: Vec<String> = a
+        .inputs
+        .iter()
+        .map(|i| format!("{} ({}, {})", i.path, i.format.as_str(), i.vendor.as_str()))
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    let inputs: Vec<String> = inputs
+        .into_iter()
+        .filter(|i| seen.insert(i.clone()))
+        .collect();
+    let _ = writeln!(out, "## rocprof-classify: {}\n", cell(&inputs.join(", ")));
+    let _ = writeln!(out, "{}\n", headline(a));
+    if a.inputs.iter().any(|i| i.truncated) {
+        let _ = writeln!(
+            out,
+            "> **Warning:** a trace is truncated; the analysis covers what was written.\n"
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "| bucket | GPU time | % | launches |\n|---|---:|---:|---:|"
+    );
+    for b in a.buckets.iter().filter(|b| b.launches > 0) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {} |",
+            b.bucket.as_str(),
+            fmt_ns(b.kernel_ns),
+            b.pct,
+            b.launches
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n| time partition | time | % of window |\n|---|---:|---:|"
+    );
+    for r in a.time_partition.iter().filter(|r| r.ns > 0) {
+        let _ = writeln!(out, "| {} | {} | {:.1} |", r.category, fmt_ns(r.ns), r.pct);
+    }
+
+    let _ = writeln!(out, "\n### Top recommendations\n");
+    if a.plan.recommendations.is_empty() {
+        let _ = writeln!(out, "None.");
+    }
+    for r in a.plan.recommendations.iter().take(3) {
+        let blocked = r
+            .blocked_by_level
+            .map(|l| format!(", after level {l}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{}. **[L{}{blocked}] {}**: saves ~{} ({:.1}% of the window), confidence {:.1}",
+            r.rank,
+            r.level,
+            cell(&r.title),
+            fmt_ns(r.est_savings_ns),
+            r.est_savings_pct,
+            r.confidence
+        );
+        if let Some(e) = r.evidence.first() {
+            let _ = writeln!(out, "   - because: {}", cell(e));
+        }
+        for act in r.actions.iter().take(2) {
+            let _ = writeln!(out, "   - {}: {}", act.kind, code(&act.text));
+        }
+    }
+    let ladder: Vec<String> = a
+        .plan
+        .ladder
+        .iter()
+        .map(|l| format!("L{} {}", l.level, l.status))
+        .collect();
+    if !ladder.is_empty() {
+        let _ = writeln!(out, "\nLadder: {}", ladder.join(" · "));
+    }
+
+    let _ = writeln!(out, "\n### Findings\n");
+    if a.findings.is_empty() {
+        let _ = writeln!(out, "None.");
+    } else {
+        let _ = writeln!(
+            out,
+            "| severity | finding | at stake | what the trace shows |\n|---|---|---:|---|"
+        );
+        for f in a.findings.iter().take(25) {
+            let stake = if f.time_at_stake_ns > 0 {
+                fmt_ns(f.time_at_stake_ns)
+            } else {
+                "-".into()
+            };
+            let _ = writeln!(
+                out,
+                "| {} | `{}` | {} | {} |",
+                f.severity.as_str(),
+                f.id,
+                stake,
+                cell(&f.summary)
+            );
+        }
+    }
+    let _ = writeln!(out, "\n<details><summary>Top kernels</summary>\n\n| kernel | bucket | library | time | % |\n|---|---|---|---:|---:|");
+    for k in a.top_kernels.iter().take(10) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.1} |",
+            code(&shorten_tail(&display_name(&k.name), 80)),
+            k.bucket.as_str(),
+            cell(&k.library),
+            fmt_ns(k.total_ns),
+            k.pct
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n</details>\n\n<sub>rocprof-classify {}</sub>",
+        env!("CARGO_PKG_VERSION")
+    );
+    out
+}
