@@ -50,6 +50,9 @@ pub struct Cli {
     #[command(flatten)]
     pub output: OutputArgs,
 
+    #[command(flatten)]
+    pub trace_output: TraceOutputArgs,
+
     /// Exit 1 when a finding of this severity or worse (high, medium, low, info), or with this
     /// id, fires. Repeatable.
     #[arg(long, value_name = "SEVERITY|FINDING_ID")]
@@ -102,6 +105,15 @@ pub struct OutputArgs {
     /// Write a GitHub-flavoured Markdown summary (for a PR comment) to PATH, or stdout with `-`.
     #[arg(long, value_name = "PATH|-")]
     pub markdown: Option<PathBuf>,
+}
+
+/// Outputs only a single-trace analysis has.
+#[derive(Args, Debug, Clone)]
+pub struct TraceOutputArgs {
+    /// Write the input trace with every GPU activity annotated (bucket, family, rule, findings)
+    /// and the findings as instant events, for the Perfetto UI (one input file).
+    #[arg(long, value_name = "PATH")]
+    pub perfetto: Option<PathBuf>,
 }
 
 /// Options every command takes.
@@ -332,6 +344,25 @@ fn run_analyze(cli: &Cli) -> Result<Status> {
     let json = || report::json::render(&analysis);
     let markdown = || report::markdown::render(&analysis).into_bytes();
     let stdout_used = emit(&[(&cli.output.json, &json), (&cli.output.markdown, &markdown)])?;
+    if let Some(path) = &cli.trace_output.perfetto {
+        let [input] = cli.paths.as_slice() else {
+            bail!("--perfetto takes exactly one input trace file");
+        };
+        let rules = load_rules(&cli.global.rules)?;
+        let file =
+            std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+        let done =
+            report::perfetto::export(input, &rules, &analysis, std::io::BufWriter::new(file))?;
+        if !cli.global.quiet {
+            eprintln!(
+                "perfetto: wrote {} ({} events, {} GPU activities annotated, {} findings as instant events)",
+                path.display(),
+                done.events,
+                done.annotated,
+                done.findings
+            );
+        }
+    }
     if !stdout_used {
         write_stdout(&report::table::render(
             &analysis,

@@ -4,6 +4,7 @@
 pub mod diff;
 pub mod json;
 pub mod markdown;
+pub mod perfetto;
 pub mod table;
 
 /// The feed's JSON Schema (draft 2020-12), also printed by `rocprof-classify schema`.

@@ -194,3 +194,70 @@ fn single_trace_gates() {
         .code(1)
         .stderr(predicate::str::contains("--max-unclassified-pct 2"));
 }
+
+#[test]
+fn perfetto_export_annotates_every_gpu_activity() {
+    let input = fixture("kineto/h100/compiled_graph_breaks.json.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("annotated.json");
+    bin()
+        .arg(&input)
+        .arg("--perfetto")
+        .arg(&out)
+        .args(["--json", "-"])
+        .assert()
+        .success();
+    let annotated: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).expect("valid JSON");
+    let mut raw = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(&input).unwrap()),
+        &mut raw,
+    )
+    .unwrap();
+    let original: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    let (events, before) = (
+        annotated["traceEvents"].as_array().unwrap(),
+        original["traceEvents"].as_array().unwrap(),
+    );
+    let instants: Vec<_> = events
+        .iter()
+        .filter(|e| e["cat"] == "rocprof-classify")
+        .collect();
+    assert!(instants
+        .iter()
+        .any(|e| e["name"].as_str().unwrap().starts_with("graph_breaks")));
+    assert!(instants
+        .iter()
+        .all(|e| e["ph"] == "i" && e["ts"].is_number()));
+    assert_eq!(events.len(), before.len() + instants.len());
+    // Every GPU activity carries its class; nothing else changed.
+    for (a, b) in events.iter().zip(before) {
+        let gpu = matches!(
+            b["cat"].as_str(),
+            Some("kernel" | "gpu_memcpy" | "gpu_memset")
+        );
+        if gpu && b["ph"] == "X" {
+            let tag = &a["args"]["rocprof-classify"];
+            assert!(
+                tag["bucket"].is_string() && tag["findings"].is_array(),
+                "{a}"
+            );
+            assert_eq!(
+                (&a["name"], &a["ts"], &a["dur"]),
+                (&b["name"], &b["ts"], &b["dur"])
+            );
+        } else {
+            assert_eq!(a, b);
+        }
+    }
+    assert_eq!(annotated["deviceProperties"], original["deviceProperties"]);
+    bin()
+        .arg(&input)
+        .arg(&input)
+        .arg("--perfetto")
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("exactly one input"));
+}
