@@ -105,6 +105,10 @@ pub struct OutputArgs {
     /// Write a GitHub-flavoured Markdown summary (for a PR comment) to PATH, or stdout with `-`.
     #[arg(long, value_name = "PATH|-")]
     pub markdown: Option<PathBuf>,
+
+    /// Write a self-contained HTML report (inline SVG charts, no network) to PATH, or stdout with `-`.
+    #[arg(long, value_name = "PATH|-")]
+    pub html: Option<PathBuf>,
 }
 
 /// Outputs only a single-trace analysis has.
@@ -343,7 +347,12 @@ fn run_analyze(cli: &Cli) -> Result<Status> {
     let analysis = analyze_inputs(&cli.paths, &cli.analysis, &cli.global)?;
     let json = || report::json::render(&analysis);
     let markdown = || report::markdown::render(&analysis).into_bytes();
-    let stdout_used = emit(&[(&cli.output.json, &json), (&cli.output.markdown, &markdown)])?;
+    let html = || report::html::render(&analysis).into_bytes();
+    let stdout_used = emit(&[
+        (&cli.output.json, &json),
+        (&cli.output.markdown, &markdown),
+        (&cli.output.html, &html),
+    ])?;
     if let Some(path) = &cli.trace_output.perfetto {
         let [input] = cli.paths.as_slice() else {
             bail!("--perfetto takes exactly one input trace file");
@@ -437,7 +446,12 @@ fn run_diff(
     let d = crate::diff::diff(&b, &n, args.top);
     let json = || report::diff::json(&d);
     let markdown = || report::diff::markdown(&d).into_bytes();
-    let stdout_used = emit(&[(&output.json, &json), (&output.markdown, &markdown)])?;
+    let html = || report::html::render_diff(&d).into_bytes();
+    let stdout_used = emit(&[
+        (&output.json, &json),
+        (&output.markdown, &markdown),
+        (&output.html, &html),
+    ])?;
     if !stdout_used {
         write_stdout(report::diff::table(&d, &table_options(global)).as_bytes())?;
     }

@@ -1,7 +1,9 @@
 //! Reporters render an [`Analysis`](crate::analysis::Analysis) into bytes in memory; the CLI
 //! decides where the bytes go. None of them reads the trace.
 
+pub mod charts;
 pub mod diff;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod perfetto;

@@ -141,23 +141,20 @@ fn thread_count_does_not_change_the_output() {
             .stdout
             .clone();
         assert_eq!(one, four, "{f}");
-        let t1 = bin()
-            .args(["--threads", "1"])
-            .arg(fixture(f))
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let t4 = bin()
-            .args(["--threads", "4"])
-            .arg(fixture(f))
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        assert_eq!(t1, t4, "{f}");
+        for report in [&[][..], &["--markdown", "-"][..], &["--html", "-"][..]] {
+            let run = |threads: &str| {
+                bin()
+                    .args(["--threads", threads])
+                    .args(report)
+                    .arg(fixture(f))
+                    .assert()
+                    .success()
+                    .get_output()
+                    .stdout
+                    .clone()
+            };
+            assert_eq!(run("1"), run("4"), "{f} {report:?}");
+        }
     }
 }
 

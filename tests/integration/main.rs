@@ -4,6 +4,7 @@ mod common;
 
 mod amd;
 mod bad_input;
+mod browser;
 mod cli;
 mod corpus;
 mod diagnosis;

@@ -1,0 +1,187 @@
+//! Inline SVG charts for the HTML report, drawn with plotters' SVG backend (no fonts needed: the
+//! browser renders the text).
+
+use plotters::prelude::*;
+
+/// One horizontal bar.
+pub struct Bar {
+    pub label: String,
+    pub value: f64,
+    pub color: RGBColor,
+}
+
+/// A horizontal bar chart of labelled values; `unit` is appended to the value labels.
+pub fn bars(title: &str, rows: &[Bar], unit: &str, width: u32) -> String {
+    let mut svg = String::new();
+    let height = 40 + 26 * rows.len().max(1) as u32;
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let max = rows
+            .iter()
+            .map(|r| r.value)
+            .fold(0.0f64, f64::max)
+            .max(1e-9);
+        let label_w = 260i32;
+        let bar_w = width as i32 - label_w - 110;
+        let _ = root.draw(&Text::new(
+            title.to_string(),
+            (8, 8),
+            ("sans-serif", 15).into_font().color(&BLACK),
+        ));
+        for (i, r) in rows.iter().enumerate() {
+            let y = 34 + 26 * i as i32;
+            let w = ((r.value / max) * bar_w as f64).round() as i32;
+            let _ = root.draw(&Text::new(
+                r.label.clone(),
+                (8, y + 4),
+                ("sans-serif", 12).into_font().color(&BLACK),
+            ));
+            let _ = root.draw(&Rectangle::new(
+                [(label_w, y), (label_w + w.max(1), y + 18)],
+                r.color.filled(),
+            ));
+            let _ = root.draw(&Text::new(
+                format!("{:.2}{unit}", r.value),
+                (label_w + w.max(1) + 6, y + 4),
+                ("sans-serif", 12).into_font().color(&BLACK),
+            ));
+        }
+        let _ = root.present();
+    }
+    svg
+}
+
+/// Colors of the buckets and partition categories (the same in every chart).
+pub fn category_color(category: &str) -> RGBColor {
+    match category {
+        "gemm" => RGBColor(31, 119, 180),
+        "attention" => RGBColor(148, 103, 189),
+        "conv" => RGBColor(23, 190, 207),
+        "elementwise" => RGBColor(255, 127, 14),
+        "communication" => RGBColor(44, 160, 44),
+        "memory" => RGBColor(188, 189, 34),
+        "other" => RGBColor(127, 127, 127),
+        "launch_overhead" => RGBColor(214, 39, 40),
+        "host_idle" => RGBColor(140, 86, 75),
+        _ => RGBColor(199, 199, 199),
+    }
+}
+
+/// One stacked bar: a label and (category, value) segments.
+pub struct Stack {
+    pub label: String,
+    pub segments: Vec<(String, f64)>,
+}
+
+/// Horizontal stacked bars, each scaled to the longest, with a legend of the categories used.
+pub fn stacked(title: &str, rows: &[Stack], unit: &str, width: u32) -> String {
+    let mut svg = String::new();
+    let mut legend: Vec<String> = Vec::new();
+    for r in rows {
+        for (c, v) in &r.segments {
+            if *v > 0.0 && !legend.contains(c) {
+                legend.push(c.clone());
+            }
+        }
+    }
+    let height = 70 + 24 * rows.len().max(1) as u32;
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let max = rows
+            .iter()
+            .map(|r| r.segments.iter().map(|s| s.1).sum::<f64>())
+            .fold(0.0f64, f64::max)
+            .max(1e-9);
+        let label_w = 90i32;
+        let bar_w = width as i32 - label_w - 100;
+        let font = |size| ("sans-serif", size).into_font().color(&BLACK);
+        let _ = root.draw(&Text::new(title.to_string(), (8, 8), font(15)));
+        let mut x = 8;
+        for c in &legend {
+            let _ = root.draw(&Rectangle::new(
+                [(x, 32), (x + 12, 44)],
+                category_color(c).filled(),
+            ));
+            let _ = root.draw(&Text::new(c.clone(), (x + 16, 32), font(11)));
+            x += 22 + 7 * c.len() as i32;
+        }
+        for (i, r) in rows.iter().enumerate() {
+            let y = 56 + 24 * i as i32;
+            let _ = root.draw(&Text::new(r.label.clone(), (8, y + 3), font(12)));
+            let mut x0 = label_w as f64;
+            for (c, v) in &r.segments {
+                let w = v / max * bar_w as f64;
+                if w > 0.0 {
+                    let _ = root.draw(&Rectangle::new(
+                        [(x0.round() as i32, y), ((x0 + w).round() as i32, y + 16)],
+                        category_color(c).filled(),
+                    ));
+                }
+                x0 += w;
+            }
+            let total: f64 = r.segments.iter().map(|s| s.1).sum();
+            let _ = root.draw(&Text::new(
+                format!("{total:.2}{unit}"),
+                (x0.round() as i32 + 6, y + 3),
+                font(12),
+            ));
+        }
+        let _ = root.present();
+    }
+    svg
+}
+
+/// The ladder as five boxes colored by status.
+pub fn ladder(levels: &[(u8, String, &str)], width: u32) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, 86)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let n = levels.len().max(1) as i32;
+        let w = (width as i32 - 16) / n;
+        for (i, (level, name, status)) in levels.iter().enumerate() {
+            let x = 8 + w * i as i32;
+            let color = match *status {
+                "done" => RGBColor(152, 223, 138),
+                "partial" => RGBColor(255, 221, 113),
+                "todo" => RGBColor(255, 152, 150),
+                _ => RGBColor(220, 220, 220),
+            };
+            let _ = root.draw(&Rectangle::new([(x, 8), (x + w - 6, 78)], color.filled()));
+            let font = |size| ("sans-serif", size).into_font().color(&BLACK);
+            let _ = root.draw(&Text::new(
+                format!("L{level} {status}"),
+                (x + 8, 16),
+                font(14),
+            ));
+            let _ = root.draw(&Text::new(name.clone(), (x + 8, 40), font(11)));
+        }
+        let _ = root.present();
+    }
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_render_text_without_fonts() {
+        let svg = bars(
+            "t",
+            &[Bar {
+                label: "gemm".into(),
+                value: 2.0,
+                color: RGBColor(10, 20, 30),
+            }],
+            " ms",
+            600,
+        );
+        assert!(
+            svg.starts_with("<svg") && svg.contains("gemm") && svg.contains("<rect"),
+            "{svg}"
+        );
+    }
+}

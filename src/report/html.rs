@@ -1,0 +1,464 @@
+//! `--html PATH`: one self-contained HTML file (inline CSS, SVG charts and a few lines of
+//! script for sorting tables; no network fetches), readable on a laptop and in print.
+
+use crate::analysis::Analysis;
+use crate::diff::{Delta, Diff};
+use crate::report::charts::{self, category_color, Bar, Stack};
+use crate::report::table::{display_name, fmt_ns, shorten_tail};
+use std::fmt::Write as _;
+
+/// HTML-escapes text (kernel names are full of `<`, `>` and `&`).
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1180px;padding:16px 24px;color:#222}
+h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.headline{font-size:16px;background:#f4f6f8;padding:10px 14px;border-radius:6px}
+table{border-collapse:collapse;width:100%;margin:8px 0}th,td{border:1px solid #ddd;padding:4px 8px;vertical-align:top;text-align:left}
+th{background:#f0f0f0;cursor:pointer;user-select:none}td.n{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+code,pre{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;border-radius:4px}pre{padding:6px;white-space:pre-wrap;margin:4px 0}
+.sev-high{color:#b00020;font-weight:600}.sev-medium{color:#a15c00;font-weight:600}.sev-low{color:#1a5fb4}.sev-info{color:#666}
+.chart svg{max-width:100%;height:auto}.muted{color:#666}input.filter{margin:4px 0;padding:3px 6px;width:260px}
+.up{color:#b00020}.down{color:#0a7d2c}
+@media print{th{cursor:auto}input.filter{display:none}body{max-width:none}}
+"#;
+
+const SCRIPT: &str = r#"
+document.querySelectorAll('table.sortable').forEach(function(t){
+  t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
+    var rows=Array.from(t.tBodies[0].rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
+    rows.sort(function(a,b){var x=a.cells[i].dataset.v||a.cells[i].textContent,y=b.cells[i].dataset.v||b.cells[i].textContent;
+      var nx=parseFloat(x),ny=parseFloat(y);var c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?c:-c;});
+    rows.forEach(function(r){t.tBodies[0].appendChild(r);});});});});
+document.querySelectorAll('input.filter').forEach(function(inp){var t=document.getElementById(inp.dataset.table);
+  inp.addEventListener('input',function(){var q=inp.value.toLowerCase();Array.from(t.tBodies[0].rows).forEach(function(r){
+    r.style.display=r.textContent.toLowerCase().indexOf(q)<0?'none':'';});});});
+"#;
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n<title>{}</title><style>{STYLE}</style></head>\n<body>\n{body}\n<p class=\"muted\">rocprof-classify {}</p>\n<script>{SCRIPT}</script>\n</body></html>\n",
+        esc(title),
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+fn chart(svg: &str) -> String {
+    format!("<div class=\"chart\">{svg}</div>\n")
+}
+
+fn num(ns: i64) -> String {
+    format!("<td class=\"n\" data-v=\"{ns}\">{}</td>", fmt_ns(ns))
+}
+
+/// The single-trace report.
+pub fn render(a: &Analysis) -> String {
+    let mut b = String::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let title = a
+        .inputs
+        .iter()
+        .map(|i| i.path.clone())
+        .filter(|p| seen.insert(p.clone()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(b, "<h1>rocprof-classify: {}</h1>", esc(&title));
+    let _ = writeln!(
+        b,
+        "<p class=\"headline\">{}</p>",
+        esc(&crate::report::markdown::headline(a).replace("**", ""))
+    );
+    let _ = writeln!(b, "<table><thead><tr><th>input</th><th>format</th><th>vendor</th><th>rank</th><th>devices</th><th>notes</th></tr></thead><tbody>");
+    for i in &a.inputs {
+        let devices: Vec<String> = i
+            .devices
+            .iter()
+            .map(|d| {
+                if d.name.is_empty() {
+                    format!("gpu {}", d.id)
+                } else {
+                    format!("gpu {} ({})", d.id, d.name)
+                }
+            })
+            .collect();
+        let notes = if i.truncated {
+            format!("TRUNCATED. {}", i.warnings.join(" "))
+        } else {
+            i.warnings.join(" ")
+        };
+        let _ = writeln!(
+            b,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&i.path),
+            i.format.as_str(),
+            i.vendor.as_str(),
+            i.rank.map_or("-".into(), |r| r.to_string()),
+            esc(&devices.join(", ")),
+            esc(&notes)
+        );
+    }
+    let _ = writeln!(b, "</tbody></table>");
+
+    // Where the GPU time goes.
+    let _ = writeln!(b, "<h2>GPU time by bucket</h2>");
+    let bars: Vec<Bar> = a
+        .buckets
+        .iter()
+        .filter(|x| x.kernel_ns > 0)
+        .map(|x| Bar {
+            label: x.bucket.as_str().into(),
+            value: x.kernel_ns as f64 / 1e6,
+            color: category_color(x.bucket.as_str()),
+        })
+        .collect();
+    b.push_str(&chart(&charts::bars(
+        "GPU activity time by bucket",
+        &bars,
+        " ms",
+        900,
+    )));
+    let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>bucket</th><th>time</th><th>%</th><th>launches</th><th>distinct kernels</th></tr></thead><tbody>");
+    for x in a.buckets.iter().filter(|x| x.launches > 0) {
+        let _ = writeln!(b, "<tr><td>{}</td>{}<td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", x.bucket.as_str(), num(x.kernel_ns), x.pct, x.launches, x.distinct_kernels);
+    }
+    let _ = writeln!(b, "</tbody></table>");
+
+    // Partition, per step.
+    let _ = writeln!(b, "<h2>Where the wall time goes, step by step</h2>");
+    let mut stacks: Vec<Stack> = a
+        .step_breakdown
+        .iter()
+        .take(40)
+        .map(|s| Stack {
+            label: match s.rank {
+                Some(r) if a.inputs.len() > 1 => format!("r{r} #{}", s.step),
+                _ => format!("#{}", s.step),
+            },
+            segments: s
+                .time_partition
+                .iter()
+                .map(|p| (p.category.to_string(), p.ns as f64 / 1e6))
+                .collect(),
+        })
+        .collect();
+    if stacks.is_empty() {
+        stacks.push(Stack {
+            label: "window".into(),
+            segments: a
+                .time_partition
+                .iter()
+                .map(|p| (p.category.to_string(), p.ns as f64 / 1e6))
+                .collect(),
+        });
+    }
+    b.push_str(&chart(&charts::stacked(
+        "Time partition per step (busy by bucket, idle by cause)",
+        &stacks,
+        " ms",
+        1000,
+    )));
+    let _ = writeln!(
+        b,
+        "<table><thead><tr><th>category</th><th>time</th><th>% of window</th></tr></thead><tbody>"
+    );
+    for r in a.time_partition.iter().filter(|r| r.ns > 0) {
+        let _ = writeln!(
+            b,
+            "<tr><td>{}</td>{}<td class=\"n\">{:.1}</td></tr>",
+            r.category,
+            num(r.ns),
+            r.pct
+        );
+    }
+    let _ = writeln!(b, "</tbody></table>");
+    let c = &a.compile;
+    if c.compiled || c.cudagraphs {
+        let _ = writeln!(
+            b,
+            "<p>torch.compile: {} compiled regions per step, frames {:?}, {} graph breaks per step, {} recompiles, {} compiling in the window; CUDA/HIP graphs {}.</p>",
+            c.regions_per_step,
+            c.graph_breaks.frames,
+            c.graph_breaks.per_step,
+            c.recompiles.count,
+            fmt_ns(c.compile_in_window_ns),
+            if c.cudagraphs { "in use" } else { "not used" }
+        );
+    }
+
+    // Ladder and recommendations.
+    let _ = writeln!(b, "<h2>Optimization ladder</h2>");
+    let levels: Vec<(u8, String, &str)> = a
+        .plan
+        .ladder
+        .iter()
+        .map(|l| (l.level, l.name.clone(), l.status))
+        .collect();
+    b.push_str(&chart(&charts::ladder(&levels, 1000)));
+    let _ = writeln!(b, "<ul>");
+    for l in &a.plan.ladder {
+        let _ = writeln!(
+            b,
+            "<li><b>L{} {}</b> ({}): {}</li>",
+            l.level,
+            esc(&l.name),
+            l.status,
+            esc(&l.evidence)
+        );
+    }
+    let _ = writeln!(b, "</ul>\n<h2>Recommendations</h2>");
+    if a.plan.recommendations.is_empty() {
+        let _ = writeln!(b, "<p>None.</p>");
+    } else {
+        let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>#</th><th>level</th><th>recommendation</th><th>est. savings</th><th>confidence</th><th>evidence and actions</th></tr></thead><tbody>");
+        for r in &a.plan.recommendations {
+            let blocked = r
+                .blocked_by_level
+                .map(|l| format!("<br><span class=\"muted\">after level {l}</span>"))
+                .unwrap_or_default();
+            let mut detail = String::new();
+            for e in &r.evidence {
+                let _ = write!(detail, "<div>{}</div>", esc(e));
+            }
+            for act in &r.actions {
+                let _ = write!(
+                    detail,
+                    "<div>{}:<pre>{}</pre></div>",
+                    esc(&act.kind),
+                    esc(&act.text)
+                );
+            }
+            let _ = write!(detail, "<div class=\"muted\">{}</div>", esc(&r.seed));
+            let _ = writeln!(
+                b,
+                "<tr><td class=\"n\">{}</td><td>L{}{blocked}</td><td>{}</td><td class=\"n\" data-v=\"{}\">{} ({:.1}%)</td><td class=\"n\">{:.1}</td><td>{detail}</td></tr>",
+                r.rank,
+                r.level,
+                esc(&r.title),
+                r.est_savings_ns,
+                fmt_ns(r.est_savings_ns),
+                r.est_savings_pct,
+                r.confidence
+            );
+        }
+        let _ = writeln!(b, "</tbody></table>");
+    }
+
+    // Findings.
+    let _ = writeln!(b, "<h2>Findings</h2>");
+    if a.findings.is_empty() {
+        let _ = writeln!(b, "<p>None.</p>");
+    } else {
+        let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>severity</th><th>finding</th><th>at stake</th><th>what the trace shows</th></tr></thead><tbody>");
+        for f in &a.findings {
+            let evidence = serde_json::to_string_pretty(&f.evidence).unwrap_or_default();
+            let _ = writeln!(
+                b,
+                "<tr><td class=\"sev-{0}\" data-v=\"{1}\">{0}</td><td><code>{2}</code></td>{3}<td>{4}<details><summary>evidence</summary><pre>{5}</pre></details></td></tr>",
+                f.severity.as_str(),
+                f.severity as u8,
+                f.id,
+                num(f.time_at_stake_ns),
+                esc(&f.summary),
+                esc(&evidence)
+            );
+        }
+        let _ = writeln!(b, "</tbody></table>");
+    }
+
+    // Kernels.
+    let _ = writeln!(b, "<h2>Top kernels</h2>");
+    let bars: Vec<Bar> = a
+        .top_kernels
+        .iter()
+        .take(12)
+        .map(|k| Bar {
+            label: shorten_tail(&display_name(&k.name), 40),
+            value: k.total_ns as f64 / 1e6,
+            color: category_color(k.bucket.as_str()),
+        })
+        .collect();
+    b.push_str(&chart(&charts::bars(
+        "Top kernels by GPU time",
+        &bars,
+        " ms",
+        1000,
+    )));
+    let _ = writeln!(b, "<input class=\"filter\" data-table=\"kernels\" placeholder=\"filter kernels\"><table id=\"kernels\" class=\"sortable\"><thead><tr><th>kernel</th><th>bucket</th><th>family</th><th>library</th><th>rule</th><th>launches</th><th>time</th><th>%</th></tr></thead><tbody>");
+    for k in &a.top_kernels {
+        let _ = writeln!(
+            b,
+            "<tr><td><code title=\"{0}\">{1}</code></td><td>{2}</td><td>{3}</td><td>{4}</td><td>{5}</td><td class=\"n\">{6}</td>{7}<td class=\"n\">{8:.1}</td></tr>",
+            esc(&k.name),
+            esc(&shorten_tail(&display_name(&k.name), 90)),
+            k.bucket.as_str(),
+            esc(&k.family),
+            esc(&k.library),
+            esc(k.rule_id.as_deref().unwrap_or("-")),
+            k.launches,
+            num(k.total_ns),
+            k.pct
+        );
+    }
+    let _ = writeln!(b, "</tbody></table>");
+    page(&format!("rocprof-classify: {title}"), &b)
+}
+
+fn delta_cell(d: &Delta) -> String {
+    let class = if d.delta_ns > 0 {
+        "up"
+    } else if d.delta_ns < 0 {
+        "down"
+    } else {
+        ""
+    };
+    let pct = d
+        .delta_pct
+        .map_or("new".to_string(), |p| format!("{p:+.1}%"));
+    format!(
+        "<td class=\"n {class}\" data-v=\"{}\">{}{} ({pct})</td>",
+        d.delta_ns,
+        if d.delta_ns >= 0 { "+" } else { "-" },
+        fmt_ns(d.delta_ns.abs())
+    )
+}
+
+fn delta_table(b: &mut String, title: &str, rows: &[Delta]) {
+    let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>{title}</th><th>base</th><th>new</th><th>change</th></tr></thead><tbody>");
+    for d in rows.iter().filter(|d| d.base_ns != 0 || d.new_ns != 0) {
+        let _ = writeln!(
+            b,
+            "<tr><td>{}</td>{}{}{}</tr>",
+            esc(&d.name),
+            num(d.base_ns),
+            num(d.new_ns),
+            delta_cell(d)
+        );
+    }
+    let _ = writeln!(b, "</tbody></table>");
+}
+
+/// The before → after report.
+pub fn render_diff(d: &Diff) -> String {
+    let mut b = String::new();
+    let _ = writeln!(b, "<h1>rocprof-classify diff</h1>");
+    for (label, s) in [("base", &d.base), ("new", &d.new)] {
+        let replay = if s.cudagraphs {
+            format!(
+                ", graph replay: {} kernels per step",
+                s.graph_replayed_kernels_per_step
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            b,
+            "<p><b>{label}</b>: {} ({}, {}, {}{replay})</p>",
+            esc(&s.inputs.join(", ")),
+            s.vendor,
+            esc(&s.devices.join(", ")),
+            if s.compiled { "compiled" } else { "eager" }
+        );
+    }
+    let pct = d
+        .step
+        .delta_pct
+        .map_or(String::new(), |p| format!(" ({p:+.1}%)"));
+    let _ = writeln!(
+        b,
+        "<p class=\"headline\">Step time {} → {}{pct}</p>",
+        fmt_ns(d.step.base_ns),
+        fmt_ns(d.step.new_ns)
+    );
+    let stacks: Vec<Stack> = [("base", true), ("new", false)]
+        .iter()
+        .map(|(label, base)| Stack {
+            label: label.to_string(),
+            segments: d
+                .time_partition
+                .iter()
+                .map(|p| {
+                    (
+                        p.name.clone(),
+                        (if *base { p.base_ns } else { p.new_ns }) as f64 / 1e6,
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    b.push_str(&chart(&charts::stacked(
+        "Time partition per step, before and after",
+        &stacks,
+        " ms",
+        1000,
+    )));
+    let _ = writeln!(b, "<h2>Per step</h2>");
+    delta_table(&mut b, "bucket", &d.buckets);
+    delta_table(&mut b, "time partition", &d.time_partition);
+    delta_table(&mut b, "bucket/library", &d.libraries);
+    let _ = writeln!(b, "<h2>Kernels (per step)</h2><table class=\"sortable\"><thead><tr><th>change</th><th>kernel</th><th>bucket</th><th>base</th><th>new</th></tr></thead><tbody>");
+    for (label, list) in [
+        ("appeared", &d.kernels_appeared),
+        ("vanished", &d.kernels_vanished),
+        ("changed", &d.kernels_changed),
+    ] {
+        for k in list {
+            let _ = writeln!(
+                b,
+                "<tr><td>{label}</td><td><code title=\"{}\">{}</code></td><td>{}</td>{}{}</tr>",
+                esc(&k.name),
+                esc(&shorten_tail(&display_name(&k.name), 90)),
+                k.bucket.as_str(),
+                num(k.base_ns),
+                num(k.new_ns)
+            );
+        }
+    }
+    let _ = writeln!(b, "</tbody></table>\n<h2>Findings and ladder</h2>");
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter()
+                .map(|x| format!("<code>{}</code>", esc(x)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    let _ = writeln!(
+        b,
+        "<p>Resolved: {}<br>Introduced: {}<br>Still present: {}</p>",
+        list(&d.findings_resolved),
+        list(&d.findings_introduced),
+        list(&d.findings_remaining)
+    );
+    let levels: Vec<(u8, String, &str)> = d
+        .ladder
+        .iter()
+        .map(|l| {
+            (
+                l.level,
+                if l.base == l.new {
+                    l.name.clone()
+                } else {
+                    format!("{} (was {})", l.name, l.base)
+                },
+                l.new,
+            )
+        })
+        .collect();
+    b.push_str(&chart(&charts::ladder(&levels, 1000)));
+    page("rocprof-classify diff", &b)
+}
