@@ -261,3 +261,20 @@ fn perfetto_export_annotates_every_gpu_activity() {
         .code(2)
         .stderr(predicate::str::contains("exactly one input"));
 }
+
+#[test]
+fn an_mi300x_trace_diffs_against_an_h100_trace_of_the_same_model() {
+    with_shared!(shared => {
+        let amd = shared.join("corpus/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+        let nv = shared.join("corpus/tracelens_nv/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+        let d = diff_json(&amd, &nv);
+        assert_eq!((d["base"]["vendor"].as_str(), d["new"]["vendor"].as_str()), (Some("amd"), Some("nvidia")));
+        // Kernel names differ across vendors, buckets do not: both sides have GEMM and attention time.
+        for bucket in ["gemm", "attention", "elementwise"] {
+            let row = d["buckets"].as_array().unwrap().iter().find(|b| b["name"] == bucket).unwrap();
+            assert!(row["base_ns"].as_i64().unwrap() > 0 && row["new_ns"].as_i64().unwrap() > 0, "{row}");
+        }
+        let libs: Vec<&str> = d["libraries"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap()).collect();
+        assert!(libs.contains(&"gemm/hipBLASLt/Tensile") && libs.iter().any(|l| l.starts_with("gemm/cu") || l.starts_with("gemm/CUTLASS")), "{libs:?}");
+    });
+}
