@@ -77,6 +77,10 @@ pub struct AnalysisArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// Read the inputs as this format instead of telling it from their content.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub input_format: InputFormat,
+
     /// Analyze only these steps: A..B (B excluded), A..=B, A.., ..B or N (ProfilerStep numbers).
     #[arg(long, value_name = "A..B")]
     pub steps: Option<StepRange>,
@@ -138,6 +142,37 @@ pub struct GlobalArgs {
     /// No warnings or notes on stderr (errors are still printed).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+}
+
+/// `--input-format` values (the feed's `inputs[].format` names).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    Auto,
+    Kineto,
+    #[value(name = "rocprof-v1")]
+    RocprofV1,
+    #[value(name = "rocprofv2-csv")]
+    RocprofV2Csv,
+    #[value(name = "rocprofv3-csv")]
+    RocprofV3Csv,
+    #[value(name = "rocprofv3-json")]
+    RocprofV3Json,
+    Rocpd,
+}
+
+impl InputFormat {
+    fn format(self) -> Option<crate::model::Format> {
+        use crate::model::Format as F;
+        match self {
+            InputFormat::Auto => None,
+            InputFormat::Kineto => Some(F::Kineto),
+            InputFormat::RocprofV1 => Some(F::RocprofV1),
+            InputFormat::RocprofV2Csv => Some(F::RocprofV2Csv),
+            InputFormat::RocprofV3Csv => Some(F::RocprofV3Csv),
+            InputFormat::RocprofV3Json => Some(F::RocprofV3Json),
+            InputFormat::Rocpd => Some(F::Rocpd),
+        }
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -287,6 +322,7 @@ pub fn analyze_inputs(
         paths,
         &ReadOptions {
             strict: args.strict,
+            force: args.input_format.format(),
         },
     )?;
     if !global.quiet {

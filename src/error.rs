@@ -44,6 +44,16 @@ pub enum IngestError {
         offset: u64,
         events: u64,
     },
+    #[error("{path}: line {line}: {message}")]
+    Csv {
+        path: String,
+        line: u64,
+        message: String,
+    },
+    #[error("{path}: truncated at line {line} (--strict makes this an error)")]
+    TruncatedCsv { path: String, line: u64 },
+    #[error("{path}: {message}")]
+    Database { path: String, message: String },
     #[error("{path}: no trace files found in this directory")]
     EmptyDir { path: String },
 }

@@ -4,7 +4,7 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`ingest`] | opening files/dirs/stdin/gzip, format sniffing, one reader per input format ([`ingest::kineto`]) |
+//! | [`ingest`] | opening files/dirs/stdin/gzip, format sniffing, one reader per input format (Kineto, rocprof v1/v2/v3 CSV and JSON, rocpd) |
 //! | [`model`] | the normalized columnar [`model::Trace`]: GPU activities, host events, interned names |
 //! | [`classify`] | rule files (`rules/*.toml`), the regex engine, name normalization (demangling) |
 //! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals, top kernels: plain `Serialize` data |

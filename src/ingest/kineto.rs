@@ -26,6 +26,9 @@ impl Reader for KinetoReader {
         Format::Kineto
     }
 
+    fn looks_for(&self) -> &'static str {
+        "a JSON object with a \"traceEvents\" array of Kineto events"
+    }
     fn sniff(&self, head: &[u8]) -> Option<bool> {
         let start = head
             .iter()

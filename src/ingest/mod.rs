@@ -8,6 +8,10 @@
 pub mod json_stream;
 pub mod kineto;
 pub mod num;
+pub mod rocpd;
+pub mod rocprof_csv;
+pub mod rocprof_v1_json;
+pub mod rocprofv3_json;
 
 use crate::error::IngestError;
 use crate::model::{Format, Trace};
@@ -24,6 +28,8 @@ pub const SNIFF_BYTES: usize = 64 << 10;
 pub struct ReadOptions {
     /// Turn recoverable problems (a truncated file) into errors.
     pub strict: bool,
+    /// Read every input as this format instead of sniffing it.
+    pub force: Option<Format>,
 }
 
 /// An opened input: its name for messages and a reader over its decompressed bytes, with the
@@ -32,6 +38,8 @@ pub struct Source {
     /// The path as the user gave it (`-` reads as `<stdin>`).
     pub label: String,
     pub gzip: bool,
+    /// The file behind the source (None for stdin): formats that need random access (SQLite) use it.
+    pub path: Option<PathBuf>,
     /// The first bytes of the decompressed data, for sniffing.
     pub head: Vec<u8>,
     /// Set when reading the head already hit a corrupt or cut compressed stream.
@@ -59,13 +67,23 @@ pub trait Reader: Send + Sync {
     fn format(&self) -> Format;
     /// `Some(true)`: this reader's format; `Some(false)`: certainly not; `None`: can't tell.
     fn sniff(&self, head: &[u8]) -> Option<bool>;
+    /// What `sniff` looks for, for the message when nothing matches.
+    fn looks_for(&self) -> &'static str;
     /// Appends the input's rows to `trace` (one or more `inputs` entries).
     fn read(&self, src: Source, trace: &mut Trace, opts: &ReadOptions) -> Result<(), IngestError>;
 }
 
 /// Every reader, in sniffing order.
 pub fn readers() -> Vec<Box<dyn Reader>> {
-    vec![Box::new(kineto::KinetoReader)]
+    vec![
+        Box::new(rocpd::RocpdReader),
+        Box::new(rocprofv3_json::RocprofV3JsonReader),
+        Box::new(rocprof_v1_json::RocprofV1JsonReader),
+        Box::new(kineto::KinetoReader),
+        Box::new(rocprof_csv::RocprofCsvReader(Format::RocprofV3Csv)),
+        Box::new(rocprof_csv::RocprofCsvReader(Format::RocprofV1)),
+        Box::new(rocprof_csv::RocprofCsvReader(Format::RocprofV2Csv)),
+    ]
 }
 
 /// Expands the user's paths: directories become their trace files (sorted by name, one file per
@@ -73,7 +91,7 @@ pub fn readers() -> Vec<Box<dyn Reader>> {
 pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
     let mut out = Vec::new();
     for p in paths {
-        if p.as_os_str() != "-" && p.is_dir() {
+        if p.as_os_str() != "-" && p.is_dir() && rocprof_csv::rocprofv3_dir_files(p).is_none() {
             let label = p.display().to_string();
             let entries = std::fs::read_dir(p).map_err(|source| IngestError::Open {
                 path: label.clone(),
@@ -97,7 +115,10 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
 
 fn is_trace_file_name(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    name.ends_with(".json") || name.ends_with(".json.gz")
+    name.ends_with(".json")
+        || name.ends_with(".json.gz")
+        || name.ends_with(".db")
+        || name.ends_with(".csv")
 }
 
 /// Opens a path (or `-` for stdin), undoing gzip when the data starts with its magic bytes.
@@ -166,6 +187,7 @@ pub fn open(path: &Path) -> Result<Source, IngestError> {
     Ok(Source {
         label,
         gzip,
+        path: (!stdin).then(|| path.to_path_buf()),
         head,
         head_error,
         reader,
@@ -217,6 +239,10 @@ pub fn sniff<'r>(
         .take_while(|&c| c != '\n' && c != '\r')
         .map(|c| if c.is_control() { '?' } else { c })
         .collect();
+    let wanted: Vec<String> = readers
+        .iter()
+        .map(|r| format!("{} ({})", r.format().as_str(), r.looks_for()))
+        .collect();
     let reason = if head.starts_with(b"SQLite format 3\0") {
         "an SQLite database that is not a rocpd profile".to_string()
     } else if head[first..].starts_with(b"{") || head[first..].starts_with(b"[") {
@@ -227,7 +253,7 @@ pub fn sniff<'r>(
     Err(IngestError::Unrecognized {
         path: src.label.clone(),
         offset: first as u64,
-        reason,
+        reason: format!("{reason}; the readers look for: {}", wanted.join("; ")),
     })
 }
 
@@ -239,25 +265,18 @@ fn recognize_unsupported(head: &[u8]) -> Option<Format> {
         .next()
         .unwrap_or("")
         .trim_start_matches('\u{feff}');
-    if head.starts_with(b"SQLite format 3\0") {
-        return Some(Format::Rocpd);
-    }
-    if text.contains("\"rocprofiler-sdk-tool\"") {
-        return Some(Format::RocprofV3Json);
-    }
-    if kineto::looks_like_rocprof_v1_json(head) {
-        return Some(Format::RocprofV1);
-    }
     if first_line.contains(',') {
         let h = first_line.replace('"', "");
-        if h.contains("Kernel_Name") && h.contains("Correlation_Id") || h.contains("Agent_Id") {
-            return Some(Format::RocprofV3Csv);
+        if h.starts_with("Name,Calls,TotalDurationNs") {
+            // Aggregate statistics (results.stats.csv, kernel_stats.csv): not read yet.
+            return Some(if h.contains("MinNs") {
+                Format::RocprofV3Csv
+            } else {
+                Format::RocprofV1
+            });
         }
-        if h.contains("Kernel_Name") || h.contains("Dispatch_ID") {
-            return Some(Format::RocprofV2Csv);
-        }
-        if h.contains("KernelName") || h.starts_with("Name,Calls,TotalDurationNs") {
-            return Some(Format::RocprofV1);
+        if h.contains("Counter_Name") || h.contains("SQ_WAVES") {
+            return Some(Format::RocprofCompute);
         }
     }
     None
@@ -268,8 +287,26 @@ pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestEr
     let readers = readers();
     let mut trace = Trace::default();
     for path in expand_paths(paths)? {
+        // A rocprofv3 output directory is one input: its CSVs join on correlation ids.
+        if path.is_dir() {
+            if let Some(files) = rocprof_csv::rocprofv3_dir_files(&path) {
+                rocprof_csv::read_rocprofv3_dir(&path, &files, &mut trace, opts)?;
+                continue;
+            }
+        }
         let src = open(&path)?;
-        let reader = sniff(&src, &readers)?;
+        let reader = match opts.force {
+            Some(f) => readers
+                .iter()
+                .find(|r| r.format() == f && r.sniff(&src.head) != Some(false))
+                .or_else(|| readers.iter().find(|r| r.format() == f))
+                .map(|r| r.as_ref())
+                .ok_or(IngestError::Unsupported {
+                    path: src.label.clone(),
+                    format: f.as_str(),
+                })?,
+            None => sniff(&src, &readers)?,
+        };
         reader.read(src, &mut trace, opts)?;
     }
     Ok(trace)

@@ -10,7 +10,7 @@ pub use intern::{Interner, NameId};
 use serde::Serialize;
 
 /// What kind of GPU activity a row of [`GpuActivities`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActivityKind {
     Kernel,

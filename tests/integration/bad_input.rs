@@ -51,8 +51,8 @@ fn corrupt_gzip() {
 }
 
 #[test]
-fn csv_given_as_json() {
-    fails_with("bad/csv_as_json.json", &["rocprof-v1"]);
+fn unknown_csv_given_as_json() {
+    fails_with("bad/unknown_csv.json", &["byte 0", "time,value,unit"]);
 }
 
 #[test]

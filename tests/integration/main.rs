@@ -11,4 +11,5 @@ mod diagnosis;
 mod h100;
 mod recommend;
 mod review;
+mod rocprof;
 mod snapshots;

@@ -1,0 +1,514 @@
+//! rocprof CSV outputs (`reference/formats.md` §2–§4): rocprofv3 `kernel_trace.csv` (all three
+//! header generations, `Agent_Id` as `2` or `"Agent 2"`, with or without `Stream_Id`),
+//! `memory_copy_trace.csv` and the API traces (`hip_api_trace.csv`, …); rocprof v1 `results.csv`;
+//! rocprofv2 / rocprof-compute `timestamps.csv`. Columns are found by name, so reordered or added
+//! columns do not matter. A rocprofv3 output directory is read as one input, so API calls join
+//! their dispatches by correlation id as in a Kineto trace.
+//!
+//! Rows are streamed with the `csv` crate: a CSV cut mid-row keeps every complete row.
+
+use super::{ReadOptions, Reader, Source};
+use crate::error::IngestError;
+use crate::model::{
+    Activity, ActivityKind, Device, Format, HostEvent, HostKind, InputMeta, NameId, Trace, Vendor,
+};
+use std::collections::{BTreeSet, HashMap};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// What a CSV holds, told by its header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsvKind {
+    /// rocprofv3 `kernel_trace.csv`.
+    V3Kernels,
+    /// rocprofv3 `memory_copy_trace.csv`.
+    V3Copies,
+    /// rocprofv3 API traces (`hip_api_trace.csv`, `hsa_api_trace.csv`, `marker_api_trace.csv`, …).
+    V3Api,
+    /// rocprof v1 `results.csv`.
+    V1Results,
+    /// rocprofv2 / rocprof-compute `timestamps.csv`.
+    V2Timestamps,
+}
+
+impl CsvKind {
+    pub fn format(self) -> Format {
+        match self {
+            CsvKind::V3Kernels | CsvKind::V3Copies | CsvKind::V3Api => Format::RocprofV3Csv,
+            CsvKind::V1Results => Format::RocprofV1,
+            CsvKind::V2Timestamps => Format::RocprofV2Csv,
+        }
+    }
+}
+
+/// Column names, normalized (no quotes or BOM, lower case).
+fn header_fields(line: &str) -> Vec<String> {
+    line.trim_start_matches('\u{feff}')
+        .trim_end_matches(['\r', '\n'])
+        .split(',')
+        .map(|f| f.trim().trim_matches('"').to_ascii_lowercase())
+        .collect()
+}
+
+/// The kind of a CSV from its header line.
+pub fn kind_of_header(line: &str) -> Option<CsvKind> {
+    let h = header_fields(line);
+    let has = |c: &str| h.iter().any(|x| x == c);
+    if has("kind") && has("kernel_name") && has("start_timestamp") {
+        Some(CsvKind::V3Kernels)
+    } else if has("kind") && has("direction") && has("start_timestamp") {
+        Some(CsvKind::V3Copies)
+    } else if has("domain") && has("function") && has("start_timestamp") {
+        Some(CsvKind::V3Api)
+    } else if has("kernelname") && (has("index") || has("gpu-id")) {
+        Some(CsvKind::V1Results)
+    } else if has("kernel_name") && has("dispatch_id") && has("start_timestamp") {
+        Some(CsvKind::V2Timestamps)
+    } else {
+        None
+    }
+}
+
+fn first_line(head: &[u8]) -> String {
+    let end = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
+    String::from_utf8_lossy(&head[..end]).into_owned()
+}
+
+/// One reader per CSV format (they share the code; `sniff` picks by header).
+pub struct RocprofCsvReader(pub Format);
+
+impl Reader for RocprofCsvReader {
+    fn format(&self) -> Format {
+        self.0
+    }
+    fn looks_for(&self) -> &'static str {
+        "a CSV header with Kernel_Name/KernelName and start/end times, or Domain,Function,… API columns"
+    }
+    fn sniff(&self, head: &[u8]) -> Option<bool> {
+        Some(kind_of_header(&first_line(head)).is_some_and(|k| k.format() == self.0))
+    }
+    fn read(&self, src: Source, trace: &mut Trace, opts: &ReadOptions) -> Result<(), IngestError> {
+        let kind = kind_of_header(&first_line(&src.head)).expect("sniffed");
+        let label = src.label.clone();
+        let input = new_input(trace, &label, kind.format());
+        let mut state = InputState::default();
+        read_csv(
+            src.into_reader(),
+            &label,
+            kind,
+            input,
+            trace,
+            &mut state,
+            opts,
+        )?;
+        state.finish(trace, input);
+        Ok(())
+    }
+}
+
+/// Adds an input entry.
+fn new_input(trace: &mut Trace, label: &str, format: Format) -> u32 {
+    trace.inputs.push(InputMeta {
+        path: label.to_string(),
+        format,
+        vendor: Vendor::Amd,
+        devices: Vec::new(),
+        rank: None,
+        truncated: false,
+        warnings: Vec::new(),
+    });
+    (trace.inputs.len() - 1) as u32
+}
+
+/// What reading one input accumulates across its files.
+#[derive(Default)]
+struct InputState {
+    devices: BTreeSet<u32>,
+    warnings: Vec<String>,
+    truncated: bool,
+    /// String ids (queue handles, "Agent 2") mapped to small numbers.
+    ids: HashMap<String, u32>,
+}
+
+impl InputState {
+    fn finish(self, trace: &mut Trace, input: u32) {
+        let meta = &mut trace.inputs[input as usize];
+        meta.devices = self
+            .devices
+            .into_iter()
+            .map(|id| Device {
+                id,
+                name: String::new(),
+            })
+            .collect();
+        meta.warnings = self.warnings;
+        meta.truncated = self.truncated;
+    }
+}
+
+/// Integer nanoseconds from `1071423114883652`, `1.071e15` (spreadsheet-mangled) or `12.0`.
+pub fn ns(s: &str) -> Option<i64> {
+    let s = s.trim().trim_matches('"');
+    if let Ok(v) = s.parse::<i64>() {
+        return Some(v);
+    }
+    let v: f64 = s.parse().ok()?;
+    (v.is_finite() && v.abs() < 9.0e18).then(|| v.round() as i64)
+}
+
+/// `2`, `"Agent 2"`, `GPU 2` → 2.
+fn agent_number(s: &str) -> Option<u32> {
+    super::num::trailing_u64(s.trim().trim_matches('"')).map(|v| v as u32)
+}
+
+fn read_csv(
+    reader: impl Read,
+    label: &str,
+    kind: CsvKind,
+    input: u32,
+    trace: &mut Trace,
+    state: &mut InputState,
+    opts: &ReadOptions,
+) -> Result<(), IngestError> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .has_headers(true)
+        .from_reader(reader);
+    let headers: Vec<String> = match rdr.headers() {
+        Ok(h) => h
+            .iter()
+            .map(|f| {
+                f.trim()
+                    .trim_start_matches('\u{feff}')
+                    .trim_matches('"')
+                    .to_ascii_lowercase()
+            })
+            .collect(),
+        Err(e) => {
+            return Err(IngestError::Unrecognized {
+                path: label.into(),
+                offset: 0,
+                reason: format!("unreadable CSV header: {e}"),
+            })
+        }
+    };
+    let col = |name: &str| headers.iter().position(|h| h == name);
+    let need = |name: &str| {
+        col(name).ok_or_else(|| IngestError::Csv {
+            path: label.into(),
+            line: 1,
+            message: format!(
+                "missing required column '{name}' (found: {})",
+                headers.join(", ")
+            ),
+        })
+    };
+    let width = headers.len();
+    // Required columns per kind.
+    let (c_name, c_start, c_end) = match kind {
+        CsvKind::V3Kernels => (
+            need("kernel_name")?,
+            need("start_timestamp")?,
+            need("end_timestamp")?,
+        ),
+        CsvKind::V3Copies => (
+            need("direction")?,
+            need("start_timestamp")?,
+            need("end_timestamp")?,
+        ),
+        CsvKind::V3Api => (
+            need("function")?,
+            need("start_timestamp")?,
+            need("end_timestamp")?,
+        ),
+        CsvKind::V2Timestamps => (
+            need("kernel_name")?,
+            need("start_timestamp")?,
+            need("end_timestamp")?,
+        ),
+        CsvKind::V1Results => {
+            let n = need("kernelname")?;
+            // Without `--timestamp on` rocprof v1 writes no times: the dispatches still count.
+            match (col("beginns"), col("endns")) {
+                (Some(b), Some(e)) => (n, b, e),
+                _ => {
+                    state.warnings.push("no BeginNs/EndNs columns (rocprof run without --timestamp on): dispatches are counted, their times are zero".into());
+                    (n, usize::MAX, usize::MAX)
+                }
+            }
+        }
+    };
+    let c_agent = match kind {
+        CsvKind::V3Kernels => col("agent_id"),
+        CsvKind::V3Copies => col("destination_agent_id"),
+        CsvKind::V1Results => col("gpu-id"),
+        CsvKind::V2Timestamps => col("gpu_id"),
+        CsvKind::V3Api => None,
+    };
+    let c_stream = col("stream_id")
+        .or_else(|| col("queue_id"))
+        .or_else(|| col("queue-id"));
+    let c_corr = col("correlation_id");
+    let c_tid = col("thread_id").or_else(|| col("tid"));
+    let c_pid = col("process_id").or_else(|| col("pid"));
+    let c_domain = col("domain");
+    let mut record = csv::StringRecord::new();
+    let mut exponent_times = false;
+    let mut zero_len = 0u64;
+    let mut short_row: Option<u64> = None;
+    let mut skipped = 0u64;
+    loop {
+        let more = match rdr.read_record(&mut record) {
+            Ok(m) => m,
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line());
+                return Err(IngestError::Csv {
+                    path: label.into(),
+                    line,
+                    message: e.to_string(),
+                });
+            }
+        };
+        if !more {
+            break;
+        }
+        let line = record.position().map_or(0, |p| p.line());
+        // A short row is a row cut mid-write when it is the last one (checked at the end), else
+        // a malformed row to skip.
+        if record.len() < width {
+            if short_row.replace(line).is_some() {
+                skipped += 1;
+            }
+            continue;
+        }
+        if short_row.take().is_some() {
+            skipped += 1;
+        }
+        let get = |c: usize| record.get(c).unwrap_or("");
+        let time = |c: usize, what: &str| -> Result<i64, IngestError> {
+            if c == usize::MAX {
+                return Ok(0);
+            }
+            ns(get(c)).ok_or_else(|| IngestError::Csv {
+                path: label.into(),
+                line,
+                message: format!("column '{what}': not a time: {:?}", get(c)),
+            })
+        };
+        let start = time(c_start, &headers.get(c_start).cloned().unwrap_or_default())?;
+        let end = time(c_end, &headers.get(c_end).cloned().unwrap_or_default())?;
+        if c_start != usize::MAX && (get(c_start).contains(['e', 'E'])) {
+            exponent_times = true;
+        }
+        let dur = (end - start).max(0);
+        if dur == 0 && c_start != usize::MAX {
+            zero_len += 1;
+        }
+        let corr = c_corr
+            .and_then(|c| get(c).trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let mut small_id = |s: &str| -> u32 {
+            if let Ok(v) = s.trim().parse::<u32>() {
+                return v;
+            }
+            let n = state.ids.len() as u32;
+            *state.ids.entry(s.to_string()).or_insert(1_000_000 + n)
+        };
+        match kind {
+            CsvKind::V3Api => {
+                let domain = c_domain.map(get).unwrap_or("");
+                let kind = if domain.starts_with("HIP_RUNTIME") || domain.starts_with("HIP_API") {
+                    HostKind::Runtime
+                } else if domain.starts_with("MARKER") {
+                    HostKind::Annotation
+                } else {
+                    continue;
+                };
+                let name = trace.names.intern(get(c_name).trim());
+                let tid = c_tid
+                    .and_then(|c| get(c).trim().parse::<u64>().ok())
+                    .unwrap_or(0);
+                let pid = c_pid
+                    .and_then(|c| get(c).trim().parse::<u64>().ok())
+                    .unwrap_or(0);
+                trace.host.push(HostEvent {
+                    kind,
+                    name,
+                    input,
+                    pid,
+                    tid,
+                    ts_ns: start,
+                    dur_ns: dur,
+                    correlation: corr,
+                    external_id: 0,
+                    input_dims: NameId::NONE,
+                });
+            }
+            _ => {
+                let (akind, name) = match kind {
+                    CsvKind::V3Copies => (ActivityKind::Memcpy, get(c_name).trim().to_string()),
+                    _ => (ActivityKind::Kernel, get(c_name).trim().to_string()),
+                };
+                let device = c_agent.and_then(|c| agent_number(get(c))).unwrap_or(0);
+                let stream = c_stream.map(|c| small_id(get(c))).unwrap_or(0);
+                state.devices.insert(device);
+                let name = trace.names.intern(&name);
+                trace.activities.push(Activity {
+                    kind: akind,
+                    name,
+                    input,
+                    device,
+                    stream,
+                    ts_ns: start,
+                    dur_ns: dur,
+                    correlation: corr,
+                    external_id: 0,
+                });
+            }
+        }
+    }
+    if let Some(line) = short_row {
+        if opts.strict {
+            return Err(IngestError::TruncatedCsv {
+                path: label.into(),
+                line,
+            });
+        }
+        state.truncated = true;
+        state.warnings.push(format!(
+            "{label}: truncated: line {line} is cut short; read the complete rows before it"
+        ));
+    }
+    if skipped > 0 {
+        state.warnings.push(format!(
+            "{label}: skipped {skipped} rows with fewer fields than the header"
+        ));
+    }
+    if exponent_times {
+        state.warnings.push(format!(
+            "{label}: timestamps in exponent notation (a spreadsheet round trip?) lost their precision: durations are unreliable"
+        ));
+    }
+    if zero_len > 0 && c_start != usize::MAX && kind != CsvKind::V3Api {
+        state.warnings.push(format!(
+            "{label}: {zero_len} rows with zero or negative duration"
+        ));
+    }
+    Ok(())
+}
+
+/// The CSV files of a rocprofv3 output directory that make one input, in the order to read.
+pub fn rocprofv3_dir_files(dir: &Path) -> Option<Vec<(PathBuf, CsvKind)>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let named = |suffix: &str| {
+        files
+            .iter()
+            .filter(|p| p.to_string_lossy().ends_with(suffix))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let kernels = named("kernel_trace.csv");
+    if kernels.is_empty() {
+        return None;
+    }
+    let mut out: Vec<(PathBuf, CsvKind)> = kernels
+        .into_iter()
+        .map(|p| (p, CsvKind::V3Kernels))
+        .collect();
+    out.extend(
+        named("memory_copy_trace.csv")
+            .into_iter()
+            .map(|p| (p, CsvKind::V3Copies)),
+    );
+    // One HIP API trace: the full one if present, else the runtime-only one (never both).
+    let api = [
+        named("hip_api_trace.csv"),
+        named("hip_runtime_trace.csv"),
+        named("hip_trace.csv"),
+    ]
+    .into_iter()
+    .find(|v| !v.is_empty())
+    .unwrap_or_default();
+    out.extend(api.into_iter().map(|p| (p, CsvKind::V3Api)));
+    out.extend(
+        named("marker_api_trace.csv")
+            .into_iter()
+            .map(|p| (p, CsvKind::V3Api)),
+    );
+    Some(out)
+}
+
+/// Reads a rocprofv3 output directory as one input.
+pub fn read_rocprofv3_dir(
+    dir: &Path,
+    files: &[(PathBuf, CsvKind)],
+    trace: &mut Trace,
+    opts: &ReadOptions,
+) -> Result<(), IngestError> {
+    let label = dir.display().to_string();
+    let input = new_input(trace, &label, Format::RocprofV3Csv);
+    let mut state = InputState::default();
+    for (path, kind) in files {
+        let src = super::open(path)?;
+        // Skip files whose header is not what the name promised (an empty or foreign file).
+        if kind_of_header(&first_line(&src.head)) != Some(*kind) {
+            state
+                .warnings
+                .push(format!("{}: not a {kind:?} CSV; skipped", path.display()));
+            continue;
+        }
+        let file_label = path.display().to_string();
+        read_csv(
+            src.into_reader(),
+            &file_label,
+            *kind,
+            input,
+            trace,
+            &mut state,
+            opts,
+        )?;
+    }
+    if !files.iter().any(|(_, k)| *k == CsvKind::V3Api) {
+        state.warnings.push("no HIP API trace in the directory: idle time cannot be attributed (run rocprofv3 with --hip-trace)".into());
+    }
+    state.finish(trace, input);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_tell_the_kind() {
+        assert_eq!(kind_of_header("\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\""), Some(CsvKind::V3Kernels));
+        assert_eq!(kind_of_header("\u{feff}\"Kind\",\"Direction\",\"Source_Agent_Id\",\"Start_Timestamp\",\"End_Timestamp\"\r"), Some(CsvKind::V3Copies));
+        assert_eq!(kind_of_header("\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\""), Some(CsvKind::V3Api));
+        assert_eq!(
+            kind_of_header("Index,KernelName,gpu-id,queue-id"),
+            Some(CsvKind::V1Results)
+        );
+        assert_eq!(
+            kind_of_header("Dispatch_ID,GPU_ID,Kernel_Name,Start_Timestamp,End_Timestamp"),
+            Some(CsvKind::V2Timestamps)
+        );
+        assert_eq!(
+            kind_of_header("\"Name\",\"Calls\",\"TotalDurationNs\""),
+            None
+        );
+    }
+
+    #[test]
+    fn times_and_agents_parse() {
+        assert_eq!(ns("1071423114883652"), Some(1_071_423_114_883_652));
+        assert_eq!(ns("8.1097E+14"), Some(810_970_000_000_000));
+        assert_eq!(ns("abc"), None);
+        assert_eq!(agent_number("Agent 4"), Some(4));
+        assert_eq!(agent_number("2"), Some(2));
+    }
+}

@@ -1,0 +1,238 @@
+//! rocprof family inputs (issue 6): rocprof v1 CSV and JSON, rocprofv2 timestamps, rocprofv3 CSV
+//! (files and a whole output directory) and JSON, rocpd SQLite.
+
+use crate::common::{analyze_path, bin, rules};
+use crate::with_shared;
+use predicates::prelude::*;
+use rocprof_classify::classify::Bucket;
+use rocprof_classify::ingest::{read_all, ReadOptions};
+
+/// Every rocprof trace file of the corpus: (path, format, dispatches it must give, why when 0).
+const TRACES: &[(&str, &str, usize)] = &[
+    (
+        "corpus/tracelens_rocprof/908_results.json.gz",
+        "rocprofv3-json",
+        43_915,
+    ),
+    ("corpus/rocpd/28_results.db", "rocpd", 151),
+    ("corpus/rocpd/15_results.db", "rocpd", 301),
+    ("corpus/rocprof1_batched_gemm/results.json", "rocprof-v1", 4),
+    (
+        "corpus/rocprof1_hip_programming/results.json",
+        "rocprof-v1",
+        4,
+    ),
+    ("corpus/rocprof1_kokkos/results.json", "rocprof-v1", 42),
+    (
+        "corpus/rocprof1_hip_programming/output_vec_add_gpu.csv",
+        "rocprof-v1",
+        1,
+    ),
+    (
+        "corpus/rocprofv3_sdk_docs/kernel_trace.csv",
+        "rocprofv3-csv",
+        7,
+    ),
+    (
+        "corpus/rocprofv3_sdk_docs_2025/kernel_trace.csv",
+        "rocprofv3-csv",
+        9,
+    ),
+    (
+        "corpus/rocprofv3_sdk_docs_2025/kernel_trace_truncated.csv",
+        "rocprofv3-csv",
+        4,
+    ),
+    (
+        "corpus/rocprofv3_sdk_docs/memory_copy_trace.csv",
+        "rocprofv3-csv",
+        2,
+    ),
+    (
+        "corpus/rocprofv3_sdk_docs_2025/memory_copy_trace.csv",
+        "rocprofv3-csv",
+        4,
+    ),
+    (
+        "corpus/rocprof_compute/vcopy/MI100/timestamps.csv",
+        "rocprofv2-csv",
+        3,
+    ),
+    (
+        "corpus/rocprof_compute/vcopy/MI200/timestamps.csv",
+        "rocprofv2-csv",
+        3,
+    ),
+    (
+        "corpus/rocprof_compute/vcopy/MI300X_A1/timestamps.csv",
+        "rocprofv2-csv",
+        3,
+    ),
+    (
+        "corpus/rocprof_compute/vcopy/MI300A_A1/timestamps.csv",
+        "rocprofv2-csv",
+        3,
+    ),
+    (
+        "corpus/rocprof_compute/dispatch_0_1/MI300X_A1/timestamps.csv",
+        "rocprofv2-csv",
+        3,
+    ),
+    (
+        "corpus/rocprof_compute/ipblocks_SQ/MI300X_A1/timestamps.csv",
+        "rocprofv2-csv",
+        3,
+    ),
+    // API traces alone: host calls, no GPU activity (the dispatches are in kernel_trace.csv).
+    (
+        "corpus/rocprofv3_sdk_docs/hip_runtime_trace.csv",
+        "rocprofv3-csv",
+        0,
+    ),
+    (
+        "corpus/rocprofv3_sdk_docs_2025/hip_runtime_trace.csv",
+        "rocprofv3-csv",
+        0,
+    ),
+];
+
+#[test]
+fn every_rocprof_trace_loads() {
+    with_shared!(shared => {
+        println!("{:<66} {:<15} {:>10} {:>13}", "file", "format", "dispatches", "unclassified");
+        let mut problems = Vec::new();
+        for &(file, format, expected) in TRACES {
+            let path = shared.join(file);
+            if !path.exists() {
+                problems.push(format!("{file}: missing from the corpus"));
+                continue;
+            }
+            let a = analyze_path(&path);
+            crate::common::assert_valid_feed(&rocprof_classify::report::json::render(&a));
+            println!("{file:<66} {:<15} {:>10} {:>12.2}%", a.inputs[0].format.as_str(), a.activities, a.summary.unclassified_pct);
+            if a.inputs[0].format.as_str() != format {
+                problems.push(format!("{file}: read as {}, expected {format}", a.inputs[0].format.as_str()));
+            }
+            if a.activities as usize != expected {
+                problems.push(format!("{file}: {} dispatches, expected {expected}", a.activities));
+            }
+            if a.vendor() != rocprof_classify::model::Vendor::Amd {
+                problems.push(format!("{file}: vendor {:?}", a.vendor()));
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    });
+}
+
+#[test]
+fn rocpd_batched_gemms_are_gemm_and_fills_memory() {
+    with_shared!(shared => {
+        for (db, gemms, fills) in [("corpus/rocpd/28_results.db", 150, 1), ("corpus/rocpd/15_results.db", 150, 151)] {
+            let a = analyze_path(&shared.join(db));
+            assert_eq!(a.bucket(Bucket::Gemm).launches, gemms, "{db}");
+            assert_eq!(a.bucket(Bucket::Memory).launches, fills, "{db}");
+            assert_eq!(a.summary.unclassified_pct, 0.0, "{db}");
+        }
+        // The custom kernel of the second database, named by the generic GEMM rule.
+        let c = rules().classify("void batched_matrix_multiplication_matrix_core_128x128x16<128u, 128u, 16u>(unsigned int)");
+        assert_eq!(c.bucket, Bucket::Gemm);
+    });
+}
+
+#[test]
+fn rocprofv3_json_joins_kernel_names_and_agents() {
+    with_shared!(shared => {
+        let a = analyze_path(&shared.join("corpus/tracelens_rocprof/908_results.json.gz"));
+        assert!(a.summary.unclassified_pct < 2.0, "{}", a.summary.unclassified_pct);
+        assert!(a.inputs[0].devices.iter().all(|d| d.name.contains("MI350")), "{:?}", a.inputs[0].devices);
+        assert!(a.bucket(Bucket::Communication).launches > 0 && a.bucket(Bucket::Gemm).launches > 0);
+        // No API records: idle time cannot be attributed to the host.
+        assert!(a.partition_ns("idle_unattributed") > 0 && a.partition_ns("launch_overhead") == 0);
+    });
+}
+
+#[test]
+fn a_rocprofv3_directory_is_one_input_with_its_api_calls() {
+    with_shared!(shared => {
+        let dir = shared.join("corpus/rocprofv3_sdk_docs_2025");
+        let trace = read_all(&[dir], &ReadOptions::default()).unwrap();
+        assert_eq!(trace.inputs.len(), 1);
+        assert_eq!(trace.inputs[0].format.as_str(), "rocprofv3-csv");
+        let kinds: std::collections::BTreeSet<_> = trace.activities.kind.iter().copied().collect();
+        assert_eq!(kinds.len(), 2, "kernels and memory copies");
+        assert!(!trace.host.is_empty(), "HIP API calls were read");
+    });
+}
+
+#[test]
+fn rocprof_v1_json_kernels_and_copies() {
+    with_shared!(shared => {
+        let a = analyze_path(&shared.join("corpus/rocprof1_batched_gemm/results.json"));
+        assert_eq!(a.bucket(Bucket::Gemm).launches, 1);
+        assert_eq!(a.bucket(Bucket::Memory).launches, 3);
+        assert!(a.time_partition.iter().any(|r| r.category == "host_idle"), "HIP API calls give the host side");
+    });
+}
+
+#[test]
+fn csv_errors_name_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = "\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Kernel_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n";
+    let row = |i: u64| {
+        format!(
+            "\"KERNEL_DISPATCH\",\"Agent 2\",1,3,\"Cijk_Alik_Bljk_HHS_BH_MT64x64x32\",{i},{},{}\n",
+            1000 + i * 100,
+            1050 + i * 100
+        )
+    };
+    let good: String = std::iter::once(header.to_string())
+        .chain((1..=5).map(row))
+        .collect();
+
+    let bad_time = dir.path().join("bad_time.csv");
+    std::fs::write(&bad_time, good.replacen("1300", "soon", 1)).unwrap();
+    bin().arg(&bad_time).assert().code(2).stderr(
+        predicate::str::contains("line 4").and(predicate::str::contains("start_timestamp")),
+    );
+
+    let missing = dir.path().join("missing.csv");
+    std::fs::write(&missing, good.replace("\"End_Timestamp\"", "\"Other\"")).unwrap();
+    // Without End_Timestamp the header is still a kernel trace: the error names the column.
+    bin()
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("line 1").and(predicate::str::contains("end_timestamp")));
+
+    // Cut mid-row: the complete rows are analyzed, with a warning; --strict refuses.
+    let cut = dir.path().join("cut.csv");
+    std::fs::write(&cut, &good[..good.len() - 12]).unwrap();
+    let out = bin()
+        .arg(&cut)
+        .args(["--json", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let feed = crate::common::assert_valid_feed(&out.stdout);
+    assert_eq!(feed["inputs"][0]["truncated"], true);
+    assert_eq!(feed["buckets"][0]["launches"], 4);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("truncated"));
+    bin()
+        .arg(&cut)
+        .arg("--strict")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("truncated at line"));
+}
+
+#[test]
+fn aggregate_statistics_are_named_not_misread() {
+    with_shared!(shared => {
+        bin()
+            .arg(shared.join("corpus/rocprof1_batched_gemm/results.stats.csv"))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("rocprof-v1 input is recognized but not supported yet"));
+    });
+}
