@@ -91,7 +91,11 @@ pub fn readers() -> Vec<Box<dyn Reader>> {
 pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
     let mut out = Vec::new();
     for p in paths {
-        if p.as_os_str() != "-" && p.is_dir() && rocprof_csv::rocprofv3_dir_files(p).is_none() {
+        if p.as_os_str() != "-"
+            && p.is_dir()
+            && rocprof_csv::rocprofv3_dir_files(p).is_none()
+            && rocprof_csv::rocprof_compute_dir(p).is_none()
+        {
             let label = p.display().to_string();
             let entries = std::fs::read_dir(p).map_err(|source| IngestError::Open {
                 path: label.clone(),
@@ -291,6 +295,10 @@ pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestEr
         if path.is_dir() {
             if let Some(files) = rocprof_csv::rocprofv3_dir_files(&path) {
                 rocprof_csv::read_rocprofv3_dir(&path, &files, &mut trace, opts)?;
+                continue;
+            }
+            if let Some(workload) = rocprof_csv::rocprof_compute_dir(&path) {
+                rocprof_csv::read_rocprof_compute_dir(&path, &workload, &mut trace, opts)?;
                 continue;
             }
         }

@@ -236,3 +236,44 @@ fn aggregate_statistics_are_named_not_misread() {
             .stderr(predicate::str::contains("rocprof-v1 input is recognized but not supported yet"));
     });
 }
+
+#[test]
+fn every_rocprof_compute_workload_loads() {
+    with_shared!(shared => {
+        let workloads = [
+            ("corpus/rocprof_compute/dispatch_0_1/MI300X_A1", 3, "MI300X"),
+            ("corpus/rocprof_compute/ipblocks_SQ/MI300X_A1", 3, "MI300X"),
+            ("corpus/rocprof_compute/vcopy/MI100", 3, "MI100"),
+            ("corpus/rocprof_compute/vcopy/MI200", 3, "MI200"),
+            ("corpus/rocprof_compute/vcopy/MI300A_A1", 3, "MI300A"),
+            ("corpus/rocprof_compute/vcopy/MI300X_A1", 3, "MI300X"),
+            ("corpus/rocprof_compute_2025/vcopy/MI300X_A1_rocpd", 3, "MI300X"),
+            ("corpus/rocprof_compute_2025/vcopy/MI350", 3, "MI350"),
+            ("corpus/rocprof_compute_v3_bmm1/MI300X_A1", 301, "MI300X"),
+        ];
+        for (dir, dispatches, gpu) in workloads {
+            let a = analyze_path(&shared.join(dir));
+            assert_eq!(a.inputs.len(), 1, "{dir}: one input");
+            assert_eq!(a.inputs[0].format.as_str(), "rocprof-compute", "{dir}");
+            assert_eq!(a.activities, dispatches, "{dir}");
+            assert!(a.inputs[0].devices[0].name.contains(gpu), "{dir}: {:?}", a.inputs[0].devices);
+            assert_eq!(a.summary.unclassified_pct, 0.0, "{dir}");
+        }
+    });
+}
+
+#[test]
+fn one_run_in_two_files_agrees() {
+    with_shared!(shared => {
+        // rocprof-compute 3.x writes the dispatches (pmc_perf.csv) and their summary (pmc_kernel_top.csv).
+        let dir = shared.join("corpus/rocprof_compute_v3_bmm1/MI300X_A1");
+        let a = analyze_path(&dir);
+        let text = std::fs::read_to_string(dir.join("pmc_kernel_top.csv")).unwrap();
+        let mut rdr = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+        let total: f64 = rdr.records().map(|r| r.unwrap()[2].parse::<f64>().unwrap()).sum();
+        let ours = a.summary.kernel_ns as f64;
+        assert!((ours - total).abs() / total < 0.01, "pmc_perf {ours} ns vs pmc_kernel_top {total} ns");
+        let gemm = a.bucket(Bucket::Gemm);
+        assert_eq!(gemm.launches, 150, "the batched matrix-core GEMMs");
+    });
+}
