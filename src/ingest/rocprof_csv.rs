@@ -480,39 +480,6 @@ pub fn read_rocprofv3_dir(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn headers_tell_the_kind() {
-        assert_eq!(kind_of_header("\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\""), Some(CsvKind::V3Kernels));
-        assert_eq!(kind_of_header("\u{feff}\"Kind\",\"Direction\",\"Source_Agent_Id\",\"Start_Timestamp\",\"End_Timestamp\"\r"), Some(CsvKind::V3Copies));
-        assert_eq!(kind_of_header("\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\""), Some(CsvKind::V3Api));
-        assert_eq!(
-            kind_of_header("Index,KernelName,gpu-id,queue-id"),
-            Some(CsvKind::V1Results)
-        );
-        assert_eq!(
-            kind_of_header("Dispatch_ID,GPU_ID,Kernel_Name,Start_Timestamp,End_Timestamp"),
-            Some(CsvKind::V2Timestamps)
-        );
-        assert_eq!(
-            kind_of_header("\"Name\",\"Calls\",\"TotalDurationNs\""),
-            None
-        );
-    }
-
-    #[test]
-    fn times_and_agents_parse() {
-        assert_eq!(ns("1071423114883652"), Some(1_071_423_114_883_652));
-        assert_eq!(ns("8.1097E+14"), Some(810_970_000_000_000));
-        assert_eq!(ns("abc"), None);
-        assert_eq!(agent_number("Agent 4"), Some(4));
-        assert_eq!(agent_number("2"), Some(2));
-    }
-}
-
 /// The files of a rocprof-compute (omniperf) workload directory: `sysinfo.csv` plus
 /// `timestamps.csv` or `pmc_perf.csv[.gz]`.
 pub struct Workload {
@@ -686,4 +653,37 @@ fn read_pmc_perf(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_tell_the_kind() {
+        assert_eq!(kind_of_header("\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\""), Some(CsvKind::V3Kernels));
+        assert_eq!(kind_of_header("\u{feff}\"Kind\",\"Direction\",\"Source_Agent_Id\",\"Start_Timestamp\",\"End_Timestamp\"\r"), Some(CsvKind::V3Copies));
+        assert_eq!(kind_of_header("\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\""), Some(CsvKind::V3Api));
+        assert_eq!(
+            kind_of_header("Index,KernelName,gpu-id,queue-id"),
+            Some(CsvKind::V1Results)
+        );
+        assert_eq!(
+            kind_of_header("Dispatch_ID,GPU_ID,Kernel_Name,Start_Timestamp,End_Timestamp"),
+            Some(CsvKind::V2Timestamps)
+        );
+        assert_eq!(
+            kind_of_header("\"Name\",\"Calls\",\"TotalDurationNs\""),
+            None
+        );
+    }
+
+    #[test]
+    fn times_and_agents_parse() {
+        assert_eq!(ns("1071423114883652"), Some(1_071_423_114_883_652));
+        assert_eq!(ns("8.1097E+14"), Some(810_970_000_000_000));
+        assert_eq!(ns("abc"), None);
+        assert_eq!(agent_number("Agent 4"), Some(4));
+        assert_eq!(agent_number("2"), Some(2));
+    }
 }
