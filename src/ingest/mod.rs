@@ -269,21 +269,8 @@ fn recognize_unsupported(head: &[u8]) -> Option<Format> {
         .next()
         .unwrap_or("")
         .trim_start_matches('\u{feff}');
-    if first_line.contains(',') {
-        let h = first_line.replace('"', "");
-        if h.starts_with("Name,Calls,TotalDurationNs") {
-            // Aggregate statistics (results.stats.csv, kernel_stats.csv): not read yet.
-            return Some(if h.contains("MinNs") {
-                Format::RocprofV3Csv
-            } else {
-                Format::RocprofV1
-            });
-        }
-        if h.contains("Counter_Name") || h.contains("SQ_WAVES") {
-            return Some(Format::RocprofCompute);
-        }
-    }
-    None
+    // rocprof-compute counter files given alone (give the workload directory instead).
+    (first_line.contains(',') && first_line.contains("SQ_WAVES")).then_some(Format::RocprofCompute)
 }
 
 /// Reads every path into one trace, in the order given (directories expanded).

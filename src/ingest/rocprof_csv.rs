@@ -29,12 +29,21 @@ pub enum CsvKind {
     V1Results,
     /// rocprofv2 / rocprof-compute `timestamps.csv`.
     V2Timestamps,
+    /// Aggregate statistics: rocprof v1 `results.stats.csv` (5 columns) or rocprofv3
+    /// `kernel_stats.csv` (with Min/Max/StdDev).
+    Stats,
+    /// rocprofv3 `counter_collection.csv`: a row per counter per dispatch.
+    V3Counters,
 }
 
 impl CsvKind {
     pub fn format(self) -> Format {
         match self {
-            CsvKind::V3Kernels | CsvKind::V3Copies | CsvKind::V3Api => Format::RocprofV3Csv,
+            CsvKind::V3Kernels | CsvKind::V3Copies | CsvKind::V3Api | CsvKind::V3Counters => {
+                Format::RocprofV3Csv
+            }
+            // The 5-column layout is rocprof v1's; rocprofv3 adds MinNs/MaxNs/StdDev.
+            CsvKind::Stats => Format::RocprofV1,
             CsvKind::V1Results => Format::RocprofV1,
             CsvKind::V2Timestamps => Format::RocprofV2Csv,
         }
@@ -62,8 +71,16 @@ pub fn kind_of_header(line: &str) -> Option<CsvKind> {
         Some(CsvKind::V3Api)
     } else if has("kernelname") && (has("index") || has("gpu-id")) {
         Some(CsvKind::V1Results)
-    } else if has("kernel_name") && has("dispatch_id") && has("start_timestamp") {
+    } else if has("kernel_name")
+        && has("dispatch_id")
+        && has("start_timestamp")
+        && !has("counter_name")
+    {
         Some(CsvKind::V2Timestamps)
+    } else if has("name") && has("calls") && has("totaldurationns") {
+        Some(CsvKind::Stats)
+    } else if has("kernel_name") && has("counter_name") && has("dispatch_id") {
+        Some(CsvKind::V3Counters)
     } else {
         None
     }
@@ -85,25 +102,164 @@ impl Reader for RocprofCsvReader {
         "a CSV header with Kernel_Name/KernelName and start/end times, or Domain,Function,… API columns"
     }
     fn sniff(&self, head: &[u8]) -> Option<bool> {
-        Some(kind_of_header(&first_line(head)).is_some_and(|k| k.format() == self.0))
+        Some(kind_of_header(&first_line(head)).is_some_and(|k| stats_format(k, head) == self.0))
     }
     fn read(&self, src: Source, trace: &mut Trace, opts: &ReadOptions) -> Result<(), IngestError> {
-        let kind = kind_of_header(&first_line(&src.head)).expect("sniffed");
+        let kind =
+            kind_of_header(&first_line(&src.head)).ok_or_else(|| IngestError::Unrecognized {
+                path: src.label.clone(),
+                offset: 0,
+                reason: "not a rocprof CSV header".into(),
+            })?;
         let label = src.label.clone();
-        let input = new_input(trace, &label, kind.format());
+        let input = new_input(trace, &label, stats_format(kind, &src.head));
         let mut state = InputState::default();
-        read_csv(
-            src.into_reader(),
-            &label,
-            kind,
-            input,
-            trace,
-            &mut state,
-            opts,
-        )?;
+        if kind == CsvKind::Stats {
+            let name = src
+                .path
+                .as_ref()
+                .and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().to_lowercase())
+                .unwrap_or_default();
+            read_stats(src.into_reader(), &label, &name, input, trace, &mut state)?;
+        } else {
+            read_csv(
+                src.into_reader(),
+                &label,
+                kind,
+                input,
+                trace,
+                &mut state,
+                opts,
+            )?;
+        }
         state.finish(trace, input);
         Ok(())
     }
+}
+
+/// The format of a file of this kind: stats files are rocprof v1's unless they carry rocprofv3's
+/// extra columns.
+fn stats_format(kind: CsvKind, head: &[u8]) -> Format {
+    if kind == CsvKind::Stats
+        && header_fields(&first_line(head))
+            .iter()
+            .any(|h| h == "minns")
+    {
+        Format::RocprofV3Csv
+    } else {
+        kind.format()
+    }
+}
+
+/// Most launches one statistics row may expand to (its timeline is synthetic anyway).
+const MAX_STATS_LAUNCHES: u64 = 5_000_000;
+
+/// Aggregate statistics (`Name,Calls,TotalDurationNs,…`): each row becomes `Calls` activities of
+/// the average duration (the remainder spread so the total is exact), laid end to end: buckets,
+/// launches and top kernels are right, the timeline is synthetic. Old rocprof writes names with
+/// commas unquoted, so the numbers are read from the end of the row. API statistics
+/// (`hip_stats`) describe host calls and give no GPU activity.
+fn read_stats(
+    reader: impl Read,
+    label: &str,
+    file_name: &str,
+    input: u32,
+    trace: &mut Trace,
+    state: &mut InputState,
+) -> Result<(), IngestError> {
+    let api = ["hip_stats", "api_stats", "domain_stats", "hsa_stats"]
+        .iter()
+        .any(|n| file_name.contains(n));
+    let copies = file_name.contains("copy_stats");
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .has_headers(true)
+        .from_reader(reader);
+    let width = rdr.headers().map(|h| h.len()).unwrap_or(5).max(3);
+    // Numbers after the name: Calls, TotalDurationNs, AverageNs, Percentage (+ MinNs, MaxNs, StdDev).
+    let numbers = width - 1;
+    let mut clock = 0i64;
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| IngestError::Csv {
+            path: label.into(),
+            line: e.position().map_or(0, |p| p.line()),
+            message: e.to_string(),
+        })?;
+        let line = rec.position().map_or(0, |p| p.line());
+        if rec.len() < width {
+            state.warnings.push(format!(
+                "{label}: line {line} has fewer fields than the header; skipped"
+            ));
+            continue;
+        }
+        let fields: Vec<&str> = rec.iter().collect();
+        let name_end = fields.len() - numbers;
+        let name = fields[..name_end].join(",");
+        let calls: u64 = fields[name_end]
+            .trim()
+            .parse()
+            .map_err(|_| IngestError::Csv {
+                path: label.into(),
+                line,
+                message: format!("column 'Calls': not a count: {:?}", fields[name_end]),
+            })?;
+        let total = ns(fields[name_end + 1]).ok_or_else(|| IngestError::Csv {
+            path: label.into(),
+            line,
+            message: format!(
+                "column 'TotalDurationNs': not a time: {:?}",
+                fields[name_end + 1]
+            ),
+        })?;
+        if api {
+            continue;
+        }
+        if calls > MAX_STATS_LAUNCHES {
+            return Err(IngestError::Csv {
+                path: label.into(),
+                line,
+                message: format!(
+                    "{calls} calls in one row: more than this tool expands ({MAX_STATS_LAUNCHES})"
+                ),
+            });
+        }
+        let kind = if copies || name.starts_with("Copy") {
+            ActivityKind::Memcpy
+        } else if name == "FillBuffer" {
+            ActivityKind::Memset
+        } else {
+            ActivityKind::Kernel
+        };
+        let id = trace.names.intern(name.trim());
+        let (each, extra) = if calls == 0 {
+            (0, 0)
+        } else {
+            (total / calls as i64, total % calls as i64)
+        };
+        for k in 0..calls as i64 {
+            let dur = each + i64::from(k < extra);
+            trace.activities.push(Activity {
+                kind,
+                name: id,
+                input,
+                device: 0,
+                stream: 0,
+                ts_ns: clock,
+                dur_ns: dur,
+                correlation: 0,
+                external_id: 0,
+            });
+            clock += dur;
+        }
+        state.devices.insert(0);
+    }
+    state.warnings.push(if api {
+        format!("{label}: API call statistics: host calls only, no GPU activity")
+    } else {
+        format!("{label}: aggregate statistics: kernel totals and launches are exact, the timeline is synthetic")
+    });
+    Ok(())
 }
 
 /// Adds an input entry.
@@ -226,6 +382,24 @@ fn read_csv(
             need("start_timestamp")?,
             need("end_timestamp")?,
         ),
+        CsvKind::V3Counters => {
+            let n = need("kernel_name")?;
+            match (col("start_timestamp"), col("end_timestamp")) {
+                (Some(b), Some(e)) => (n, b, e),
+                _ => {
+                    state.warnings.push("counter collection without timestamps: dispatches are counted, their times are zero".into());
+                    (n, usize::MAX, usize::MAX)
+                }
+            }
+        }
+        // Statistics are read by `read_stats`; reaching here means a caller mixed the two up.
+        CsvKind::Stats => {
+            return Err(IngestError::Unrecognized {
+                path: label.into(),
+                offset: 0,
+                reason: "aggregate statistics have no per-dispatch rows".into(),
+            })
+        }
         CsvKind::V1Results => {
             let n = need("kernelname")?;
             // Without `--timestamp on` rocprof v1 writes no times: the dispatches still count.
@@ -239,12 +413,15 @@ fn read_csv(
         }
     };
     let c_agent = match kind {
-        CsvKind::V3Kernels => col("agent_id"),
+        CsvKind::V3Kernels | CsvKind::V3Counters => col("agent_id"),
         CsvKind::V3Copies => col("destination_agent_id"),
         CsvKind::V1Results => col("gpu-id"),
         CsvKind::V2Timestamps => col("gpu_id"),
-        CsvKind::V3Api => None,
+        CsvKind::V3Api | CsvKind::Stats => None,
     };
+    // The counter file repeats each dispatch once per counter.
+    let c_dispatch = col("dispatch_id");
+    let mut dispatches_seen = std::collections::HashSet::new();
     let c_stream = col("stream_id")
         .or_else(|| col("queue_id"))
         .or_else(|| col("queue-id"));
@@ -285,6 +462,13 @@ fn read_csv(
             skipped += 1;
         }
         let get = |c: usize| record.get(c).unwrap_or("");
+        if kind == CsvKind::V3Counters {
+            if let Some(c) = c_dispatch {
+                if !dispatches_seen.insert(get(c).to_string()) {
+                    continue;
+                }
+            }
+        }
         let time = |c: usize, what: &str| -> Result<i64, IngestError> {
             if c == usize::MAX {
                 return Ok(0);
@@ -673,9 +857,10 @@ mod tests {
             Some(CsvKind::V2Timestamps)
         );
         assert_eq!(
-            kind_of_header("\"Name\",\"Calls\",\"TotalDurationNs\""),
-            None
+            kind_of_header("\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\""),
+            Some(CsvKind::Stats)
         );
+        assert_eq!(kind_of_header("\"Name\",\"Value\""), None);
     }
 
     #[test]

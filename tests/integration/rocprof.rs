@@ -227,13 +227,44 @@ fn csv_errors_name_line_and_column() {
 }
 
 #[test]
-fn aggregate_statistics_are_named_not_misread() {
+fn aggregate_statistics_load_with_exact_totals() {
     with_shared!(shared => {
-        bin()
-            .arg(shared.join("corpus/rocprof1_batched_gemm/results.stats.csv"))
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains("rocprof-v1 input is recognized but not supported yet"));
+        // Old rocprof writes kernel names with commas unquoted: the numbers are the last fields.
+        let a = analyze_path(&shared.join("corpus/rocprof1_kokkos/results.stats.csv"));
+        assert_eq!(a.activities, 12);
+        // Every kernel row keeps its full comma-laden name ("Unknown command type" is rocprof's own row).
+        assert!(
+            a.top_kernels.iter().filter(|k| k.name != "Unknown command type").all(|k| k.name.contains("Kokkos")),
+            "names intact"
+        );
+        assert!(a.top_kernels.iter().any(|k| k.name.contains(", ")), "a comma-laden name survived whole");
+        assert!(a.inputs[0].warnings.iter().any(|w| w.contains("timeline is synthetic")));
+        // API statistics: host calls, no GPU activity (said, not silent).
+        let api = analyze_path(&shared.join("corpus/rocprof1_kokkos/results.hip_stats.csv"));
+        assert_eq!(api.activities, 0);
+        assert!(api.inputs[0].warnings.iter().any(|w| w.contains("API call statistics")));
+        let v3 = analyze_path(&shared.join("corpus/rocprofv3_sdk_docs/hip_api_stats.csv"));
+        assert_eq!(v3.inputs[0].format.as_str(), "rocprofv3-csv");
+    });
+}
+
+#[test]
+fn a_trace_and_its_statistics_agree() {
+    with_shared!(shared => {
+        // rocprof v1 wrote both results.json (the trace) and results.stats.csv / results.copy_stats.csv.
+        for dir in ["rocprof1_batched_gemm", "rocprof1_hip_programming", "rocprof1_kokkos"] {
+            let d = shared.join("corpus").join(dir);
+            let trace = analyze_path(&d.join("results.json"));
+            for (stats, bucket) in [("results.stats.csv", None), ("results.copy_stats.csv", Some(Bucket::Memory))] {
+                let s = analyze_path(&d.join(stats));
+                let theirs = s.summary.kernel_ns as f64;
+                let ours = match bucket {
+                    Some(b) => trace.bucket(b).kernel_ns as f64,
+                    None => (trace.summary.kernel_ns - trace.bucket(Bucket::Memory).kernel_ns) as f64,
+                };
+                assert!((ours - theirs).abs() <= 0.01 * theirs.max(1.0), "{dir}/{stats}: trace {ours} ns vs statistics {theirs} ns");
+            }
+        }
     });
 }
 
