@@ -4,6 +4,7 @@
 
 pub mod attribution;
 pub mod compile;
+pub mod hardware;
 pub mod links;
 pub mod partition;
 pub mod steps;
@@ -126,6 +127,8 @@ pub struct Analysis {
     /// GPU time by `nn.Module` and by user source line (traces recorded with `with_stack`).
     pub modules: Vec<attribution::FrameRow>,
     pub sources: Vec<attribution::FrameRow>,
+    /// Hardware-counter metrics per kernel (rocprof-compute workloads; empty otherwise).
+    pub kernel_counters: Vec<hardware::KernelCounters>,
 }
 
 /// One rank's view (the feed's `ranks[]`).
@@ -199,6 +202,7 @@ pub struct Context<'a> {
     /// Analyzed step durations (slowest rank per step number), in step order.
     pub step_durations: Vec<(u64, i64)>,
     pub warmup_in_window: bool,
+    pub kernel_counters: Vec<hardware::KernelCounters>,
     pub opts: &'a AnalysisOptions,
 }
 
@@ -425,6 +429,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         kernel_ns,
         unclassified_pct: pct(unclassified_ns, kernel_ns),
     };
+    let kernel_counters = hardware::kernel_counters(trace, &classified);
     let ctx = Context {
         trace,
         rules,
@@ -441,6 +446,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         step_rows,
         step_durations,
         warmup_in_window,
+        kernel_counters,
         opts,
     };
     let findings = detect::run_all(&ctx);
@@ -465,6 +471,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         ops,
         modules,
         sources,
+        kernel_counters: ctx.kernel_counters,
     }
 }
 

@@ -2,6 +2,7 @@
 //! at stake and the evidence (FEED.md finding ids). They never read files or print.
 
 mod compile;
+mod hardware;
 mod host;
 mod kernels;
 mod model;
@@ -80,6 +81,10 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
     ("unclassified_time", "more than 2% of kernel time matched no classification rule."),
     ("high_step_variance", "step-time coefficient of variation above 10%."),
     ("warmup_in_window", "step 0 takes more than 1.5x the median of the other steps."),
+    ("low_occupancy", "(hardware counters) kernels with >= 1% of profiled time whose VGPRs or LDS allow at most a quarter of the waves a SIMD can hold (2 of 8 on MI300), while the grid has work for more (seeds/003 occupancy formula)."),
+    ("memory_bound_gemm", "(hardware counters) GEMM, attention or conv kernels whose arithmetic intensity (FLOPs per HBM byte) is below the roofline's ridge point and which reach >= 30% of the attainable performance there."),
+    ("low_gemm_efficiency", "(hardware counters) GEMM, attention or conv kernels below 30% of the roofline's attainable FLOP/s at their arithmetic intensity (latency bound)."),
+    ("no_matrix_cores", "(hardware counters) GEMM, attention or conv kernels with FLOPs but under 1% of them on matrix cores (MFMA)."),
 ];
 
 type Detector = fn(&Context) -> Vec<Finding>;
@@ -105,6 +110,10 @@ const DETECTORS: &[Detector] = &[
     kernels::unclassified_time,
     steps::high_step_variance,
     steps::warmup_in_window,
+    hardware::low_occupancy,
+    hardware::memory_bound_gemm,
+    hardware::low_gemm_efficiency,
+    hardware::no_matrix_cores,
 ];
 
 /// Runs every detector; findings sorted by severity, then time at stake (descending), then id.

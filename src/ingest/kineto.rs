@@ -423,6 +423,7 @@ impl<'t> KinetoSink<'t> {
             rank,
             truncated: false,
             warnings: Vec::new(),
+            hardware: None,
         });
         self.inputs.insert(rank, i);
         i

@@ -9,6 +9,7 @@ pub mod json_stream;
 pub mod kineto;
 pub mod num;
 pub mod rocpd;
+pub mod rocprof_compute;
 pub mod rocprof_csv;
 pub mod rocprof_v1_json;
 pub mod rocprofv3_json;
@@ -94,7 +95,7 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
         if p.as_os_str() != "-"
             && p.is_dir()
             && rocprof_csv::rocprofv3_dir_files(p).is_none()
-            && rocprof_csv::rocprof_compute_dir(p).is_none()
+            && rocprof_compute::rocprof_compute_dir(p).is_none()
         {
             let label = p.display().to_string();
             let entries = std::fs::read_dir(p).map_err(|source| IngestError::Open {
@@ -284,8 +285,8 @@ pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestEr
                 rocprof_csv::read_rocprofv3_dir(&path, &files, &mut trace, opts)?;
                 continue;
             }
-            if let Some(workload) = rocprof_csv::rocprof_compute_dir(&path) {
-                rocprof_csv::read_rocprof_compute_dir(&path, &workload, &mut trace, opts)?;
+            if let Some(workload) = rocprof_compute::rocprof_compute_dir(&path) {
+                rocprof_compute::read_rocprof_compute_dir(&path, &workload, &mut trace, opts)?;
                 continue;
             }
         }

@@ -199,6 +199,7 @@ impl Reader for RocpdReader {
             rank: None,
             truncated: false,
             warnings,
+            hardware: None,
         });
         Ok(())
     }

@@ -263,7 +263,7 @@ fn read_stats(
 }
 
 /// Adds an input entry.
-fn new_input(trace: &mut Trace, label: &str, format: Format) -> u32 {
+pub(super) fn new_input(trace: &mut Trace, label: &str, format: Format) -> u32 {
     trace.inputs.push(InputMeta {
         path: label.to_string(),
         format,
@@ -272,22 +272,23 @@ fn new_input(trace: &mut Trace, label: &str, format: Format) -> u32 {
         rank: None,
         truncated: false,
         warnings: Vec::new(),
+        hardware: None,
     });
     (trace.inputs.len() - 1) as u32
 }
 
 /// What reading one input accumulates across its files.
 #[derive(Default)]
-struct InputState {
-    devices: BTreeSet<u32>,
-    warnings: Vec<String>,
-    truncated: bool,
+pub(super) struct InputState {
+    pub devices: BTreeSet<u32>,
+    pub warnings: Vec<String>,
+    pub truncated: bool,
     /// String ids (queue handles, "Agent 2") mapped to small numbers.
     ids: HashMap<String, u32>,
 }
 
 impl InputState {
-    fn finish(self, trace: &mut Trace, input: u32) {
+    pub(super) fn finish(self, trace: &mut Trace, input: u32) {
         let meta = &mut trace.inputs[input as usize];
         meta.devices = self
             .devices
@@ -313,11 +314,11 @@ pub fn ns(s: &str) -> Option<i64> {
 }
 
 /// `2`, `"Agent 2"`, `GPU 2` → 2.
-fn agent_number(s: &str) -> Option<u32> {
+pub(super) fn agent_number(s: &str) -> Option<u32> {
     super::num::trailing_u64(s.trim().trim_matches('"')).map(|v| v as u32)
 }
 
-fn read_csv(
+pub(super) fn read_csv(
     reader: impl Read,
     label: &str,
     kind: CsvKind,
@@ -661,181 +662,6 @@ pub fn read_rocprofv3_dir(
         state.warnings.push("no HIP API trace in the directory: idle time cannot be attributed (run rocprofv3 with --hip-trace)".into());
     }
     state.finish(trace, input);
-    Ok(())
-}
-
-/// The files of a rocprof-compute (omniperf) workload directory: `sysinfo.csv` plus
-/// `timestamps.csv` or `pmc_perf.csv[.gz]`.
-pub struct Workload {
-    pub sysinfo: PathBuf,
-    pub timestamps: Option<PathBuf>,
-    pub pmc_perf: Option<PathBuf>,
-}
-
-pub fn rocprof_compute_dir(dir: &Path) -> Option<Workload> {
-    let sysinfo = dir.join("sysinfo.csv");
-    if !sysinfo.is_file() {
-        return None;
-    }
-    let pmc_perf = ["pmc_perf.csv", "pmc_perf.csv.gz"]
-        .iter()
-        .map(|n| dir.join(n))
-        .find(|p| p.is_file());
-    let timestamps = Some(dir.join("timestamps.csv")).filter(|p| p.is_file());
-    (pmc_perf.is_some() || timestamps.is_some()).then_some(Workload {
-        sysinfo,
-        timestamps,
-        pmc_perf,
-    })
-}
-
-/// The GPU model a workload's `sysinfo.csv` names (`MI300X_A1`, …).
-fn gpu_model(sysinfo: &Path) -> String {
-    let Ok(mut rdr) = csv::ReaderBuilder::new().flexible(true).from_path(sysinfo) else {
-        return String::new();
-    };
-    let headers: Vec<String> = rdr
-        .headers()
-        .map(|h| h.iter().map(str::to_string).collect())
-        .unwrap_or_default();
-    let Some(Ok(row)) = rdr.records().next() else {
-        return String::new();
-    };
-    let get = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .and_then(|i| row.get(i))
-            .unwrap_or("")
-            .trim()
-            .to_string()
-    };
-    let model = get("gpu_model");
-    let arch = get("gpu_arch");
-    match (model.is_empty(), arch.is_empty()) {
-        (false, false) => format!("{model} ({arch})"),
-        (false, true) => model,
-        _ => arch,
-    }
-}
-
-/// Reads a rocprof-compute workload's dispatches as one input: from `timestamps.csv` when present
-/// (omniperf ≤ 2.x), else from the dispatch columns of `pmc_perf.csv` (wide: a row per dispatch;
-/// long: a row per counter per dispatch, deduplicated by `Dispatch_ID`). Counters are not read yet.
-pub fn read_rocprof_compute_dir(
-    dir: &Path,
-    w: &Workload,
-    trace: &mut Trace,
-    opts: &ReadOptions,
-) -> Result<(), IngestError> {
-    let label = dir.display().to_string();
-    let input = new_input(trace, &label, Format::RocprofCompute);
-    let mut state = InputState::default();
-    match (&w.timestamps, &w.pmc_perf) {
-        (Some(ts), _) => {
-            let src = super::open(ts)?;
-            let file_label = ts.display().to_string();
-            read_csv(
-                src.into_reader(),
-                &file_label,
-                CsvKind::V2Timestamps,
-                input,
-                trace,
-                &mut state,
-                opts,
-            )?;
-        }
-        (None, Some(pmc)) => read_pmc_perf(pmc, input, trace, &mut state)?,
-        (None, None) => {}
-    }
-    let name = gpu_model(&w.sysinfo);
-    state.finish(trace, input);
-    for d in &mut trace.inputs[input as usize].devices {
-        d.name = name.clone();
-    }
-    trace.inputs[input as usize]
-        .warnings
-        .push("hardware counters (pmc_perf.csv) are not analyzed yet: dispatch times only".into());
-    Ok(())
-}
-
-fn read_pmc_perf(
-    path: &Path,
-    input: u32,
-    trace: &mut Trace,
-    state: &mut InputState,
-) -> Result<(), IngestError> {
-    let label = path.display().to_string();
-    let src = super::open(path)?;
-    let mut rdr = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(src.into_reader());
-    let headers: Vec<String> = rdr
-        .headers()
-        .map_err(|e| IngestError::Csv {
-            path: label.clone(),
-            line: 1,
-            message: e.to_string(),
-        })?
-        .iter()
-        .map(|h| h.trim_start_matches('\u{feff}').to_string())
-        .collect();
-    let col = |n: &str| headers.iter().position(|h| h == n);
-    let need = |n: &str| {
-        col(n).ok_or_else(|| IngestError::Csv {
-            path: label.clone(),
-            line: 1,
-            message: format!("missing required column '{n}'"),
-        })
-    };
-    let (c_name, c_start, c_end) = (
-        need("Kernel_Name")?,
-        need("Start_Timestamp")?,
-        need("End_Timestamp")?,
-    );
-    let (c_id, c_gpu) = (col("Dispatch_ID"), col("GPU_ID"));
-    let mut seen = std::collections::HashSet::new();
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| IngestError::Csv {
-            path: label.clone(),
-            line: e.position().map_or(0, |p| p.line()),
-            message: e.to_string(),
-        })?;
-        let line = rec.position().map_or(0, |p| p.line());
-        if let Some(c) = c_id {
-            // The long format repeats each dispatch once per counter.
-            if !seen.insert((
-                rec.get(c_gpu.unwrap_or(c)).unwrap_or("").to_string(),
-                rec.get(c).unwrap_or("").to_string(),
-            )) {
-                continue;
-            }
-        }
-        let time = |c: usize| {
-            ns(rec.get(c).unwrap_or("")).ok_or_else(|| IngestError::Csv {
-                path: label.clone(),
-                line,
-                message: format!("column '{}': not a time", headers[c]),
-            })
-        };
-        let (start, end) = (time(c_start)?, time(c_end)?);
-        let device = c_gpu
-            .and_then(|c| agent_number(rec.get(c).unwrap_or("")))
-            .unwrap_or(0);
-        state.devices.insert(device);
-        let name = trace.names.intern(rec.get(c_name).unwrap_or("").trim());
-        trace.activities.push(Activity {
-            kind: ActivityKind::Kernel,
-            name,
-            input,
-            device,
-            stream: 0,
-            ts_ns: start,
-            dur_ns: (end - start).max(0),
-            correlation: 0,
-            external_id: 0,
-        });
-    }
     Ok(())
 }
 

@@ -36,6 +36,7 @@ impl Reader for RocprofV1JsonReader {
             rank: None,
             truncated: false,
             warnings: Vec::new(),
+            hardware: None,
         });
         let mut sink = Sink {
             trace,

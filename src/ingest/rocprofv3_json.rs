@@ -283,6 +283,7 @@ impl Reader for RocprofV3JsonReader {
                 rank: None,
                 truncated: false,
                 warnings,
+                hardware: None,
             });
         }
         Ok(())

@@ -4,8 +4,10 @@
 //! Times are integer nanoseconds (`*_ns`) on the input's own clock: readers convert once, at the
 //! edge, so no analysis ever sees a microsecond float.
 
+mod counters;
 mod intern;
 
+pub use counters::{DeviceSpec, DispatchCounters, KernelResources, PeakSource, Pipe, PipeOps};
 pub use intern::{Interner, NameId};
 use serde::Serialize;
 
@@ -223,6 +225,9 @@ pub struct InputMeta {
     pub rank: Option<u32>,
     pub truncated: bool,
     pub warnings: Vec<String>,
+    /// The GPU's shape and peaks, where the input describes them (rocprof-compute `sysinfo.csv`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<DeviceSpec>,
 }
 
 /// The normalized trace every analysis reads.
@@ -232,6 +237,8 @@ pub struct Trace {
     pub activities: GpuActivities,
     pub host: HostEvents,
     pub inputs: Vec<InputMeta>,
+    /// Hardware counters of profiled dispatches (rocprof-compute); empty for timeline traces.
+    pub counters: Vec<DispatchCounters>,
 }
 
 impl Trace {
@@ -277,6 +284,11 @@ impl Trace {
                     external_id: h.external_id[k],
                     input_dims: h.input_dims[k],
                 });
+            }
+        }
+        for c in &self.counters {
+            if let Some(input) = map(c.input) {
+                out.counters.push(DispatchCounters { input, ..c.clone() });
             }
         }
         out

@@ -277,6 +277,8 @@ fn ladder_status(
                         ("partial", "CUDA/HIP graphs replay the work, but no torch.compile region runs".to_string())
                     } else if a.summary.kernel_ns == 0 {
                         ("unknown", "no GPU activity".to_string())
+                    } else if a.inputs.iter().all(|i| i.format != crate::model::Format::Kineto) {
+                        ("unknown", "no PyTorch operators in a rocprof profile: torch.compile use cannot be seen (profile with torch.profiler to check)".to_string())
                     } else {
                         ("todo", "eager: no torch.compile region runs in the window".to_string())
                     }

@@ -313,7 +313,41 @@ pub fn render(a: &Analysis) -> String {
         );
     }
     let _ = writeln!(b, "</tbody></table>");
+    render_counters(&mut b, a);
     page(&format!("rocprof-classify: {title}"), &b)
+}
+
+/// Hardware counters per kernel (rocprof-compute workloads): bound labels and fractions of peak.
+fn render_counters(b: &mut String, a: &Analysis) {
+    if a.kernel_counters.is_empty() {
+        return;
+    }
+    let _ = writeln!(b, "<h2>Hardware counters</h2><table class=\"sortable\"><thead><tr><th>kernel</th><th>bound</th><th>pipe</th><th>TFLOP/s</th><th>% of peak</th><th>HBM GB/s</th><th>% of peak</th><th>FLOP/byte</th><th>roofline %</th><th>waves/SIMD</th></tr></thead><tbody>");
+    let opt = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    for k in &a.kernel_counters {
+        let occ = k.occupancy.as_ref().map_or("-".to_string(), |o| {
+            format!(
+                "{:.1}/{} ({})",
+                o.waves_per_simd, o.max_waves_per_simd, o.limiter
+            )
+        });
+        let _ = writeln!(
+            b,
+            "<tr><td><code title=\"{}\">{}</code></td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            esc(&k.name),
+            esc(&shorten_tail(&display_name(&k.name), 70)),
+            k.bound.map_or("-", |x| x.as_str()),
+            k.pipe.unwrap_or("-"),
+            opt(k.tflops, 2),
+            opt(k.pct_of_peak, 1),
+            opt(k.hbm_gbps, 0),
+            opt(k.hbm_pct_of_peak, 1),
+            opt(k.arithmetic_intensity, 1),
+            opt(k.roofline_pct, 1),
+            esc(&occ)
+        );
+    }
+    let _ = writeln!(b, "</tbody></table>");
 }
 
 fn delta_cell(d: &Delta) -> String {

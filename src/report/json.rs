@@ -37,6 +37,8 @@ struct Feed<'a> {
     sources: &'a [FrameRow],
     /// Per analyzed step: its window and partition (an addition to FEED.md's fields).
     step_breakdown: &'a [StepRow],
+    /// Hardware-counter metrics per kernel (rocprof-compute workloads; an addition to FEED.md).
+    kernel_counters: &'a [crate::analysis::hardware::KernelCounters],
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
@@ -62,6 +64,7 @@ pub fn render(a: &Analysis) -> Vec<u8> {
         modules: &a.modules,
         sources: &a.sources,
         step_breakdown: &a.step_breakdown,
+        kernel_counters: &a.kernel_counters,
     };
     let mut out =
         serde_json::to_vec_pretty(&feed).expect("the feed is plain data and always serializes");

@@ -159,9 +159,36 @@ pub fn render(a: &Analysis) -> String {
             k.pct
         );
     }
+    let _ = writeln!(out, "\n</details>");
+    if !a.kernel_counters.is_empty() {
+        let _ = writeln!(out, "\n<details><summary>Hardware counters per kernel</summary>\n\n| kernel | bound | pipe | TFLOP/s | % of peak | HBM GB/s | % of peak | FLOP/byte | waves/SIMD |\n|---|---|---|---:|---:|---:|---:|---:|---|");
+        let opt = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+        for k in a.kernel_counters.iter().take(10) {
+            let occ = k.occupancy.as_ref().map_or("-".to_string(), |o| {
+                format!(
+                    "{:.1}/{} ({})",
+                    o.waves_per_simd, o.max_waves_per_simd, o.limiter
+                )
+            });
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                code(&shorten_tail(&display_name(&k.name), 60)),
+                k.bound.map_or("-", |b| b.as_str()),
+                k.pipe.unwrap_or("-"),
+                opt(k.tflops, 2),
+                opt(k.pct_of_peak, 1),
+                opt(k.hbm_gbps, 0),
+                opt(k.hbm_pct_of_peak, 1),
+                opt(k.arithmetic_intensity, 1),
+                occ
+            );
+        }
+        let _ = writeln!(out, "\n</details>");
+    }
     let _ = writeln!(
         out,
-        "\n</details>\n\n<sub>rocprof-classify {}</sub>",
+        "\n<sub>rocprof-classify {}</sub>",
         env!("CARGO_PKG_VERSION")
     );
     out

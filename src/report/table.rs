@@ -249,6 +249,7 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
             a.top_kernels.len()
         );
     }
+    render_counters(&mut out, a, opts);
     render_findings(&mut out, a, opts);
     let _ = writeln!(
         out,
@@ -261,6 +262,67 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
         }
     );
     out.into_bytes()
+}
+
+/// Hardware-counter metrics per kernel (rocprof-compute workloads): bound label, achieved
+/// fractions of peak, intensity and theoretical occupancy.
+fn render_counters(out: &mut String, a: &Analysis, opts: &TableOptions) {
+    if a.kernel_counters.is_empty() {
+        return;
+    }
+    let mut t = new_table(opts);
+    t.set_header(
+        [
+            "kernel",
+            "bound",
+            "pipe",
+            "TFLOP/s",
+            "% peak",
+            "HBM GB/s",
+            "% peak",
+            "FLOP/B",
+            "waves/SIMD",
+        ]
+        .map(|h| header_cell(h, opts)),
+    );
+    t.set_content_arrangement(ContentArrangement::Disabled);
+    let opt =
+        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    for k in a.kernel_counters.iter().take(a.top_kernels.len().max(10)) {
+        let occ = k.occupancy.as_ref().map_or("-".to_string(), |o| {
+            format!(
+                "{:.1}/{} ({})",
+                o.waves_per_simd, o.max_waves_per_simd, o.limiter
+            )
+        });
+        t.add_row(vec![
+            Cell::new(shorten_tail(&display_name(&k.name), 40)),
+            Cell::new(k.bound.map_or("-", |b| b.as_str())),
+            Cell::new(k.pipe.unwrap_or("-")),
+            num(opt(k.tflops, 2)),
+            num(opt(k.pct_of_peak, 1)),
+            num(opt(k.hbm_gbps, 0)),
+            num(opt(k.hbm_pct_of_peak, 1)),
+            num(opt(k.arithmetic_intensity, 1)),
+            num(occ),
+        ]);
+    }
+    let source = a
+        .inputs
+        .iter()
+        .filter_map(|i| i.hardware.as_ref())
+        .map(|h| match h.peak_source {
+            Some(crate::model::PeakSource::Roofline) => {
+                format!("{}: measured peaks (roofline.csv)", h.model)
+            }
+            Some(crate::model::PeakSource::Sysinfo) => {
+                format!("{}: theoretical peaks (sysinfo.csv clocks)", h.model)
+            }
+            None => format!("{}: peaks unknown", h.model),
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let _ = writeln!(out, "Hardware counters per kernel ({source})\n{t}\n");
 }
 
 /// The ladder status and the ranked recommendations, each with its evidence and first action.

@@ -308,3 +308,149 @@ fn one_run_in_two_files_agrees() {
         assert_eq!(gemm.launches, 150, "the batched matrix-core GEMMs");
     });
 }
+
+/// A CSV's first data rows as name → value maps (test-side reading of rocprof-compute's files).
+fn csv_rows(path: &std::path::Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(path)
+        .unwrap();
+    let headers: Vec<String> = rdr.headers().unwrap().iter().map(str::to_string).collect();
+    rdr.records()
+        .map(|r| {
+            headers
+                .iter()
+                .cloned()
+                .zip(r.unwrap().iter().map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn counter_metrics_agree_with_rocprof_computes_own_summary() {
+    with_shared!(shared => {
+        let dir = shared.join("corpus/rocprof_compute_v3_bmm1/MI300X_A1");
+        let a = analyze_path(&dir);
+        // rocprof-compute's own per-kernel summary of the same counter passes.
+        let top = csv_rows(&dir.join("pmc_kernel_top.csv"));
+        assert_eq!(a.kernel_counters.len(), top.len());
+        for row in &top {
+            let k = a.kernel_counters.iter().find(|k| k.name == row["Kernel_Name"]).unwrap();
+            assert_eq!(k.dispatches.to_string(), row["Count"]);
+            let theirs: f64 = row["Sum(ns)"].parse().unwrap();
+            assert!((k.total_ns as f64 - theirs).abs() <= 1e-4 * theirs, "{}: {} vs {theirs}", k.name, k.total_ns);
+        }
+        // Fractions of peak are against roofline.csv's measured peaks of device 0.
+        let peaks = &csv_rows(&dir.join("roofline.csv"))[0];
+        let bf16: f64 = peaks["MFMABF16Flops"].parse().unwrap();
+        let hbm: f64 = peaks["HBMBw"].parse().unwrap();
+        let gemm = &a.kernel_counters[0];
+        assert!(gemm.name.contains("batched_matrix_multiplication_matrix_core"));
+        assert_eq!(gemm.bucket, Bucket::Gemm);
+        assert_eq!(gemm.pipe, Some("mfma_bf16"), "a bf16 kernel on matrix cores");
+        assert_eq!(gemm.matrix_pct, Some(100.0));
+        let (tflops, pct) = (gemm.tflops.unwrap(), gemm.pct_of_peak.unwrap());
+        assert!((pct - 100.0 * tflops * 1e3 / bf16).abs() < 1e-6);
+        assert!((gemm.hbm_pct_of_peak.unwrap() - 100.0 * gemm.hbm_gbps.unwrap() / hbm).abs() < 1e-6);
+        // Below the ridge point (peak FLOP/s over peak bandwidth) and near the bandwidth roof: memory bound.
+        assert!(gemm.arithmetic_intensity.unwrap() < bf16 / hbm);
+        assert_eq!(gemm.bound.map(|b| b.as_str()), Some("memory"));
+        // 48 VGPRs, 2 KiB LDS, 256-thread workgroups: the full 8 waves per SIMD.
+        let occ = gemm.occupancy.as_ref().unwrap();
+        assert_eq!((occ.waves_per_simd, occ.limiter, occ.vgprs), (8.0, "none", 48));
+        // The fill kernel moves bytes and does no arithmetic.
+        let fill = &a.kernel_counters[1];
+        assert_eq!((fill.bucket, fill.pipe), (Bucket::Memory, None));
+        assert!(fill.hbm_gbps.unwrap() > 1000.0);
+    });
+}
+
+#[test]
+fn counter_findings_and_their_recommendations() {
+    with_shared!(shared => {
+        let dir = shared.join("corpus/rocprof_compute_v3_bmm1/MI300X_A1");
+        let out = bin().arg(&dir).args(["--json", "-"]).assert().success().get_output().clone();
+        let feed = crate::common::assert_valid_feed(&out.stdout);
+        let ids: Vec<&str> = feed["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+        assert!(ids.contains(&"memory_bound_gemm"), "{ids:?}");
+        // It runs on MFMA at full occupancy: those findings stay silent.
+        for quiet in ["no_matrix_cores", "low_occupancy"] {
+            assert!(!ids.contains(&quiet), "{quiet} fired: {ids:?}");
+        }
+        let f = feed["findings"].as_array().unwrap().iter().find(|f| f["id"] == "memory_bound_gemm").unwrap();
+        assert!(f["evidence"]["kernels"][0]["kernel"].as_str().unwrap().contains("batched_matrix"));
+        let recs: Vec<(&str, i64)> = feed["recommendations"].as_array().unwrap().iter()
+            .map(|r| (r["id"].as_str().unwrap(), r["level"].as_i64().unwrap())).collect();
+        assert!(recs.contains(&("kernel.gemm-tiles", 4)), "{recs:?}");
+        assert!(recs.contains(&("arch.gemm-stride-padding", 5)), "{recs:?}");
+        // A rocprof profile cannot show torch.compile: level 2 is unknown, so nothing waits on it.
+        assert_eq!(feed["ladder"][1]["status"], "unknown");
+        assert!(feed["recommendations"].as_array().unwrap().iter().all(|r| r["blocked_by_level"].is_null()));
+        assert_eq!(feed["inputs"][0]["hardware"]["peak_source"], "roofline");
+        // The terminal report prints the bound label and fractions of peak per kernel.
+        let text = bin().arg(&dir).assert().success().get_output().stdout.clone();
+        let text = String::from_utf8(text).unwrap();
+        let line = text.lines().find(|l| l.contains("batched_matrix_multiplication")  && l.contains("mfma_bf16")).unwrap();
+        assert!(line.contains("memory") && line.contains("8.0/8"), "{line}");
+    });
+}
+
+#[test]
+fn every_counter_workload_gives_metrics_or_says_why_not() {
+    with_shared!(shared => {
+        let mut seen = 0;
+        for dir in ["rocprof_compute/dispatch_0_1/MI300X_A1", "rocprof_compute/ipblocks_SQ/MI300X_A1",
+                    "rocprof_compute/vcopy/MI100", "rocprof_compute/vcopy/MI200", "rocprof_compute/vcopy/MI300A_A1",
+                    "rocprof_compute/vcopy/MI300X_A1", "rocprof_compute_2025/vcopy/MI300X_A1_rocpd",
+                    "rocprof_compute_2025/vcopy/MI350"] {
+            let a = analyze_path(&shared.join("corpus").join(dir));
+            let k = &a.kernel_counters[0];
+            assert!(k.name.starts_with("vecCopy"), "{dir}");
+            let hw = a.inputs[0].hardware.as_ref().unwrap();
+            let warnings = a.inputs[0].warnings.join("\n");
+            // A copy kernel: bytes, no matrix work; when the rate is known it is under the HBM peak.
+            assert_eq!(k.matrix_pct.unwrap_or(0.0), 0.0, "{dir}");
+            match (k.hbm_gbps, k.hbm_pct_of_peak) {
+                (Some(_), Some(p)) => {
+                    assert!(p > 0.0 && p <= 100.0, "{dir}: {p}");
+                    assert!(matches!(k.bound.map(|b| b.as_str()), Some("memory" | "latency")), "{dir}");
+                    seen += 1;
+                }
+                // Each unknown says why: no TCC counters collected, rounded timestamps, or no peaks.
+                _ => assert!(dir.contains("ipblocks_SQ") || warnings.contains("rates are unknown")
+                    || warnings.contains("peak"), "{dir}: {warnings}"),
+            }
+            // vecCopy's few VGPRs never limit occupancy: every SIMD's maximum (10 on MI100, 8 after).
+            let occ = k.occupancy.as_ref().unwrap();
+            assert_eq!(occ.waves_per_simd, hw.max_waves_per_cu as f64 / hw.simd_per_cu as f64, "{dir}");
+        }
+        assert!(seen >= 3, "metrics on only {seen} workloads");
+    });
+}
+
+#[test]
+fn theoretical_peaks_match_the_published_specs() {
+    use rocprof_classify::model::Pipe;
+    with_shared!(shared => {
+        let hw = |dir: &str| {
+            let t = read_all(&[shared.join("corpus").join(dir)], &ReadOptions::default()).unwrap();
+            t.inputs[0].hardware.clone().unwrap()
+        };
+        // AMD's data sheets: MI300X 1307.4 TFLOP/s dense bf16/fp16, 2614.9 fp8, 163.4 fp32/fp64
+        // matrix, 5.3 TB/s; MI100 184.6 fp16, 92.3 bf16 matrix, 1.23 TB/s.
+        let mi300x = hw("rocprof_compute/dispatch_0_1/MI300X_A1");
+        let close = |x: Option<f64>, spec_tflops: f64| (x.unwrap() / 1e3 - spec_tflops).abs() < 0.1;
+        assert!(close(mi300x.peak(Pipe::MfmaBf16), 1307.4));
+        assert!(close(mi300x.peak(Pipe::MfmaF8), 2614.9));
+        assert!(close(mi300x.peak(Pipe::MfmaF64), 163.4));
+        assert!((mi300x.peak_hbm_gbps.unwrap() - 5324.8).abs() < 1.0);
+        let mi100 = hw("rocprof_compute/vcopy/MI100");
+        assert!(close(mi100.peak(Pipe::MfmaF16), 184.6));
+        assert!(close(mi100.peak(Pipe::MfmaBf16), 92.3));
+        assert_eq!(mi100.peak(Pipe::MfmaF64), None, "MI100 has no fp64 matrix cores");
+        // MI200's workload measured its peaks: those win over the clocks.
+        let mi200 = hw("rocprof_compute/vcopy/MI200");
+        assert_eq!(mi200.peak_source, Some(rocprof_classify::model::PeakSource::Roofline));
+    });
+}
