@@ -336,6 +336,121 @@ fn derive(
     (ops, hbm, l2)
 }
 
+/// The columns of `pmc_perf.csv` the analysis reads, parsed by polars with projection: a wide
+/// file has up to 2,700 counter columns, of which a few dozen matter. Values stay strings here
+/// (times like `8.1097E+14` are parsed by [`ns`]); polars types do not leave this function.
+struct PmcColumns {
+    /// Header names of the projected columns, in projection order.
+    headers: Vec<String>,
+    columns: Vec<Vec<Option<String>>>,
+    rows: usize,
+    /// The file ended mid-row: the partial row was dropped.
+    truncated: bool,
+}
+
+fn load_pmc_columns(path: &Path, label: &str) -> Result<PmcColumns, IngestError> {
+    use polars::prelude::{CsvReadOptions, DataType, PlSmallStr, SerReader};
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    super::open(path)?
+        .into_reader()
+        .read_to_end(&mut bytes)
+        .map_err(|e| IngestError::Csv {
+            path: label.into(),
+            line: 0,
+            message: format!("read error: {e}"),
+        })?;
+    if bytes.starts_with("\u{feff}".as_bytes()) {
+        bytes.drain(..3);
+    }
+    // A file cut mid-row (a profiler that died while writing) keeps its complete rows.
+    let truncated = !bytes.is_empty() && !bytes.ends_with(b"\n");
+    if truncated {
+        let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        bytes.truncate(keep);
+    }
+    let all: Vec<String> = csv::ReaderBuilder::new()
+        .from_reader(&bytes[..])
+        .headers()
+        .map_err(|e| IngestError::Csv {
+            path: label.into(),
+            line: 1,
+            message: e.to_string(),
+        })?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let mut wanted: Vec<String> = Vec::new();
+    for h in &all {
+        if (PMC_COLUMNS.contains(&h.as_str()) || COUNTERS.contains(&h.as_str()))
+            && !wanted.contains(h)
+        {
+            wanted.push(h.clone());
+        }
+    }
+    let names: std::sync::Arc<[PlSmallStr]> = wanted
+        .iter()
+        .map(|h| PlSmallStr::from(h.as_str()))
+        .collect();
+    let df = CsvReadOptions::default()
+        .with_has_header(true)
+        .with_columns(Some(names))
+        // Every column as text: the readers own number parsing (exponent times, empty cells).
+        .with_infer_schema_length(Some(0))
+        .with_n_threads(Some(1))
+        .into_reader_with_file_handle(std::io::Cursor::new(bytes))
+        .finish()
+        .map_err(|e| IngestError::Csv {
+            path: label.into(),
+            line: 0,
+            message: format!("unreadable counter table: {e}"),
+        })?;
+    let mut headers = Vec::new();
+    let mut columns = Vec::new();
+    for c in df.columns() {
+        let text = c.cast(&DataType::String).map_err(|e| IngestError::Csv {
+            path: label.into(),
+            line: 0,
+            message: e.to_string(),
+        })?;
+        let values = text.str().map_err(|e| IngestError::Csv {
+            path: label.into(),
+            line: 0,
+            message: e.to_string(),
+        })?;
+        headers.push(c.name().to_string());
+        columns.push(
+            (0..values.len())
+                .map(|i| values.get(i).map(str::to_string))
+                .collect(),
+        );
+    }
+    Ok(PmcColumns {
+        headers,
+        columns,
+        rows: df.height(),
+        truncated,
+    })
+}
+
+/// Dispatch and resource columns of `pmc_perf.csv` besides the counters.
+const PMC_COLUMNS: &[&str] = &[
+    "Kernel_Name",
+    "Start_Timestamp",
+    "End_Timestamp",
+    "Dispatch_ID",
+    "GPU_ID",
+    "Counter_Name",
+    "Counter_Value",
+    "Grid_Size",
+    "Workgroup_Size",
+    "Wave_Size",
+    "wave_size",
+    "Arch_VGPR",
+    "Accum_VGPR",
+    "LDS_Per_Workgroup",
+];
+
 /// Reads `pmc_perf.csv` (wide: a row per dispatch; long: a row per counter per dispatch): the
 /// counters of every dispatch, and the dispatches themselves when `with_dispatches`.
 fn read_pmc_perf(
@@ -347,20 +462,15 @@ fn read_pmc_perf(
     arch: &str,
 ) -> Result<(), IngestError> {
     let label = path.display().to_string();
-    let src = super::open(path)?;
-    let mut rdr = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(src.into_reader());
-    let headers: Vec<String> = rdr
-        .headers()
-        .map_err(|e| IngestError::Csv {
-            path: label.clone(),
-            line: 1,
-            message: e.to_string(),
-        })?
-        .iter()
-        .map(|h| h.trim_start_matches('\u{feff}').to_string())
-        .collect();
+    let table = load_pmc_columns(path, &label)?;
+    if table.truncated {
+        state.truncated = true;
+        state.warnings.push(format!(
+            "{label}: truncated at line {}: the complete rows are analyzed",
+            table.rows + 2
+        ));
+    }
+    let headers = &table.headers;
     let col = |n: &str| headers.iter().position(|h| h == n);
     let need = |n: &str| {
         col(n).ok_or_else(|| IngestError::Csv {
@@ -392,30 +502,10 @@ fn read_pmc_perf(
     // Dispatch key → index into `found` (first-seen order keeps the output deterministic).
     let mut index: HashMap<(String, String), usize> = HashMap::new();
     let mut found: Vec<(DispatchCounters, HashMap<&'static str, f64>)> = Vec::new();
-    for rec in rdr.records() {
-        let rec = match rec {
-            Ok(r) => r,
-            // A workload cut mid-row keeps its complete rows.
-            Err(e)
-                if e.is_io_error() || matches!(e.kind(), csv::ErrorKind::UnequalLengths { .. }) =>
-            {
-                state.truncated = true;
-                state.warnings.push(format!(
-                    "{label}: truncated at line {}: the complete rows are analyzed",
-                    e.position().map_or(0, |p| p.line())
-                ));
-                break;
-            }
-            Err(e) => {
-                return Err(IngestError::Csv {
-                    path: label.clone(),
-                    line: e.position().map_or(0, |p| p.line()),
-                    message: e.to_string(),
-                })
-            }
-        };
-        let line = rec.position().map_or(0, |p| p.line());
-        let field = |c: usize| rec.get(c).unwrap_or("").trim();
+    for row in 0..table.rows {
+        // Header is line 1; quoted fields never hold newlines in these files.
+        let line = (row + 2) as u64;
+        let field = |c: usize| table.columns[c][row].as_deref().unwrap_or("").trim();
         let key = (
             c_gpu.map_or("", field).to_string(),
             c_id.map_or_else(|| line.to_string(), |c| field(c).to_string()),

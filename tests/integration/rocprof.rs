@@ -454,3 +454,42 @@ fn theoretical_peaks_match_the_published_specs() {
         assert_eq!(mi200.peak_source, Some(rocprof_classify::model::PeakSource::Roofline));
     });
 }
+
+#[test]
+fn a_counter_workload_cut_mid_row_or_with_a_bad_time() {
+    with_shared!(shared => {
+        use std::io::Read;
+        let src = shared.join("corpus/rocprof_compute_v3_bmm1/MI300X_A1");
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(src.join("pmc_perf.csv.gz")).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        let rows = text.lines().count() - 1;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("MI300X_A1");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::copy(src.join("sysinfo.csv"), dir.join("sysinfo.csv")).unwrap();
+        // The profiler died while writing the last row: every complete row is analyzed.
+        std::fs::write(dir.join("pmc_perf.csv"), &text[..text.len() - 500]).unwrap();
+        let out = bin().arg(&dir).args(["--json", "-"]).assert().success().get_output().clone();
+        let feed = crate::common::assert_valid_feed(&out.stdout);
+        assert_eq!(feed["inputs"][0]["truncated"], true);
+        let dispatches: u64 = feed["kernel_counters"].as_array().unwrap().iter().map(|k| k["dispatches"].as_u64().unwrap()).sum();
+        assert_eq!(dispatches as usize, rows - 1);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("truncated"));
+        // A time that is not a number: exit 2, naming the file, line and column.
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let header: Vec<&str> = lines[0].split(',').collect();
+        let c = header.iter().position(|h| *h == "Start_Timestamp").unwrap();
+        // Kernel names hold quoted commas, so replace the value by its text, not by position.
+        let row: Vec<String> = csv::ReaderBuilder::new().has_headers(false).from_reader(lines[3].as_bytes())
+            .records().next().unwrap().unwrap().iter().map(str::to_string).collect();
+        lines[3] = lines[3].replacen(&row[c], "soon", 1);
+        std::fs::write(dir.join("pmc_perf.csv"), lines.join("\n") + "\n").unwrap();
+        bin().arg(&dir).assert().code(2).stderr(
+            predicate::str::contains("pmc_perf.csv")
+                .and(predicate::str::contains("line 4"))
+                .and(predicate::str::contains("Start_Timestamp")),
+        );
+    });
+}
