@@ -1,0 +1,311 @@
+//! End-to-end speed and memory of the release binary at trace scale (issue 7's targets).
+//!
+//! `cargo bench --bench end_to_end` (needs ../shared). It builds the inputs once under
+//! `target/bench-inputs/`: `big_eager.json` (186 MB, decompressed from traces/h100) and Kineto
+//! traces of 50 MB, 200 MB, 1 GB and 2 GB that replicate big_eager's real events with shifted
+//! timestamps, ids and step numbers; an 8-rank directory of big_eager. Then it runs
+//! `rocprof-classify -q --json /dev/null INPUT` (every detector and the feed) and prints, per
+//! input, the median wall time of the runs, MB/s (uncompressed bytes / 10^6 / s) and the peak RSS
+//! of the process (from wait4), plus the one-thread serde_json skeleton parse of big_eager.
+//!
+//! `BENCH_RUNS=N` sets the runs per input (default 3); `BENCH_MAX_MB=N` skips larger inputs.
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rocprof-classify");
+
+/// Wall time and peak RSS (bytes) of one run of the binary.
+fn run_once(args: &[&str], input: &Path) -> (Duration, u64) {
+    let start = Instant::now();
+    let child = Command::new(BIN)
+        .args(args)
+        .arg(input)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the release binary runs");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data, filled by the kernel for this child only.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = start.elapsed();
+    assert_eq!(waited, pid, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{} failed on {}",
+        BIN,
+        input.display()
+    );
+    (wall, usage.ru_maxrss as u64 * 1024)
+}
+
+fn median_run(args: &[&str], input: &Path, runs: usize) -> (Duration, u64) {
+    let mut results: Vec<(Duration, u64)> = (0..runs).map(|_| run_once(args, input)).collect();
+    results.sort();
+    results[runs / 2]
+}
+
+/// Uncompressed bytes of an input (a directory: the sum of its files).
+fn input_bytes(p: &Path) -> u64 {
+    if p.is_dir() {
+        return std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| input_bytes(&e.unwrap().path()))
+            .sum();
+    }
+    if p.extension().is_some_and(|e| e == "gz") {
+        let mut n = 0u64;
+        let mut d = flate2::read::GzDecoder::new(std::fs::File::open(p).unwrap());
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let k = d.read(&mut buf).unwrap();
+            if k == 0 {
+                break;
+            }
+            n += k as u64;
+        }
+        return n;
+    }
+    std::fs::metadata(p).unwrap().len()
+}
+
+/// Writes a Kineto trace of at least `target` bytes whose events are big_eager's, copy after copy,
+/// each copy shifted past the previous one in time, with fresh ids and step numbers.
+fn replicate(src: &str, target: u64, out: &Path) {
+    let doc: serde_json::Map<String, Value> = serde_json::from_str(src).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let (mut t0, mut t1) = (f64::MAX, f64::MIN);
+    for e in events {
+        if let Some(ts) = e["ts"].as_f64() {
+            t0 = t0.min(ts);
+            t1 = t1.max(ts + e["dur"].as_f64().unwrap_or(0.0));
+        }
+    }
+    let span = t1 - t0 + 1000.0;
+    let tmp = out.with_extension("partial");
+    let mut w = BufWriter::new(std::fs::File::create(&tmp).unwrap());
+    write!(w, "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ").unwrap();
+    serde_json::to_writer_pretty(&mut w, &doc["deviceProperties"]).unwrap();
+    write!(w, ",\n  \"traceEvents\": [\n").unwrap();
+    let mut written = 0u64;
+    let mut first = true;
+    'copies: for copy in 0u64.. {
+        for e in events {
+            // Metadata (process and thread names) once.
+            if copy > 0 && e["ph"] == "M" {
+                continue;
+            }
+            let mut e = e.clone();
+            if copy > 0 {
+                if let Some(ts) = e["ts"].as_f64() {
+                    e["ts"] = serde_json::json!(ts + span * copy as f64);
+                }
+                for key in ["External id", "correlation", "Record function id"] {
+                    if let Some(v) = e["args"][key].as_u64() {
+                        e["args"][key] = (v + copy * 10_000_000).into();
+                    }
+                }
+                if let Some(v) = e["id"].as_u64() {
+                    e["id"] = (v + copy * 10_000_000).into();
+                }
+                if let Some(n) = e["name"].as_str().and_then(|n| n.strip_prefix("ProfilerStep#")) {
+                    if let Ok(k) = n.parse::<u64>() {
+                        e["name"] = format!("ProfilerStep#{}", k + copy * 100_000).into();
+                    }
+                }
+            }
+            let text = serde_json::to_string_pretty(&e).unwrap();
+            if !first {
+                w.write_all(b",\n").unwrap();
+            }
+            first = false;
+            w.write_all(text.as_bytes()).unwrap();
+            written += text.len() as u64 + 2;
+            if written >= target {
+                break 'copies;
+            }
+        }
+    }
+    write!(w, "\n  ],\n  \"traceName\": \"replicated big_eager\"\n}}\n").unwrap();
+    w.flush().unwrap();
+    drop(w);
+    std::fs::rename(&tmp, out).unwrap();
+}
+
+/// What the skeleton parse reads of each event: the fields every analysis needs, strings borrowed.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct SkeletonEvent<'a> {
+    #[serde(borrow)]
+    ph: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    cat: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    pid: Option<IgnoredAny>,
+    tid: Option<IgnoredAny>,
+    ts: Option<f64>,
+    dur: Option<f64>,
+    args: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Skeleton<'a> {
+    #[serde(borrow, rename = "traceEvents")]
+    events: Vec<SkeletonEvent<'a>>,
+}
+
+fn skeleton_parse(path: &Path) -> Duration {
+    let start = Instant::now();
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc: Skeleton = serde_json::from_str(&text).unwrap();
+    std::hint::black_box(doc.events.len());
+    start.elapsed()
+}
+
+/// Builds one input in a child process: the generator's memory (the whole source trace as JSON
+/// values) must not count in the peak RSS of the measured runs, which the kernel carries over a
+/// fork from the parent.
+fn generate_in_child(what: &str, out: &Path, src: &Path, mb: u64) {
+    let status = Command::new(std::env::current_exe().unwrap())
+        .env("BENCH_GENERATE", what)
+        .env("BENCH_GENERATE_OUT", out)
+        .env("BENCH_GENERATE_SRC", src)
+        .env("BENCH_GENERATE_MB", mb.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "generating {} failed", out.display());
+}
+
+fn generate(what: &str) {
+    let var = |k: &str| std::env::var(k).unwrap();
+    let (out, src) = (PathBuf::from(var("BENCH_GENERATE_OUT")), PathBuf::from(var("BENCH_GENERATE_SRC")));
+    match what {
+        "gunzip" => {
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(std::fs::File::open(&src).unwrap())
+                .read_to_string(&mut text)
+                .unwrap();
+            std::fs::write(&out, &text).unwrap();
+        }
+        _ => {
+            let text = std::fs::read_to_string(&src).unwrap();
+            let mb: u64 = var("BENCH_GENERATE_MB").parse().unwrap();
+            replicate(&text, mb * 1_000_000, &out);
+        }
+    }
+}
+
+fn main() {
+    if let Ok(what) = std::env::var("BENCH_GENERATE") {
+        return generate(&what);
+    }
+    let shared = Path::new("../shared");
+    let src_gz = shared.join("traces/h100/big_eager.json.gz");
+    if !src_gz.exists() {
+        eprintln!("skipped: {} is absent", src_gz.display());
+        return;
+    }
+    let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let max_mb: u64 = std::env::var("BENCH_MAX_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(u64::MAX);
+    let target_dir = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()));
+    let dir = target_dir.join("bench-inputs");
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let big = dir.join("big_eager.json");
+    if !big.exists() {
+        generate_in_child("gunzip", &big, &src_gz, 0);
+    }
+    let mut generated = Vec::new();
+    for mb in [50u64, 200, 1000, 2000] {
+        let p = dir.join(format!("kineto_{mb}mb.json"));
+        if mb <= max_mb && !p.exists() {
+            eprintln!("generating {} ...", p.display());
+            generate_in_child("replicate", &p, &big, mb);
+        }
+        if mb <= max_mb {
+            generated.push((format!("Kineto JSON, replicated {mb} MB"), p));
+        }
+    }
+    let ranks = dir.join("ranks8");
+    if !ranks.exists() {
+        std::fs::create_dir_all(&ranks).unwrap();
+        for r in 0..8 {
+            std::fs::hard_link(&big, ranks.join(format!("rank{r}.json")))
+                .or_else(|_| std::fs::copy(&big, ranks.join(format!("rank{r}.json"))).map(|_| ()))
+                .unwrap();
+        }
+    }
+
+    let mut inputs: Vec<(String, PathBuf)> = vec![
+        ("Kineto JSON, big_eager (H100)".into(), big.clone()),
+        ("Kineto .json.gz, big_eager".into(), src_gz.clone()),
+    ];
+    for (label, rel) in [
+        ("Kineto .json.gz, xDiT Flux MI300X", "corpus/tracelens/profile_trace_rank_0.json.gz"),
+        ("rocprofv3 JSON .gz (43,915 dispatches)", "corpus/tracelens_rocprof/908_results.json.gz"),
+        ("rocprofv3 CSV directory", "corpus/rocprofv3_sdk_docs_2025"),
+        ("rocpd SQLite", "corpus/rocpd/15_results.db"),
+    ] {
+        let p = shared.join(rel);
+        if p.exists() {
+            inputs.push((label.into(), p));
+        }
+    }
+    inputs.extend(generated);
+
+    let args = ["-q", "--json", "/dev/null"];
+    println!("rocprof-classify end to end ({} runs per input, medians; full analysis + JSON feed)", runs);
+    println!("{:<42} {:>10} {:>10} {:>10} {:>11}", "input", "MB", "wall s", "MB/s", "peak RSS MB");
+    let mut big_wall = Duration::ZERO;
+    for (label, p) in &inputs {
+        let mb = input_bytes(p) as f64 / 1e6;
+        let (wall, rss) = median_run(&args, p, runs);
+        if p == &big {
+            big_wall = wall;
+        }
+        println!(
+            "{label:<42} {mb:>10.1} {:>10.3} {:>10.1} {:>11.1}",
+            wall.as_secs_f64(),
+            mb / wall.as_secs_f64(),
+            rss as f64 / 1e6
+        );
+    }
+
+    // Several ranks: default threads against one thread.
+    let mb = input_bytes(&ranks) as f64 / 1e6;
+    let (par, par_rss) = median_run(&args, &ranks, runs);
+    let (one, one_rss) = median_run(&["-q", "--threads", "1", "--json", "/dev/null"], &ranks, runs);
+    println!(
+        "{:<42} {mb:>10.1} {:>10.3} {:>10.1} {:>11.1}",
+        "8 ranks x big_eager, default threads",
+        par.as_secs_f64(),
+        mb / par.as_secs_f64(),
+        par_rss as f64 / 1e6
+    );
+    println!(
+        "{:<42} {mb:>10.1} {:>10.3} {:>10.1} {:>11.1}",
+        "8 ranks x big_eager, --threads 1",
+        one.as_secs_f64(),
+        mb / one.as_secs_f64(),
+        one_rss as f64 / 1e6
+    );
+    println!("8-rank speed-up over --threads 1: {:.2}x", one.as_secs_f64() / par.as_secs_f64());
+
+    // The floor: serde_json parsing big_eager's event skeleton on one thread.
+    let mut skel: Vec<Duration> = (0..runs).map(|_| skeleton_parse(&big)).collect();
+    skel.sort();
+    let s = skel[runs / 2];
+    println!(
+        "serde_json skeleton parse of big_eager (1 thread, in memory): {:.3} s; end-to-end analysis runs at {:.2}x its speed",
+        s.as_secs_f64(),
+        s.as_secs_f64() / big_wall.as_secs_f64()
+    );
+}
