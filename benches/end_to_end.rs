@@ -24,12 +24,15 @@ const BIN: &str = env!("CARGO_BIN_EXE_rocprof-classify");
 /// Wall time and peak RSS (bytes) of one run of the binary.
 fn run_once(args: &[&str], input: &Path) -> (Duration, u64) {
     let start = Instant::now();
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(BIN)
         .args(args)
         .arg(input)
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("the release binary runs");
+    // The child is reaped by wait4 below (which also gives its own peak RSS), not by Child::wait.
+    let child = std::mem::ManuallyDrop::new(child);
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: rusage is plain data, filled by the kernel for this child only.
@@ -115,7 +118,10 @@ fn replicate(src: &str, target: u64, out: &Path) {
                 if let Some(v) = e["id"].as_u64() {
                     e["id"] = (v + copy * 10_000_000).into();
                 }
-                if let Some(n) = e["name"].as_str().and_then(|n| n.strip_prefix("ProfilerStep#")) {
+                if let Some(n) = e["name"]
+                    .as_str()
+                    .and_then(|n| n.strip_prefix("ProfilerStep#"))
+                {
                     if let Ok(k) = n.parse::<u64>() {
                         e["name"] = format!("ProfilerStep#{}", k + copy * 100_000).into();
                     }
@@ -186,7 +192,10 @@ fn generate_in_child(what: &str, out: &Path, src: &Path, mb: u64) {
 
 fn generate(what: &str) {
     let var = |k: &str| std::env::var(k).unwrap();
-    let (out, src) = (PathBuf::from(var("BENCH_GENERATE_OUT")), PathBuf::from(var("BENCH_GENERATE_SRC")));
+    let (out, src) = (
+        PathBuf::from(var("BENCH_GENERATE_OUT")),
+        PathBuf::from(var("BENCH_GENERATE_SRC")),
+    );
     match what {
         "gunzip" => {
             let mut text = String::new();
@@ -213,9 +222,16 @@ fn main() {
         eprintln!("skipped: {} is absent", src_gz.display());
         return;
     }
-    let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
-    let max_mb: u64 = std::env::var("BENCH_MAX_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(u64::MAX);
-    let target_dir = PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()));
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let max_mb: u64 = std::env::var("BENCH_MAX_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(u64::MAX);
+    let target_dir =
+        PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()));
     let dir = target_dir.join("bench-inputs");
     std::fs::create_dir_all(&dir).unwrap();
 
@@ -249,8 +265,14 @@ fn main() {
         ("Kineto .json.gz, big_eager".into(), src_gz.clone()),
     ];
     for (label, rel) in [
-        ("Kineto .json.gz, xDiT Flux MI300X", "corpus/tracelens/profile_trace_rank_0.json.gz"),
-        ("rocprofv3 JSON .gz (43,915 dispatches)", "corpus/tracelens_rocprof/908_results.json.gz"),
+        (
+            "Kineto .json.gz, xDiT Flux MI300X",
+            "corpus/tracelens/profile_trace_rank_0.json.gz",
+        ),
+        (
+            "rocprofv3 JSON .gz (43,915 dispatches)",
+            "corpus/tracelens_rocprof/908_results.json.gz",
+        ),
         ("rocprofv3 CSV directory", "corpus/rocprofv3_sdk_docs_2025"),
         ("rocpd SQLite", "corpus/rocpd/15_results.db"),
     ] {
@@ -262,8 +284,14 @@ fn main() {
     inputs.extend(generated);
 
     let args = ["-q", "--json", "/dev/null"];
-    println!("rocprof-classify end to end ({} runs per input, medians; full analysis + JSON feed)", runs);
-    println!("{:<42} {:>10} {:>10} {:>10} {:>11}", "input", "MB", "wall s", "MB/s", "peak RSS MB");
+    println!(
+        "rocprof-classify end to end ({} runs per input, medians; full analysis + JSON feed)",
+        runs
+    );
+    println!(
+        "{:<42} {:>10} {:>10} {:>10} {:>11}",
+        "input", "MB", "wall s", "MB/s", "peak RSS MB"
+    );
     let mut big_wall = Duration::ZERO;
     for (label, p) in &inputs {
         let mb = input_bytes(p) as f64 / 1e6;
@@ -282,7 +310,11 @@ fn main() {
     // Several ranks: default threads against one thread.
     let mb = input_bytes(&ranks) as f64 / 1e6;
     let (par, par_rss) = median_run(&args, &ranks, runs);
-    let (one, one_rss) = median_run(&["-q", "--threads", "1", "--json", "/dev/null"], &ranks, runs);
+    let (one, one_rss) = median_run(
+        &["-q", "--threads", "1", "--json", "/dev/null"],
+        &ranks,
+        runs,
+    );
     println!(
         "{:<42} {mb:>10.1} {:>10.3} {:>10.1} {:>11.1}",
         "8 ranks x big_eager, default threads",
@@ -297,7 +329,10 @@ fn main() {
         mb / one.as_secs_f64(),
         one_rss as f64 / 1e6
     );
-    println!("8-rank speed-up over --threads 1: {:.2}x", one.as_secs_f64() / par.as_secs_f64());
+    println!(
+        "8-rank speed-up over --threads 1: {:.2}x",
+        one.as_secs_f64() / par.as_secs_f64()
+    );
 
     // The floor: serde_json parsing big_eager's event skeleton on one thread.
     let mut skel: Vec<Duration> = (0..runs).map(|_| skeleton_parse(&big)).collect();

@@ -477,27 +477,36 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
 
 /// [`analyze`], plus each rank's own view when the inputs hold more than one rank.
 pub fn analyze_with_ranks(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analysis {
-    let mut all = analyze(trace, rules, opts);
+    use rayon::prelude::*;
     let mut ranks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for (i, input) in trace.inputs.iter().enumerate() {
         if let Some(r) = input.rank {
             ranks.entry(r).or_default().push(i as u32);
         }
     }
-    if ranks.len() > 1 {
-        all.ranks = ranks
-            .into_iter()
-            .map(|(rank, inputs)| {
-                let a = analyze(&trace.subset(&inputs), rules, opts);
-                RankView {
-                    rank,
-                    summary: a.summary,
-                    buckets: a.buckets,
-                    time_partition: a.time_partition,
-                    findings: a.findings,
-                }
-            })
-            .collect();
+    if ranks.len() <= 1 {
+        return analyze(trace, rules, opts);
     }
+    // The aggregate and each rank's view are independent: compute them in parallel (collect
+    // keeps rank order, so the output does not depend on the thread count).
+    let (mut all, views) = rayon::join(
+        || analyze(trace, rules, opts),
+        || {
+            ranks
+                .into_par_iter()
+                .map(|(rank, inputs)| {
+                    let a = analyze(&trace.subset(&inputs), rules, opts);
+                    RankView {
+                        rank,
+                        summary: a.summary,
+                        buckets: a.buckets,
+                        time_partition: a.time_partition,
+                        findings: a.findings,
+                    }
+                })
+                .collect::<Vec<RankView>>()
+        },
+    );
+    all.ranks = views;
     all
 }

@@ -242,6 +242,59 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// Appends another trace's inputs after this one's, re-interning its names: reading files
+    /// separately and appending them in order gives the same trace as reading them in sequence.
+    pub fn append(&mut self, other: Trace) {
+        if self.inputs.is_empty() && self.names.len() <= 1 {
+            *self = other;
+            return;
+        }
+        let names: Vec<NameId> = other
+            .names
+            .iter()
+            .map(|(_, s)| self.names.intern(s))
+            .collect();
+        let name = |id: NameId| names[id.index()];
+        let offset = self.inputs.len() as u32;
+        self.inputs.extend(other.inputs);
+        let a = &other.activities;
+        for k in 0..a.len() {
+            self.activities.push(Activity {
+                kind: a.kind[k],
+                name: name(a.name[k]),
+                input: a.input[k] + offset,
+                device: a.device[k],
+                stream: a.stream[k],
+                ts_ns: a.ts_ns[k],
+                dur_ns: a.dur_ns[k],
+                correlation: a.correlation[k],
+                external_id: a.external_id[k],
+            });
+        }
+        let h = &other.host;
+        for k in 0..h.len() {
+            self.host.push(HostEvent {
+                kind: h.kind[k],
+                name: name(h.name[k]),
+                input: h.input[k] + offset,
+                pid: h.pid[k],
+                tid: h.tid[k],
+                ts_ns: h.ts_ns[k],
+                dur_ns: h.dur_ns[k],
+                correlation: h.correlation[k],
+                external_id: h.external_id[k],
+                input_dims: name(h.input_dims[k]),
+            });
+        }
+        for c in other.counters {
+            self.counters.push(DispatchCounters {
+                input: c.input + offset,
+                name: name(c.name),
+                ..c
+            });
+        }
+    }
+
     /// The rows of some inputs only, renumbered from 0 in the order given (names are shared).
     pub fn subset(&self, inputs: &[u32]) -> Trace {
         let map = |i: u32| inputs.iter().position(|&x| x == i).map(|p| p as u32);

@@ -159,6 +159,38 @@ fn thread_count_does_not_change_the_output() {
 }
 
 #[test]
+fn several_inputs_read_in_parallel_give_the_same_feed() {
+    let files = [
+        "kineto/h100/eager_launch_bound.json.gz",
+        "kineto/h100/train_eager_fp32.json.gz",
+        MANUAL,
+    ];
+    let run = |threads: &str| {
+        bin()
+            .args(["--threads", threads, "--json", "-"])
+            .args(files.iter().map(|f| fixture(f)))
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone()
+    };
+    let one = run("1");
+    assert_eq!(one, run("4"));
+    let feed = crate::common::assert_valid_feed(&one);
+    let paths: Vec<&str> = feed["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        paths[0].ends_with("eager_launch_bound.json.gz") && paths[2].ends_with(MANUAL),
+        "{paths:?}"
+    );
+}
+
+#[test]
 fn rules_subcommands() {
     bin()
         .args(["rules", "list"])
