@@ -122,6 +122,16 @@ pub struct TraceOutputArgs {
     /// and the findings as instant events, for the Perfetto UI (one input file).
     #[arg(long, value_name = "PATH")]
     pub perfetto: Option<PathBuf>,
+
+    /// Write the classified activity table (one row per GPU activity: rank, input, device,
+    /// stream, kind, start_ns, dur_ns, name, bucket, family, library, step) as Parquet, for
+    /// Spark, DuckDB or polars.
+    #[arg(long, value_name = "PATH")]
+    pub export_parquet: Option<PathBuf>,
+
+    /// Write the classified activity table (the columns of --export-parquet) as CSV.
+    #[arg(long, value_name = "PATH")]
+    pub export_csv: Option<PathBuf>,
 }
 
 /// Options every command takes.
@@ -306,6 +316,15 @@ pub fn analyze_inputs(
     args: &AnalysisArgs,
     global: &GlobalArgs,
 ) -> Result<Analysis> {
+    analyze_and_keep(paths, args, global).map(|(_, a)| a)
+}
+
+/// [`analyze_inputs`], also handing back the trace (for the exports that write its rows).
+fn analyze_and_keep(
+    paths: &[PathBuf],
+    args: &AnalysisArgs,
+    global: &GlobalArgs,
+) -> Result<(crate::model::Trace, Analysis)> {
     let rules = load_rules(&global.rules)?;
     let catalog = Catalog::load(&global.rules).context("loading the ladder catalog")?;
     let env = match &args.env {
@@ -340,7 +359,7 @@ pub fn analyze_inputs(
     };
     let mut analysis = analyze_with_ranks(&trace, &rules, &opts);
     analysis.plan = recommend::plan(&analysis, &catalog, env.as_ref());
-    Ok(analysis)
+    Ok((trace, analysis))
 }
 
 /// A requested report: where it goes (`-` is stdout) and how to render it.
@@ -380,7 +399,28 @@ fn table_options(global: &GlobalArgs) -> TableOptions {
 }
 
 fn run_analyze(cli: &Cli) -> Result<Status> {
-    let analysis = analyze_inputs(&cli.paths, &cli.analysis, &cli.global)?;
+    let (trace, analysis) = analyze_and_keep(&cli.paths, &cli.analysis, &cli.global)?;
+    for (path, format) in [
+        (
+            &cli.trace_output.export_parquet,
+            report::export::ExportFormat::Parquet,
+        ),
+        (
+            &cli.trace_output.export_csv,
+            report::export::ExportFormat::Csv,
+        ),
+    ] {
+        let Some(path) = path else { continue };
+        let rules = load_rules(&cli.global.rules)?;
+        let file =
+            std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+        let rows = report::export::write(&trace, &rules, format, std::io::BufWriter::new(file))
+            .with_context(|| format!("writing {}", path.display()))?;
+        if !cli.global.quiet {
+            eprintln!("export: wrote {} ({rows} GPU activities)", path.display());
+        }
+    }
+    drop(trace);
     let json = || report::json::render(&analysis);
     let markdown = || report::markdown::render(&analysis).into_bytes();
     let html = || report::html::render(&analysis).into_bytes();

@@ -3,6 +3,7 @@
 
 pub mod charts;
 pub mod diff;
+pub mod export;
 pub mod html;
 pub mod json;
 pub mod markdown;

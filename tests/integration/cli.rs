@@ -345,3 +345,73 @@ fn usage_errors_exit_2() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn exported_activity_tables_read_back_with_the_feeds_totals() {
+    use polars::prelude::{CsvReadOptions, ParquetReader, SerReader};
+    let dir = tempfile::tempdir().unwrap();
+    let (pq, csv) = (dir.path().join("a.parquet"), dir.path().join("a.csv"));
+    let out = bin()
+        .args(["--json", "-", "--export-parquet"])
+        .arg(&pq)
+        .arg("--export-csv")
+        .arg(&csv)
+        .arg(fixture(MANUAL))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let feed = crate::common::assert_valid_feed(&out.stdout);
+    let tables = [
+        ParquetReader::new(std::fs::File::open(&pq).unwrap())
+            .finish()
+            .unwrap(),
+        CsvReadOptions::default()
+            .try_into_reader_with_file_path(Some(csv.clone()))
+            .unwrap()
+            .finish()
+            .unwrap(),
+    ];
+    for df in &tables {
+        let launches: u64 = feed["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["launches"].as_u64().unwrap())
+            .sum();
+        assert_eq!(df.height() as u64, launches);
+        let dur = df.column("dur_ns").unwrap().i64().unwrap();
+        assert_eq!(
+            (0..df.height()).map(|i| dur.get(i).unwrap()).sum::<i64>(),
+            feed["summary"]["kernel_ns"].as_i64().unwrap()
+        );
+        // Per bucket, the rows add up to the feed's bucket times.
+        let bucket = df.column("bucket").unwrap().str().unwrap();
+        for b in feed["buckets"].as_array().unwrap() {
+            let name = b["bucket"].as_str().unwrap();
+            let ns: i64 = (0..df.height())
+                .filter(|&i| bucket.get(i) == Some(name))
+                .map(|i| dur.get(i).unwrap())
+                .sum();
+            assert_eq!(ns, b["kernel_ns"].as_i64().unwrap(), "{name}");
+        }
+        // Every activity of this trace runs inside one of its 5 steps.
+        let step = df
+            .column("step")
+            .unwrap()
+            .cast(&polars::prelude::DataType::Int64)
+            .unwrap();
+        let step = step.i64().unwrap();
+        assert_eq!(step.null_count(), 0);
+        assert_eq!(
+            (
+                (0..df.height()).filter_map(|i| step.get(i)).min(),
+                (0..df.height()).filter_map(|i| step.get(i)).max(),
+            ),
+            (
+                Some(0),
+                Some(feed["summary"]["steps"].as_i64().unwrap() - 1)
+            )
+        );
+    }
+}
