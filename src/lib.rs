@@ -4,18 +4,19 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`ingest`] | opening files/dirs/stdin/gzip, format sniffing, one reader per input format (Kineto, rocprof v1/v2/v3 CSV and JSON, rocpd) |
-//! | [`model`] | the normalized columnar [`model::Trace`]: GPU activities, host events, interned names |
+//! | [`ingest`] | opening files/dirs/stdin/gzip, format sniffing, one reader per input format (Kineto, rocprof v1/v2/v3 CSV and JSON, rocpd, rocprof-compute workloads); several files read in parallel |
+//! | [`model`] | the normalized columnar [`model::Trace`]: GPU activities, host events, interned names, hardware counters per dispatch |
 //! | [`classify`] | rule files (`rules/*.toml`), the regex engine, name normalization (demangling) |
-//! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals, top kernels: plain `Serialize` data |
+//! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals, top kernels, attribution, hardware-counter metrics: plain `Serialize` data |
 //! | [`detect`] | one function per finding (graph breaks, launch-bound, manual attention, …), reading only the analysis context |
 //! | [`diff`] | two analyses compared per step (buckets, partition, kernels, findings, ladder) |
 //! | [`recommend`] | the ladder catalog (`rules/ladder.toml`): triggers, savings, ranking, ladder status |
-//! | [`report`] | renderers into memory: terminal table, JSON feed (+ its JSON Schema) |
+//! | [`report`] | renderers into memory: terminal table, JSON feed (+ its JSON Schema), Markdown, HTML, diff; writers of the trace back out: Perfetto, Parquet/CSV activity export |
 //! | [`cli`] | clap definitions and `run`; the only module that knows about the command line |
 //! | [`error`] | typed errors at the seams (ingest, rules) |
 //!
-//! Readers never analyze, analyses never see a file format, reporters never see the trace.
+//! Readers never analyze, analyses never see a file format, reporters never see the trace (except
+//! the two that write its rows back out).
 
 pub mod analysis;
 pub mod classify;
