@@ -337,13 +337,19 @@ fn analyze_and_keep(
     if !(args.dispatch_threshold_us >= 0.0 && args.dispatch_threshold_us.is_finite()) {
         bail!("--dispatch-threshold-us must be a non-negative number");
     }
+    let bar = progress_bar(paths, global);
     let trace = read_all(
         paths,
         &ReadOptions {
             strict: args.strict,
             force: args.input_format.format(),
+            progress: bar.clone().map(rocprof_classify_progress),
         },
-    )?;
+    );
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let trace = trace?;
     if !global.quiet {
         for input in &trace.inputs {
             for w in &input.warnings {
@@ -396,6 +402,38 @@ fn table_options(global: &GlobalArgs) -> TableOptions {
         color: use_color(global.color),
         width,
     }
+}
+
+/// Inputs this large get a progress bar on stderr, when stderr is a terminal.
+const PROGRESS_MIN_BYTES: u64 = 100_000_000;
+
+/// A read progress bar over the inputs' file bytes, or None when stderr is not a terminal, the
+/// run is quiet, or the inputs are small.
+fn progress_bar(paths: &[PathBuf], global: &GlobalArgs) -> Option<indicatif::ProgressBar> {
+    if global.quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let files = crate::ingest::expand_paths(paths).ok()?;
+    let total: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    (total >= PROGRESS_MIN_BYTES).then(|| {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "reading {bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    })
+}
+
+fn rocprof_classify_progress(bar: indicatif::ProgressBar) -> crate::ingest::Progress {
+    crate::ingest::Progress(std::sync::Arc::new(move |n| bar.inc(n)))
 }
 
 fn run_analyze(cli: &Cli) -> Result<Status> {

@@ -31,6 +31,32 @@ pub struct ReadOptions {
     pub strict: bool,
     /// Read every input as this format instead of sniffing it.
     pub force: Option<Format>,
+    /// Told how many bytes of each input file were read (the file's bytes, compressed or not).
+    pub progress: Option<Progress>,
+}
+
+/// A callback for read progress (the CLI draws a progress bar with it).
+#[derive(Clone)]
+pub struct Progress(pub std::sync::Arc<dyn Fn(u64) + Send + Sync>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
+}
+
+/// Counts the bytes read through it.
+struct Counted<R> {
+    inner: R,
+    progress: Progress,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        (self.progress.0)(n as u64);
+        Ok(n)
+    }
 }
 
 /// An opened input: its name for messages and a reader over its decompressed bytes, with the
@@ -128,13 +154,18 @@ fn is_trace_file_name(p: &Path) -> bool {
 
 /// Opens a path (or `-` for stdin), undoing gzip when the data starts with its magic bytes.
 pub fn open(path: &Path) -> Result<Source, IngestError> {
+    open_with_progress(path, None)
+}
+
+/// [`open`], reporting the file bytes read to `progress`.
+pub fn open_with_progress(path: &Path, progress: Option<&Progress>) -> Result<Source, IngestError> {
     let stdin = path.as_os_str() == "-";
     let label = if stdin {
         "<stdin>".to_string()
     } else {
         path.display().to_string()
     };
-    let raw: Box<dyn Read + Send> = if stdin {
+    let mut raw: Box<dyn Read + Send> = if stdin {
         Box::new(io::stdin())
     } else {
         Box::new(File::open(path).map_err(|source| IngestError::Open {
@@ -142,6 +173,12 @@ pub fn open(path: &Path) -> Result<Source, IngestError> {
             source,
         })?)
     };
+    if let Some(p) = progress {
+        raw = Box::new(Counted {
+            inner: raw,
+            progress: p.clone(),
+        });
+    }
     let mut raw = BufReader::with_capacity(1 << 20, raw);
     let mut magic = [0u8; 2];
     let n = read_full(&mut raw, &mut magic).map_err(|source| IngestError::Io {
@@ -311,7 +348,7 @@ fn read_one(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(), In
             return rocprof_compute::read_rocprof_compute_dir(path, &workload, trace, opts);
         }
     }
-    let src = open(path)?;
+    let src = open_with_progress(path, opts.progress.as_ref())?;
     let reader = match opts.force {
         Some(f) => readers
             .iter()
@@ -330,6 +367,29 @@ fn read_one(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(), In
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The progress callback hears every byte of the file (compressed bytes for .gz), once.
+    #[test]
+    fn progress_counts_the_file_bytes() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::Arc;
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/kineto/h100/eager_manual_attn.json.gz");
+        let seen = Arc::new(AtomicU64::new(0));
+        let counter = seen.clone();
+        let opts = ReadOptions {
+            progress: Some(Progress(Arc::new(move |n| {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }))),
+            ..Default::default()
+        };
+        let trace = read_all(std::slice::from_ref(&path), &opts).unwrap();
+        assert!(!trace.activities.is_empty());
+        assert_eq!(
+            seen.load(Ordering::Relaxed),
+            std::fs::metadata(&path).unwrap().len()
+        );
+    }
 
     /// Reading files in parallel and appending them gives the table reading them in sequence
     /// into one trace gives: same names in the same order, same rows.
