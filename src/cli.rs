@@ -344,6 +344,7 @@ fn analyze_and_keep(
             strict: args.strict,
             force: args.input_format.format(),
             progress: bar.clone().map(rocprof_classify_progress),
+            ..Default::default()
         },
     );
     if let Some(b) = &bar {

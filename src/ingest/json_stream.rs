@@ -14,7 +14,7 @@ use memchr::{memchr2, memchr3};
 use std::io::{self, Read};
 
 /// Initial block size; a block grows only when one event is larger than it.
-const BLOCK: usize = 4 << 20;
+pub const BLOCK: usize = 4 << 20;
 
 /// A structural problem at an absolute byte offset.
 #[derive(Debug)]

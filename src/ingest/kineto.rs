@@ -58,7 +58,11 @@ impl Reader for KinetoReader {
         let unit = src.offset_unit();
         let head_error = src.head_error.clone();
         let mut sink = KinetoSink::new(trace, label.clone());
-        let scanned = json_stream::scan_default(src.into_reader(), &mut sink);
+        let scanned = json_stream::scan(
+            src.into_reader(),
+            &mut sink,
+            opts.block_bytes.unwrap_or(json_stream::BLOCK),
+        );
         let outcome = match scanned {
             Ok(o) => o,
             Err(ScanError::Syntax { offset, message }) => {

@@ -33,6 +33,9 @@ pub struct ReadOptions {
     pub force: Option<Format>,
     /// Told how many bytes of each input file were read (the file's bytes, compressed or not).
     pub progress: Option<Progress>,
+    /// Window of the streaming JSON scanner in bytes (None: the default 4 MiB). Output never
+    /// depends on it; tests vary it to prove that.
+    pub block_bytes: Option<usize>,
 }
 
 /// A callback for read progress (the CLI draws a progress bar with it).

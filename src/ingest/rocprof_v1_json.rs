@@ -44,19 +44,23 @@ impl Reader for RocprofV1JsonReader {
             process: HashMap::new(),
             devices: BTreeSet::new(),
         };
-        let outcome =
-            json_stream::scan_default(src.into_reader(), &mut sink).map_err(|e| match e {
-                ScanError::Syntax { offset, message } => IngestError::Json {
-                    path: label.clone(),
-                    offset,
-                    message,
-                },
-                ScanError::Io { offset, source } => IngestError::Io {
-                    path: label.clone(),
-                    offset,
-                    source,
-                },
-            })?;
+        let outcome = json_stream::scan(
+            src.into_reader(),
+            &mut sink,
+            opts.block_bytes.unwrap_or(json_stream::BLOCK),
+        )
+        .map_err(|e| match e {
+            ScanError::Syntax { offset, message } => IngestError::Json {
+                path: label.clone(),
+                offset,
+                message,
+            },
+            ScanError::Io { offset, source } => IngestError::Io {
+                path: label.clone(),
+                offset,
+                source,
+            },
+        })?;
         let devices = std::mem::take(&mut sink.devices);
         let meta = &mut trace.inputs[input as usize];
         meta.devices = devices

@@ -415,3 +415,44 @@ fn exported_activity_tables_read_back_with_the_feeds_totals() {
         );
     }
 }
+
+#[test]
+fn feeds_do_not_depend_on_the_scanner_window() {
+    use rocprof_classify::analysis::{analyze_with_ranks, AnalysisOptions};
+    use rocprof_classify::ingest::{read_all, ReadOptions};
+    let mut files: Vec<std::path::PathBuf> = vec![
+        fixture(MANUAL),
+        fixture("kineto/h100/compiled_graph_breaks.json.gz"),
+    ];
+    if let Some(shared) = crate::common::shared() {
+        // A merged 4-rank AMD trace and a rocprof v1 JSON (the other streaming reader).
+        files.push(shared.join("corpus/hpctraining/merged_all_events.json.gz"));
+        files.push(shared.join("corpus/rocprof1_kokkos/results.json"));
+    }
+    for f in &files {
+        let feed = |block: Option<usize>| {
+            let trace = read_all(
+                std::slice::from_ref(f),
+                &ReadOptions {
+                    block_bytes: block,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            rocprof_classify::report::json::render(&analyze_with_ranks(
+                &trace,
+                crate::common::rules(),
+                &AnalysisOptions::default(),
+            ))
+        };
+        let default = feed(None);
+        // Windows far smaller than one event force every boundary case of the scanner.
+        for block in [64, 4096, 1 << 16] {
+            assert!(
+                feed(Some(block)) == default,
+                "{}: window {block}",
+                f.display()
+            );
+        }
+    }
+}
