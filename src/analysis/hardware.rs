@@ -74,6 +74,18 @@ pub struct KernelCounters {
     pub resources: KernelResources,
 }
 
+impl KernelCounters {
+    /// `8.0/8 (none)`: waves per SIMD, the maximum, and the limiter; `-` when unknown.
+    pub fn occupancy_label(&self) -> String {
+        self.occupancy.as_ref().map_or("-".to_string(), |o| {
+            format!(
+                "{:.1}/{} ({})",
+                o.waves_per_simd, o.max_waves_per_simd, o.limiter
+            )
+        })
+    }
+}
+
 /// Theoretical waves per SIMD for a kernel on a device: VGPR limit (unified 512-entry file on
 /// gfx90a and later, allocated in granules), LDS limit (workgroups per CU), and the hardware maximum.
 pub fn occupancy(r: &KernelResources, d: &DeviceSpec) -> Option<Occupancy> {
@@ -248,9 +260,14 @@ pub fn kernel_counters(trace: &Trace, classified: &Classified) -> Vec<KernelCoun
     rows
 }
 
-/// Share of the counter passes' kernel time a kernel takes.
-pub fn share_pct(row: &KernelCounters, rows: &[KernelCounters]) -> f64 {
-    pct(row.total_ns, rows.iter().map(|r| r.total_ns).sum())
+/// Share of the counter passes' kernel time (`total_ns` of all rows) a kernel takes.
+pub fn share_pct(row: &KernelCounters, total_ns: i64) -> f64 {
+    pct(row.total_ns, total_ns)
+}
+
+/// The counter passes' kernel time: the sum over all rows.
+pub fn total_ns(rows: &[KernelCounters]) -> i64 {
+    rows.iter().map(|r| r.total_ns).sum()
 }
 
 #[cfg(test)]

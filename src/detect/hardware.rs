@@ -2,7 +2,7 @@
 //! or inefficient GEMMs, and matrix work done without matrix cores (seeds/003).
 
 use super::{round2, Finding, Severity};
-use crate::analysis::hardware::{share_pct, Bound, KernelCounters};
+use crate::analysis::hardware::{share_pct, total_ns, Bound, KernelCounters};
 use crate::analysis::Context;
 use crate::classify::Bucket;
 use serde_json::{json, Value};
@@ -11,22 +11,23 @@ use serde_json::{json, Value};
 const MIN_SHARE_PCT: f64 = 1.0;
 
 fn significant<'a>(ctx: &'a Context<'_>) -> impl Iterator<Item = &'a KernelCounters> + 'a {
-    let rows = &ctx.kernel_counters;
-    rows.iter()
-        .filter(move |r| share_pct(r, rows) >= MIN_SHARE_PCT)
+    let total = total_ns(&ctx.kernel_counters);
+    ctx.kernel_counters
+        .iter()
+        .filter(move |r| share_pct(r, total) >= MIN_SHARE_PCT)
 }
 
 fn is_matrix_work(b: Bucket) -> bool {
     matches!(b, Bucket::Gemm | Bucket::Attention | Bucket::Conv)
 }
 
-fn evidence_row(r: &KernelCounters, rows: &[KernelCounters]) -> Value {
+fn evidence_row(r: &KernelCounters, total: i64) -> Value {
     let o = r.occupancy.as_ref();
     json!({
         "kernel": r.name,
         "bucket": r.bucket.as_str(),
         "total_ns": r.total_ns,
-        "share_pct": round2(share_pct(r, rows)),
+        "share_pct": round2(share_pct(r, total)),
         "pipe": r.pipe,
         "tflops": r.tflops.map(round2),
         "pct_of_peak": r.pct_of_peak.map(round2),
@@ -53,7 +54,8 @@ fn finding(
         return Vec::new();
     }
     let rows = &ctx.kernel_counters;
-    let share: f64 = hits.iter().map(|r| share_pct(r, rows)).sum();
+    let total = total_ns(rows);
+    let share: f64 = hits.iter().map(|r| share_pct(r, total)).sum();
     let severity = if share >= high_share {
         Severity::Medium
     } else {
@@ -66,7 +68,7 @@ fn finding(
         format!("{summary} ({:.1}% of profiled kernel time)", share),
         stake,
         json!({
-            "kernels": hits.iter().map(|r| evidence_row(r, rows)).collect::<Vec<_>>(),
+            "kernels": hits.iter().map(|r| evidence_row(r, total)).collect::<Vec<_>>(),
             "share_pct": round2(share),
         }),
     )]

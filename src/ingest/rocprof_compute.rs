@@ -87,7 +87,7 @@ pub fn read_rocprof_compute_dir(
     Ok(())
 }
 
-/// `sysinfo.csv`'s first row as name → value.
+/// A CSV's first data row as name → value, trimmed (`sysinfo.csv`, `roofline.csv`).
 fn first_row(path: &Path) -> HashMap<String, String> {
     let Ok(mut rdr) = csv::ReaderBuilder::new().flexible(true).from_path(path) else {
         return HashMap::new();
@@ -219,24 +219,11 @@ fn device_spec(
 
 /// `roofline.csv`'s row for device 0 (peaks in GB/s and GFLOP/s).
 fn read_roofline(path: &Path) -> Option<HashMap<String, f64>> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_path(path)
-        .ok()?;
-    let headers: Vec<String> = rdr
-        .headers()
-        .ok()?
-        .iter()
-        .map(|h| h.trim().to_string())
+    let row: HashMap<String, f64> = first_row(path)
+        .into_iter()
+        .filter_map(|(h, v)| Some((h, v.parse::<f64>().ok()?)))
         .collect();
-    let row = rdr.records().next()?.ok()?;
-    Some(
-        headers
-            .into_iter()
-            .zip(row.iter())
-            .filter_map(|(h, v)| Some((h, v.trim().parse::<f64>().ok()?)))
-            .collect(),
-    )
+    (!row.is_empty()).then_some(row)
 }
 
 /// The counters the derived metrics need. Names are matched exactly, so the per-channel
@@ -380,14 +367,7 @@ fn load_pmc_columns(path: &Path, label: &str) -> Result<PmcColumns, IngestError>
         .iter()
         .map(str::to_string)
         .collect();
-    let mut wanted: Vec<String> = Vec::new();
-    for h in &all {
-        if (PMC_COLUMNS.contains(&h.as_str()) || COUNTERS.contains(&h.as_str()))
-            && !wanted.contains(h)
-        {
-            wanted.push(h.clone());
-        }
-    }
+    let wanted = wanted_columns(&all);
     let names: std::sync::Arc<[PlSmallStr]> = wanted
         .iter()
         .map(|h| PlSmallStr::from(h.as_str()))
@@ -431,6 +411,19 @@ fn load_pmc_columns(path: &Path, label: &str) -> Result<PmcColumns, IngestError>
         rows: df.height(),
         truncated,
     })
+}
+
+/// The columns of a `pmc_perf.csv` header the analysis reads, in header order, each once.
+pub fn wanted_columns(header: &[String]) -> Vec<String> {
+    let mut wanted: Vec<String> = Vec::new();
+    for h in header {
+        if (PMC_COLUMNS.contains(&h.as_str()) || COUNTERS.contains(&h.as_str()))
+            && !wanted.contains(h)
+        {
+            wanted.push(h.clone());
+        }
+    }
+    wanted
 }
 
 /// Dispatch and resource columns of `pmc_perf.csv` besides the counters.

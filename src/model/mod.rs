@@ -74,6 +74,20 @@ impl GpuActivities {
     pub fn end_ns(&self, i: usize) -> i64 {
         self.ts_ns[i].saturating_add(self.dur_ns[i])
     }
+    /// Row `i` as one value (the inverse of [`GpuActivities::push`]).
+    pub fn row(&self, i: usize) -> Activity {
+        Activity {
+            kind: self.kind[i],
+            name: self.name[i],
+            input: self.input[i],
+            device: self.device[i],
+            stream: self.stream[i],
+            ts_ns: self.ts_ns[i],
+            dur_ns: self.dur_ns[i],
+            correlation: self.correlation[i],
+            external_id: self.external_id[i],
+        }
+    }
 }
 
 /// What kind of host-side event a row of [`HostEvents`] is.
@@ -129,6 +143,21 @@ pub struct HostEvent {
 impl HostEvents {
     pub fn len(&self) -> usize {
         self.name.len()
+    }
+    /// Row `i` as one value (the inverse of [`HostEvents::push`]).
+    pub fn row(&self, i: usize) -> HostEvent {
+        HostEvent {
+            kind: self.kind[i],
+            name: self.name[i],
+            input: self.input[i],
+            pid: self.pid[i],
+            tid: self.tid[i],
+            ts_ns: self.ts_ns[i],
+            dur_ns: self.dur_ns[i],
+            correlation: self.correlation[i],
+            external_id: self.external_id[i],
+            input_dims: self.input_dims[i],
+        }
     }
     pub fn is_empty(&self) -> bool {
         self.name.is_empty()
@@ -257,34 +286,15 @@ impl Trace {
         let name = |id: NameId| names[id.index()];
         let offset = self.inputs.len() as u32;
         self.inputs.extend(other.inputs);
-        let a = &other.activities;
-        for k in 0..a.len() {
-            self.activities.push(Activity {
-                kind: a.kind[k],
-                name: name(a.name[k]),
-                input: a.input[k] + offset,
-                device: a.device[k],
-                stream: a.stream[k],
-                ts_ns: a.ts_ns[k],
-                dur_ns: a.dur_ns[k],
-                correlation: a.correlation[k],
-                external_id: a.external_id[k],
-            });
+        for k in 0..other.activities.len() {
+            let mut r = other.activities.row(k);
+            (r.name, r.input) = (name(r.name), r.input + offset);
+            self.activities.push(r);
         }
-        let h = &other.host;
-        for k in 0..h.len() {
-            self.host.push(HostEvent {
-                kind: h.kind[k],
-                name: name(h.name[k]),
-                input: h.input[k] + offset,
-                pid: h.pid[k],
-                tid: h.tid[k],
-                ts_ns: h.ts_ns[k],
-                dur_ns: h.dur_ns[k],
-                correlation: h.correlation[k],
-                external_id: h.external_id[k],
-                input_dims: name(h.input_dims[k]),
-            });
+        for k in 0..other.host.len() {
+            let mut r = other.host.row(k);
+            (r.name, r.input, r.input_dims) = (name(r.name), r.input + offset, name(r.input_dims));
+            self.host.push(r);
         }
         for c in other.counters {
             self.counters.push(DispatchCounters {
@@ -306,37 +316,18 @@ impl Trace {
                 .collect(),
             ..Default::default()
         };
-        let a = &self.activities;
-        for k in 0..a.len() {
-            if let Some(input) = map(a.input[k]) {
-                out.activities.push(Activity {
-                    kind: a.kind[k],
-                    name: a.name[k],
-                    input,
-                    device: a.device[k],
-                    stream: a.stream[k],
-                    ts_ns: a.ts_ns[k],
-                    dur_ns: a.dur_ns[k],
-                    correlation: a.correlation[k],
-                    external_id: a.external_id[k],
-                });
+        for k in 0..self.activities.len() {
+            let mut r = self.activities.row(k);
+            if let Some(input) = map(r.input) {
+                r.input = input;
+                out.activities.push(r);
             }
         }
-        let h = &self.host;
-        for k in 0..h.len() {
-            if let Some(input) = map(h.input[k]) {
-                out.host.push(HostEvent {
-                    kind: h.kind[k],
-                    name: h.name[k],
-                    input,
-                    pid: h.pid[k],
-                    tid: h.tid[k],
-                    ts_ns: h.ts_ns[k],
-                    dur_ns: h.dur_ns[k],
-                    correlation: h.correlation[k],
-                    external_id: h.external_id[k],
-                    input_dims: h.input_dims[k],
-                });
+        for k in 0..self.host.len() {
+            let mut r = self.host.row(k);
+            if let Some(input) = map(r.input) {
+                r.input = input;
+                out.host.push(r);
             }
         }
         for c in &self.counters {

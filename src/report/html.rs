@@ -323,14 +323,9 @@ fn render_counters(b: &mut String, a: &Analysis) {
         return;
     }
     let _ = writeln!(b, "<h2>Hardware counters</h2><table class=\"sortable\"><thead><tr><th>kernel</th><th>bound</th><th>pipe</th><th>TFLOP/s</th><th>% of peak</th><th>HBM GB/s</th><th>% of peak</th><th>FLOP/byte</th><th>roofline %</th><th>waves/SIMD</th></tr></thead><tbody>");
-    let opt = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    let opt = super::opt_num;
     for k in &a.kernel_counters {
-        let occ = k.occupancy.as_ref().map_or("-".to_string(), |o| {
-            format!(
-                "{:.1}/{} ({})",
-                o.waves_per_simd, o.max_waves_per_simd, o.limiter
-            )
-        });
+        let occ = k.occupancy_label();
         let _ = writeln!(
             b,
             "<tr><td><code title=\"{}\">{}</code></td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",

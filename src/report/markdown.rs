@@ -162,14 +162,9 @@ pub fn render(a: &Analysis) -> String {
     let _ = writeln!(out, "\n</details>");
     if !a.kernel_counters.is_empty() {
         let _ = writeln!(out, "\n<details><summary>Hardware counters per kernel</summary>\n\n| kernel | bound | pipe | TFLOP/s | % of peak | HBM GB/s | % of peak | FLOP/byte | waves/SIMD |\n|---|---|---|---:|---:|---:|---:|---:|---|");
-        let opt = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+        let opt = super::opt_num;
         for k in a.kernel_counters.iter().take(10) {
-            let occ = k.occupancy.as_ref().map_or("-".to_string(), |o| {
-                format!(
-                    "{:.1}/{} ({})",
-                    o.waves_per_simd, o.max_waves_per_simd, o.limiter
-                )
-            });
+            let occ = k.occupancy_label();
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",

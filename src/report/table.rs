@@ -286,15 +286,9 @@ fn render_counters(out: &mut String, a: &Analysis, opts: &TableOptions) {
         .map(|h| header_cell(h, opts)),
     );
     t.set_content_arrangement(ContentArrangement::Disabled);
-    let opt =
-        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    let opt = super::opt_num;
     for k in a.kernel_counters.iter().take(a.top_kernels.len().max(10)) {
-        let occ = k.occupancy.as_ref().map_or("-".to_string(), |o| {
-            format!(
-                "{:.1}/{} ({})",
-                o.waves_per_simd, o.max_waves_per_simd, o.limiter
-            )
-        });
+        let occ = k.occupancy_label();
         t.add_row(vec![
             Cell::new(shorten_tail(&display_name(&k.name), 40)),
             Cell::new(k.bound.map_or("-", |b| b.as_str())),
