@@ -152,6 +152,10 @@ pub struct GlobalArgs {
     /// No warnings or notes on stderr (errors are still printed).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+
+    /// Print how long reading, analysis and rendering took, on stderr.
+    #[arg(long, global = true)]
+    pub timings: bool,
 }
 
 /// `--input-format` values (the feed's `inputs[].format` names).
@@ -338,6 +342,7 @@ fn analyze_and_keep(
         bail!("--dispatch-threshold-us must be a non-negative number");
     }
     let bar = progress_bar(paths, global);
+    let started = std::time::Instant::now();
     let trace = read_all(
         paths,
         &ReadOptions {
@@ -364,8 +369,18 @@ fn analyze_and_keep(
         skip_warmup: args.skip_warmup,
         dispatch_threshold_ns: (args.dispatch_threshold_us * 1000.0).round() as i64,
     };
+    let read_done = std::time::Instant::now();
     let mut analysis = analyze_with_ranks(&trace, &rules, &opts);
     analysis.plan = recommend::plan(&analysis, &catalog, env.as_ref());
+    if global.timings {
+        eprintln!(
+            "timings: read {:.3} s ({} GPU activities, {} host events), analysis {:.3} s",
+            (read_done - started).as_secs_f64(),
+            trace.activities.len(),
+            trace.host.len(),
+            read_done.elapsed().as_secs_f64()
+        );
+    }
     Ok((trace, analysis))
 }
 

@@ -450,6 +450,96 @@ pub fn scan<R: Read, S: ScanSink>(
     Ok(out)
 }
 
+/// [`scan`] with the scan on its own thread: while the caller's `sink` parses one batch, the
+/// scanner decompresses and splits the next (a bounded queue of two batches keeps memory at a
+/// few blocks). Each batch is copied out of the window, a memcpy that is small next to parsing.
+/// The sink sees the same calls in the same order as with [`scan`]; with one worker thread
+/// (`--threads 1`) this is [`scan`] itself.
+pub fn scan_pipelined<R: Read + Send, S: ScanSink>(
+    reader: R,
+    sink: &mut S,
+    block: usize,
+) -> Result<ScanOutcome, ScanError> {
+    if rayon::current_num_threads() < 2 {
+        return scan(reader, sink, block);
+    }
+    enum Batch {
+        Events {
+            bytes: Vec<u8>,
+            ranges: Vec<(usize, usize)>,
+            base: u64,
+        },
+        Meta {
+            key: String,
+            value: Vec<u8>,
+            offset: u64,
+        },
+    }
+    /// The scanner thread's sink: copies each batch and queues it.
+    struct Forward(std::sync::mpsc::SyncSender<Batch>);
+    /// The consumer stopped (its sink failed): end the scan quietly.
+    fn hung_up() -> ScanError {
+        ScanError::Syntax {
+            offset: 0,
+            message: "consumer stopped".into(),
+        }
+    }
+    impl ScanSink for Forward {
+        fn events(
+            &mut self,
+            buf: &[u8],
+            ranges: &[(usize, usize)],
+            base: u64,
+        ) -> Result<(), ScanError> {
+            let from = ranges.first().map_or(0, |r| r.0);
+            let to = ranges.last().map_or(0, |r| r.1);
+            let batch = Batch::Events {
+                bytes: buf[from..to].to_vec(),
+                ranges: ranges.iter().map(|&(s, e)| (s - from, e - from)).collect(),
+                base: base + from as u64,
+            };
+            self.0.send(batch).map_err(|_| hung_up())
+        }
+        fn meta(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ScanError> {
+            let batch = Batch::Meta {
+                key: key.to_string(),
+                value: value.to_vec(),
+                offset,
+            };
+            self.0.send(batch).map_err(|_| hung_up())
+        }
+    }
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
+    std::thread::scope(|scope| {
+        let scanner = scope.spawn(move || scan(reader, &mut Forward(tx), block));
+        let mut failed = None;
+        for batch in rx.iter() {
+            let done = match batch {
+                Batch::Events {
+                    bytes,
+                    ranges,
+                    base,
+                } => sink.events(&bytes, &ranges, base),
+                Batch::Meta { key, value, offset } => sink.meta(&key, &value, offset),
+            };
+            if let Err(e) = done {
+                failed = Some(e);
+                break;
+            }
+        }
+        // Hanging up makes a scanner blocked on a full queue return.
+        drop(rx);
+        let scanned = match scanner.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        match failed {
+            Some(e) => Err(e),
+            None => scanned,
+        }
+    })
+}
+
 /// Convenience: the default block size.
 pub fn scan_default<R: Read, S: ScanSink>(
     reader: R,
@@ -559,5 +649,94 @@ mod tests {
         let mut c = Collect::default();
         let out = scan(&b""[..], &mut c, 64).unwrap();
         assert!(out.truncated && !out.saw_events);
+    }
+
+    /// Records every event with its absolute offset, and fails on request.
+    #[derive(Default)]
+    struct Offsets {
+        seen: Vec<(u64, String)>,
+        fail_at: Option<usize>,
+    }
+    impl ScanSink for Offsets {
+        fn events(
+            &mut self,
+            buf: &[u8],
+            ranges: &[(usize, usize)],
+            base: u64,
+        ) -> Result<(), ScanError> {
+            for &(s, e) in ranges {
+                if self.fail_at == Some(self.seen.len()) {
+                    return Err(ScanError::Syntax {
+                        offset: base + s as u64,
+                        message: "sink refused".into(),
+                    });
+                }
+                let text = String::from_utf8_lossy(&buf[s..e]).into_owned();
+                self.seen.push((base + s as u64, text));
+            }
+            Ok(())
+        }
+        fn meta(&mut self, key: &str, _value: &[u8], offset: u64) -> Result<(), ScanError> {
+            self.seen.push((offset, key.to_string()));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_pipelined_scan_hands_over_what_the_plain_scan_does() {
+        let events: Vec<String> = (0..2000)
+            .map(|i| format!(r#"{{"ph":"X","name":"k{i} \"}}","ts":{i}}}"#))
+            .collect();
+        let doc = format!(
+            r#"{{"a":1,"traceEvents":[{}],"b":[2]}}"#,
+            events.join(",\n ")
+        );
+        let cut = &doc[..doc.len() * 2 / 3];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for input in [doc.as_str(), cut] {
+            for block in [64, 1000, 1 << 20] {
+                let mut plain = Offsets::default();
+                let a = scan(input.as_bytes(), &mut plain, block).unwrap();
+                let mut piped = Offsets::default();
+                let b = pool
+                    .install(|| scan_pipelined(input.as_bytes(), &mut piped, block))
+                    .unwrap();
+                assert_eq!(a, b, "block {block}");
+                assert_eq!(plain.seen, piped.seen, "block {block}");
+                assert!(plain.seen.len() > 1000);
+            }
+        }
+        // A sink that fails stops the scanner (no hang on the full queue) and its error wins.
+        let mut failing = Offsets {
+            fail_at: Some(10),
+            ..Default::default()
+        };
+        match pool.install(|| scan_pipelined(doc.as_bytes(), &mut failing, 64)) {
+            Err(ScanError::Syntax { message, .. }) => assert_eq!(message, "sink refused"),
+            other => panic!("{other:?}"),
+        }
+        // A syntax error after many good batches still surfaces, at its offset.
+        let broken = format!(
+            r#"{{"traceEvents":[{} {}]}}"#,
+            events[..1500].join(",\n "),
+            events[1500..].join(",\n ")
+        );
+        let mut plain = Offsets::default();
+        let mut piped = Offsets::default();
+        let a = scan(broken.as_bytes(), &mut plain, 256).unwrap_err();
+        let b = pool
+            .install(|| scan_pipelined(broken.as_bytes(), &mut piped, 256))
+            .unwrap_err();
+        match (a, b) {
+            (ScanError::Syntax { offset: x, .. }, ScanError::Syntax { offset: y, .. }) => {
+                assert_eq!(x, y)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(plain.seen, piped.seen);
+        assert!(plain.seen.len() > 1000);
     }
 }

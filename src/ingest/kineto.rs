@@ -1,9 +1,28 @@
 //! PyTorch profiler (Kineto) Chrome traces, from CUDA (CUPTI) and ROCm (roctracer) builds, 2021
 //! to now. See <https://pytorch.org/docs/stable/profiler.html> and `reference/formats.md` §1.
 //!
-//! The file is streamed ([`json_stream`](super::json_stream)); each batch of events is parsed in
-//! parallel with serde into borrowed skeletons (only the fields we use; serde skips the rest) and
-//! appended in file order, so the table is the same for any thread count.
+//! The file is streamed ([`json_stream`](super::json_stream), the scan on its own thread); each
+//! batch of events is parsed in parallel with serde into borrowed skeletons (only the fields we
+//! use; serde skips the rest) and appended in file order, so the table is the same for any thread
+//! count.
+//!
+//! **Why serde_json and not simd-json.** `cargo bench --bench hot_paths -- parse` (one thread,
+//! the 41k events of `fixtures/kineto/h100/eager_launch_bound.json.gz`, medians, same run):
+//!
+//! | parser | time | throughput |
+//! |---|---|---|
+//! | serde_json as first written (`args` as a raw value, parsed again when kept; every string UTF-8 checked) | 22.2 ms | 396 MiB/s |
+//! | simd-json serde mode (same fields; `args` parsed for every event) | 16.7 ms | 527 MiB/s |
+//! | simd-json tape mode, per event (with reused buffers) | 13.1 ms | 672 MiB/s |
+//! | simd-json tape mode, one tape per batch of 10k events | 24.4 ms | 360 MiB/s |
+//! | serde_json now (`args` fields in the first pass; one UTF-8 check per batch, then `from_str`) | 15.1 ms | 580 MiB/s |
+//!
+//! simd-json's tape is still 13% faster, but it parses every number to `f64`, and Kineto's
+//! timestamps are microseconds with nanosecond decimals (`1712867402367756.123` has 19 digits;
+//! `f64` keeps 16): the table's integer nanoseconds would be off by up to hundreds of ns on
+//! epoch-based traces. serde_json hands over the number's text (`RawValue`), which
+//! [`micros_to_ns`] converts exactly. End to end the parse is no longer the bottleneck alone:
+//! the scan runs beside it on its own thread.
 
 use super::json_stream::{self, ScanError, ScanSink};
 use super::num::{micros_to_ns, to_u64, trailing_u64, unquote};
@@ -58,7 +77,7 @@ impl Reader for KinetoReader {
         let unit = src.offset_unit();
         let head_error = src.head_error.clone();
         let mut sink = KinetoSink::new(trace, label.clone());
-        let scanned = json_stream::scan(
+        let scanned = json_stream::scan_pipelined(
             src.into_reader(),
             &mut sink,
             opts.block_bytes.unwrap_or(json_stream::BLOCK),
@@ -152,7 +171,7 @@ struct RawEvent<'a> {
     #[serde(borrow, default)]
     dur: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    args: Option<&'a RawValue>,
+    args: Option<RawArgs<'a>>,
 }
 
 /// The `args` fields we read. Parsed only for events we keep.
@@ -263,8 +282,14 @@ fn id_of(raw: Option<&RawValue>) -> Id<'_> {
     }
 }
 
-fn parse_event(bytes: &[u8], at: usize) -> Parsed<'_> {
-    let ev: RawEvent<'_> = match serde_json::from_slice(bytes) {
+/// Parses one event. `text` is the same bytes when the caller already knows them to be UTF-8:
+/// serde_json then skips validating every string again (a sixth of the parse).
+fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<'a> {
+    let parsed = match text {
+        Some(t) => serde_json::from_str(t),
+        None => serde_json::from_slice(bytes),
+    };
+    let ev: RawEvent<'_> = match parsed {
         Ok(ev) => ev,
         Err(e) => {
             return Parsed::Bad {
@@ -307,18 +332,7 @@ fn parse_event(bytes: &[u8], at: usize) -> Parsed<'_> {
             }
         }
     };
-    let args: RawArgs<'_> = match ev.args {
-        None => RawArgs::default(),
-        Some(raw) => match serde_json::from_str(raw.get()) {
-            Ok(a) => a,
-            Err(e) => {
-                return Parsed::Bad {
-                    at,
-                    why: format!("unreadable \"args\": {e}"),
-                }
-            }
-        },
-    };
+    let args = ev.args.unwrap_or_default();
     let num = |r: Option<&RawValue>| r.and_then(|r| to_u64(r.get()));
     let external_id = num(args.external_id)
         .or_else(|| num(args.external_id_old))
@@ -360,6 +374,38 @@ fn parse_event(bytes: &[u8], at: usize) -> Parsed<'_> {
         }),
         Category::Skip => Parsed::Skip,
     }
+}
+
+/// The parser of one batch's events: one UTF-8 check for the whole batch instead of one per
+/// string (a batch with invalid UTF-8 is parsed event by event, so the bad event is named).
+fn batch_parser<'a>(
+    buf: &'a [u8],
+    ranges: &[(usize, usize)],
+) -> impl Fn(&(usize, usize)) -> Parsed<'a> + Sync {
+    let from = ranges.first().map_or(0, |r| r.0);
+    let to = ranges.last().map_or(0, |r| r.1);
+    let text = std::str::from_utf8(&buf[from..to]).ok();
+    move |&(s, e)| {
+        let t = text.and_then(|t| t.get(s - from..e - from));
+        parse_event(&buf[s..e], t, s)
+    }
+}
+
+/// Parses events as the reader does, on one thread, and counts the (GPU, host, skipped or bad)
+/// rows: the parser benchmark's view of the hot path. Not a stable API.
+#[doc(hidden)]
+pub fn parse_batch_for_bench(buf: &[u8], ranges: &[(usize, usize)]) -> [usize; 3] {
+    let mut counts = [0; 3];
+    let one = batch_parser(buf, ranges);
+    for range in ranges {
+        let i = match std::hint::black_box(one(range)) {
+            Parsed::Gpu(_) => 0,
+            Parsed::Host(_) => 1,
+            Parsed::Skip | Parsed::Bad { .. } => 2,
+        };
+        counts[i] += 1;
+    }
+    counts
 }
 
 /// Byte offset of a serde_json error inside `bytes` (serde reports line and column).
@@ -591,16 +637,11 @@ impl ScanSink for KinetoSink<'_> {
     ) -> Result<(), ScanError> {
         // Parsing is the expensive part and independent per event: do it in parallel, then
         // append in file order so the table does not depend on the thread count.
+        let one = batch_parser(buf, ranges);
         let parsed: Vec<Parsed<'_>> = if ranges.len() >= 512 {
-            ranges
-                .par_iter()
-                .map(|&(s, e)| parse_event(&buf[s..e], s))
-                .collect()
+            ranges.par_iter().map(one).collect()
         } else {
-            ranges
-                .iter()
-                .map(|&(s, e)| parse_event(&buf[s..e], s))
-                .collect()
+            ranges.iter().map(one).collect()
         };
         for p in parsed {
             self.push(p, base);
@@ -729,6 +770,42 @@ mod tests {
             t.inputs.iter().map(|m| m.rank).collect::<Vec<_>>(),
             vec![Some(0), Some(1)]
         );
+    }
+
+    #[test]
+    fn invalid_utf8_spoils_one_event_not_its_batch() {
+        // The batch-wide UTF-8 check fails; events are then parsed one by one and only the
+        // event with the bad byte is lost, named by its offset.
+        let mut doc = br#"{"traceEvents":[{"ph":"X","cat":"kernel","name":"a","ts":1,"dur":1},
+             {"ph":"X","cat":"kernel","name":"b?","ts":2,"dur":1},
+             {"ph":"X","cat":"kernel","name":"c","ts":3,"dur":1}]}"#
+            .to_vec();
+        let at = doc.iter().position(|&b| b == b'?').unwrap();
+        doc[at] = 0xff;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        std::fs::write(&p, &doc).unwrap();
+        let src = open(&p).unwrap();
+        let mut t = Trace::default();
+        KinetoReader
+            .read(src, &mut t, &ReadOptions::default())
+            .unwrap();
+        let names: Vec<&str> = (0..t.activities.len())
+            .map(|i| t.names.get(t.activities.name[i]))
+            .collect();
+        assert_eq!(names, ["a", "c"]);
+        let warning = &t.inputs[0].warnings[0];
+        assert!(warning.contains("skipped 1 unreadable events"), "{warning}");
+        let starts: Vec<usize> = (0..doc.len())
+            .filter(|&i| doc[i..].starts_with(br#"{"ph""#))
+            .collect();
+        let byte: usize = warning
+            .split("first at byte ")
+            .nth(1)
+            .and_then(|r| r.split(':').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!((starts[1]..starts[2]).contains(&byte), "{warning}");
     }
 
     #[test]

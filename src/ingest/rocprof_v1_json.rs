@@ -44,7 +44,7 @@ impl Reader for RocprofV1JsonReader {
             process: HashMap::new(),
             devices: BTreeSet::new(),
         };
-        let outcome = json_stream::scan(
+        let outcome = json_stream::scan_pipelined(
             src.into_reader(),
             &mut sink,
             opts.block_bytes.unwrap_or(json_stream::BLOCK),
