@@ -194,8 +194,11 @@ pub fn step_stats(durations: &[i64]) -> Option<(super::StepStats, bool)> {
     ))
 }
 
-/// The median of a non-empty slice.
+/// The median of a slice (0 for an empty one).
 pub fn median(values: &[i64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
     let mut v = values.to_vec();
     v.sort_unstable();
     if v.len() % 2 == 1 {

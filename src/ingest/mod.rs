@@ -119,6 +119,12 @@ pub fn readers() -> Vec<Box<dyn Reader>> {
 /// Expands the user's paths: directories become their trace files (sorted by name, one file per
 /// rank), `-` stays stdin.
 pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
+    Ok(expand_into_groups(paths)?.into_iter().flatten().collect())
+}
+
+/// [`expand_paths`], keeping each directory's files together (a path given alone is a group of
+/// one).
+fn expand_into_groups(paths: &[PathBuf]) -> Result<Vec<Vec<PathBuf>>, IngestError> {
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() != "-"
@@ -139,12 +145,49 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
             if files.is_empty() {
                 return Err(IngestError::EmptyDir { path: label });
             }
-            out.extend(files);
+            out.push(files);
         } else {
-            out.push(p.clone());
+            out.push(vec![p.clone()]);
         }
     }
     Ok(out)
+}
+
+/// The rank in a per-rank trace file's name (`rank0`, `rank_3`, `rank-12.Apr_03…pt.trace.json`,
+/// any case), as launch scripts and `tensorboard_trace_handler` runs name them.
+pub fn rank_in_file_name(path: &Path) -> Option<u32> {
+    static RANK: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)(?:^|[^a-z])rank[_-]?(\d{1,6})(?:\D|$)").expect("valid regex")
+    });
+    let name = path.file_name()?.to_str()?;
+    RANK.captures(name)?.get(1)?.as_str().parse().ok()
+}
+
+/// Gives ranks to the files of several that carry none (no `distributedInfo`, no per-event
+/// rank): the rank in the file name, or, for a directory none of whose files names a rank, the
+/// file's place in it (sorted by name). Files given one by one get ranks only from their names:
+/// two unrelated traces are not two ranks.
+fn assign_file_ranks(groups: &[Vec<PathBuf>], parts: &mut [Trace]) {
+    let mut next = 0;
+    for group in groups {
+        let files = &mut parts[next..next + group.len()];
+        next += group.len();
+        let unranked = |t: &Trace| t.inputs.len() == 1 && t.inputs[0].rank.is_none();
+        let named: Vec<Option<u32>> = group.iter().map(|p| rank_in_file_name(p)).collect();
+        let by_place = group.len() > 1
+            && named.iter().all(Option::is_none)
+            && files.iter().all(unranked);
+        for (i, trace) in files.iter_mut().enumerate() {
+            if !unranked(trace) {
+                continue;
+            }
+            trace.inputs[0].rank = match named[i] {
+                Some(r) => Some(r),
+                None if by_place => Some(i as u32),
+                None => continue,
+            };
+        }
+    }
 }
 
 fn is_trace_file_name(p: &Path) -> bool {
@@ -319,22 +362,28 @@ fn recognize_unsupported(head: &[u8]) -> Option<Format> {
 /// does not depend on the thread count.
 pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestError> {
     use rayon::prelude::*;
-    let paths = expand_paths(paths)?;
+    let groups = expand_into_groups(paths)?;
+    let paths: Vec<&PathBuf> = groups.iter().flatten().collect();
     if paths.len() == 1 {
         let mut trace = Trace::default();
-        read_one(&paths[0], &mut trace, opts)?;
+        read_one(paths[0], &mut trace, opts)?;
         return Ok(trace);
     }
-    let parts: Vec<Result<Trace, IngestError>> = paths
+    let read: Vec<Result<Trace, IngestError>> = paths
         .par_iter()
         .map(|p| {
             let mut t = Trace::default();
             read_one(p, &mut t, opts).map(|()| t)
         })
         .collect();
+    // The first failing file in order, whatever the thread count.
+    let mut parts = read
+        .into_iter()
+        .collect::<Result<Vec<Trace>, IngestError>>()?;
+    assign_file_ranks(&groups, &mut parts);
     let mut trace = Trace::default();
     for part in parts {
-        trace.append(part?);
+        trace.append(part);
     }
     Ok(trace)
 }

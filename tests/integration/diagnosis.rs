@@ -328,6 +328,7 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
         ("sync_stalls", "hipMemcpyWithStream D2H copies and hipEventSynchronize inside the steps block the host"),
         ("conv_layout_transposes", "MIOpen batched_transpose kernels around NCHW convolutions"),
         ("gemm_backend", "Tensile kernels: the plain names could be rocBLAS or hipBLASLt"),
+        ("straggler_rank", "rank 3's all-reduces take 3.6 ms against ~50 ms on ranks 0-2 in all 3 steps (the others wait for it), with no more GPU work but twice their launch overhead"),
     ]),
     ("corpus/hpctraining/replay_trace.json", &[("high_step_variance", "step times range from ~15 to ~29 ms (CV 25%)")]),
     ("corpus/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz", &[

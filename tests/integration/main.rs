@@ -9,6 +9,7 @@ mod cli;
 mod corpus;
 mod diagnosis;
 mod h100;
+mod ranks;
 mod recommend;
 mod review;
 mod rocprof;

@@ -200,6 +200,9 @@ fn every_recommendation_fires_on_some_trace() {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
         .collect();
+    for run in ["host_straggler", "gpu_straggler"] {
+        paths.push(fixture(&format!("kineto/h100x2/{run}")));
+    }
     if let Some(shared) = crate::common::shared() {
         for f in [
             "traces/h100/compiled_recompiles.json.gz",

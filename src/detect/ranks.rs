@@ -1,0 +1,251 @@
+//! Several ranks: the straggler, the rank the others wait for.
+//!
+//! A collective kernel runs from the moment its rank reaches it until every rank has: the rank
+//! that arrives last spends the least time in it, and every other rank's collective time grows
+//! by its wait. So per step (the whole window without steps) the rank with the shortest
+//! communication time is the one waited for, and `others' communication − its communication` is
+//! the time the others lost (HTA and TraceLens compare ranks the same way). Durations, not
+//! timestamps, are compared: ranks on different hosts have unsynchronized clocks.
+
+use super::{ms, pct, Finding, Severity};
+use crate::analysis::steps::median;
+use crate::analysis::Context;
+use crate::classify::Bucket;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// GPU time of one rank in one step (or the whole window).
+#[derive(Default, Clone, Copy)]
+struct Load {
+    comm_ns: i64,
+    compute_ns: i64,
+}
+
+/// The straggler must be last in more than half of the compared steps, and the others' wait
+/// must be worth reading about.
+const MIN_WAIT_PCT: f64 = 2.0;
+const MIN_WAIT_NS: i64 = 100_000;
+/// A straggler whose own GPU work exceeds the others' median by more than this has more to do
+/// (an imbalance); otherwise it reaches the collectives late for reasons on its host.
+const MORE_WORK_PCT: f64 = 5.0;
+
+pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
+    let trace = ctx.trace;
+    let rank_of: Vec<Option<u32>> = trace.inputs.iter().map(|i| i.rank).collect();
+    let ranks: BTreeSet<u32> = rank_of.iter().flatten().copied().collect();
+    if ranks.len() < 2 {
+        return vec![];
+    }
+    // Steps are compared by number when every rank has them; else each rank's whole window.
+    let ranked_steps = |r: u32| -> BTreeSet<u64> {
+        (0..trace.inputs.len())
+            .filter(|&i| rank_of[i] == Some(r))
+            .flat_map(|i| ctx.steps.kept(i).map(|(_, s)| s.number))
+            .collect()
+    };
+    let step_sets: Vec<BTreeSet<u64>> = ranks.iter().map(|&r| ranked_steps(r)).collect();
+    let by_step = step_sets.iter().all(|s| !s.is_empty());
+
+    let acts = &trace.activities;
+    let mut load: BTreeMap<(Option<u64>, u32), Load> = BTreeMap::new();
+    for a in (0..acts.len()).filter(|&a| ctx.in_scope[a]) {
+        let input = acts.input[a] as usize;
+        let Some(rank) = rank_of[input] else { continue };
+        let unit = if by_step {
+            match ctx.steps.of_activity[a] {
+                Some(k) => Some(ctx.steps.per_input[input][k as usize].number),
+                None => continue,
+            }
+        } else {
+            None
+        };
+        let l = load.entry((unit, rank)).or_default();
+        match ctx.bucket_of(a) {
+            Bucket::Communication => l.comm_ns += acts.dur_ns[a],
+            _ => l.compute_ns += acts.dur_ns[a],
+        }
+    }
+    let units: Vec<Option<u64>> = if by_step {
+        let mut common = step_sets[0].clone();
+        for s in &step_sets[1..] {
+            common.retain(|n| s.contains(n));
+        }
+        common.into_iter().map(Some).collect()
+    } else {
+        vec![None]
+    };
+
+    // Per unit where every rank communicated: who was last, and what the others lost to it.
+    struct Unit {
+        step: Option<u64>,
+        last: u32,
+        wait_ns: i64,
+    }
+    let mut compared = Vec::new();
+    for &unit in &units {
+        let loads: Vec<(u32, Load)> = ranks
+            .iter()
+            .map(|&r| (r, load.get(&(unit, r)).copied().unwrap_or_default()))
+            .collect();
+        if loads.iter().any(|(_, l)| l.comm_ns <= 0) {
+            continue;
+        }
+        let &(last, least) = loads
+            .iter()
+            .min_by_key(|(r, l)| (l.comm_ns, *r))
+            .expect("at least two ranks");
+        let wait_ns = loads
+            .iter()
+            .filter(|(r, _)| *r != last)
+            .map(|(_, l)| l.comm_ns - least.comm_ns)
+            .sum();
+        compared.push(Unit {
+            step: unit,
+            last,
+            wait_ns,
+        });
+    }
+    if compared.is_empty() {
+        return vec![];
+    }
+    let mut times_last: BTreeMap<u32, usize> = BTreeMap::new();
+    for u in &compared {
+        *times_last.entry(u.last).or_default() += 1;
+    }
+    let (&straggler, &count) = times_last
+        .iter()
+        .max_by_key(|(r, n)| (**n, std::cmp::Reverse(**r)))
+        .expect("compared is not empty");
+    if count * 2 <= compared.len() {
+        return vec![];
+    }
+    let its_units: Vec<&Unit> = compared.iter().filter(|u| u.last == straggler).collect();
+    let wait_ns: i64 = its_units.iter().map(|u| u.wait_ns).sum();
+    if wait_ns < MIN_WAIT_NS || pct(wait_ns, ctx.window_ns) < MIN_WAIT_PCT {
+        return vec![];
+    }
+
+    // Totals over the compared units, per rank.
+    let mut per_rank: BTreeMap<u32, Load> = BTreeMap::new();
+    for u in &compared {
+        for &r in &ranks {
+            let l = load.get(&(u.step, r)).copied().unwrap_or_default();
+            let t = per_rank.entry(r).or_default();
+            t.comm_ns += l.comm_ns;
+            t.compute_ns += l.compute_ns;
+        }
+    }
+    let others = |f: fn(&Load) -> i64| -> f64 {
+        let v: Vec<i64> = per_rank
+            .iter()
+            .filter(|(r, _)| **r != straggler)
+            .map(|(_, l)| f(l))
+            .collect();
+        median(&v)
+    };
+    let mine = per_rank[&straggler];
+    let others_comm = others(|l| l.comm_ns);
+    let others_compute = others(|l| l.compute_ns);
+    let more_work_pct = if others_compute > 0.0 {
+        (mine.compute_ns as f64 / others_compute - 1.0) * 100.0
+    } else {
+        0.0
+    };
+    let more_work = more_work_pct > MORE_WORK_PCT;
+    // Step times per rank show the spread the straggler causes (they end together when synced).
+    // And the GPU idle time each rank's host causes (launch overhead + host idle, FEED.md
+    // partition), which points at the host when the straggler has no more GPU work.
+    let mut step_ns: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+    let mut host_gaps: BTreeMap<u32, i64> = BTreeMap::new();
+    for row in &ctx.step_rows {
+        if let Some(r) = row.rank {
+            step_ns.entry(r).or_default().push(row.dur_ns);
+            let gap: i64 = row
+                .time_partition
+                .iter()
+                .filter(|p| p.category == "launch_overhead" || p.category == "host_idle")
+                .map(|p| p.ns)
+                .sum();
+            *host_gaps.entry(r).or_default() += gap;
+        }
+    }
+    let others_gap = median(
+        &host_gaps
+            .iter()
+            .filter(|(r, _)| **r != straggler)
+            .map(|(_, g)| *g)
+            .collect::<Vec<_>>(),
+    );
+    let step_medians: BTreeMap<u32, f64> = step_ns.iter().map(|(r, d)| (*r, median(d))).collect();
+    let spread_ns = match (
+        step_medians.values().copied().reduce(f64::max),
+        step_medians.values().copied().reduce(f64::min),
+    ) {
+        (Some(hi), Some(lo)) => (hi - lo).round() as i64,
+        _ => 0,
+    };
+
+    let where_ = if by_step {
+        format!("in {count} of {} steps", compared.len())
+    } else {
+        "over the window".to_string()
+    };
+    let no_compute = mine.compute_ns == 0 && others_compute <= 0.0;
+    let cause = if no_compute {
+        "the trace holds only communication kernels, so whether it has more work or a slow host is not visible".to_string()
+    } else if more_work {
+        format!(
+            "it has {more_work_pct:.0}% more GPU work than the others ({} vs a median {}): balance the work across ranks",
+            ms(mine.compute_ns),
+            ms(others_compute as i64)
+        )
+    } else {
+        let gaps = match host_gaps.get(&straggler) {
+            Some(&g) if g as f64 > others_gap => format!(
+                "; its host leaves its GPU idle for {} (launch overhead and host idle) against a median {} on the others",
+                ms(g),
+                ms(others_gap as i64)
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "its GPU work is not larger ({} vs a median {}), so it reaches the collectives late because of its host: input pipeline, CPU or NUMA placement, launch overhead{gaps}",
+            ms(mine.compute_ns),
+            ms(others_compute as i64)
+        )
+    };
+    let severity = if pct(wait_ns, ctx.window_ns) >= 10.0 {
+        Severity::High
+    } else {
+        Severity::Medium
+    };
+    vec![Finding::new(
+        "straggler_rank",
+        severity,
+        format!(
+            "rank {straggler} is the straggler: the other ranks wait for it at collectives {where_}. Its communication kernels take {} against a median {} on the others, who lose {} waiting ({:.1}% of the window); {cause}",
+            ms(mine.comm_ns),
+            ms(others_comm as i64),
+            ms(wait_ns),
+            pct(wait_ns, ctx.window_ns),
+        ),
+        wait_ns,
+        json!({
+            "rank": straggler,
+            "steps": its_units.iter().filter_map(|u| u.step).collect::<Vec<_>>(),
+            "steps_compared": if by_step { compared.len() } else { 0 },
+            "wait_ns": wait_ns,
+            "kind": if no_compute { "unknown" } else if more_work { "more_gpu_work" } else { "host" },
+            "more_gpu_work_pct": (more_work_pct * 10.0).round() / 10.0,
+            "step_spread_ns": spread_ns,
+            "ranks": per_rank.iter().map(|(r, l)| json!({
+                "rank": r,
+                "communication_ns": l.comm_ns,
+                "compute_ns": l.compute_ns,
+                "times_last": times_last.get(r).copied().unwrap_or(0),
+                "step_median_ns": step_medians.get(r).map(|m| m.round() as i64),
+                "host_gap_ns": host_gaps.get(r),
+            })).collect::<Vec<_>>(),
+        }),
+    )]
+}

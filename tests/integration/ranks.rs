@@ -1,0 +1,188 @@
+//! Several ranks: ranks from the files, per-rank views and the straggler, on real two-rank DDP
+//! traces with a known straggler (`fixtures/kineto/h100x2`, made by `make_straggler_traces.py`
+//! on two GPUs; `truth.json` says which rank was slowed and how).
+
+use crate::common::{assert_valid_feed, bin, fixture, rules};
+use crate::with_shared;
+use rocprof_classify::analysis::{analyze_with_ranks, Analysis, AnalysisOptions};
+use rocprof_classify::detect::Finding;
+use rocprof_classify::ingest::{read_all, ReadOptions};
+use rocprof_classify::recommend::{plan, Catalog};
+use std::path::PathBuf;
+
+fn planned(paths: &[PathBuf]) -> Analysis {
+    let trace = read_all(paths, &ReadOptions::default()).unwrap();
+    let mut a = analyze_with_ranks(&trace, rules(), &AnalysisOptions::default());
+    a.plan = plan(&a, &Catalog::load(&[]).unwrap(), None);
+    a
+}
+
+fn truth() -> serde_json::Value {
+    let text = std::fs::read_to_string(fixture("kineto/h100x2/truth.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn straggler(a: &Analysis) -> Option<&Finding> {
+    a.findings.iter().find(|f| f.id == "straggler_rank")
+}
+
+fn recommended(a: &Analysis) -> Vec<&str> {
+    a.plan
+        .recommendations
+        .iter()
+        .map(|r| r.id.as_str())
+        .collect()
+}
+
+#[test]
+fn the_slowed_rank_is_named_with_its_cause() {
+    let truth = truth();
+    for (run, rec, not_rec) in [
+        (
+            "host_straggler",
+            "env.rank-placement",
+            "surgery.balance-ranks",
+        ),
+        (
+            "gpu_straggler",
+            "surgery.balance-ranks",
+            "env.rank-placement",
+        ),
+    ] {
+        let a = planned(&[fixture(&format!("kineto/h100x2/{run}"))]);
+        let ranks: Vec<Option<u32>> = a.inputs.iter().map(|i| i.rank).collect();
+        assert_eq!(
+            ranks,
+            [Some(0), Some(1)],
+            "{run}: distributedInfo gives the ranks"
+        );
+        assert_eq!(a.ranks.len(), 2, "{run}");
+        let f = straggler(&a).unwrap_or_else(|| panic!("{run}: no straggler found"));
+        let expected = truth[run]["straggler"].as_u64().unwrap();
+        assert_eq!(f.evidence["rank"], expected, "{run}: {}", f.summary);
+        assert_eq!(
+            f.evidence["kind"], truth[run]["cause"],
+            "{run}: {}",
+            f.summary
+        );
+        // Last at the all-reduce in every profiled step, and the wait is what the other rank
+        // spends in communication beyond the straggler's own.
+        let steps = f.evidence["steps"].as_array().unwrap();
+        assert_eq!(
+            steps.len() as u64,
+            f.evidence["steps_compared"].as_u64().unwrap()
+        );
+        assert_eq!(steps.len(), a.summary.steps, "{run}");
+        let per_rank = f.evidence["ranks"].as_array().unwrap();
+        let comm = |r: u64| per_rank[r as usize]["communication_ns"].as_i64().unwrap();
+        assert_eq!(f.time_at_stake_ns, comm(1 - expected) - comm(expected));
+        if run == "host_straggler" {
+            // 15 ms of host sleep per step: its host gaps exceed the other rank's by about that.
+            let gap = |r: u64| per_rank[r as usize]["host_gap_ns"].as_i64().unwrap();
+            let extra = gap(expected) - gap(1 - expected);
+            let slept = (truth[run]["sleep_s"].as_f64().unwrap() * 1e9) as i64 * steps.len() as i64;
+            assert!(extra > slept * 3 / 4, "{run}: {extra} vs {slept}");
+        } else {
+            let work = f.evidence["more_gpu_work_pct"].as_f64().unwrap();
+            assert!(work > 30.0, "{run}: twice the batch, {work}% more GPU work");
+        }
+        let recs = recommended(&a);
+        assert!(recs.contains(&rec), "{run}: {recs:?}");
+        assert!(!recs.contains(&not_rec), "{run}: {recs:?}");
+    }
+    let balanced = planned(&[fixture("kineto/h100x2/balanced")]);
+    assert_eq!(balanced.ranks.len(), 2);
+    assert!(straggler(&balanced).is_none(), "{:?}", straggler(&balanced));
+}
+
+#[test]
+fn files_without_ranks_take_them_from_their_names_or_places() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |from: &str, to: &str| {
+        let p = dir.path().join(to);
+        std::fs::copy(fixture(&format!("kineto/h100/{from}.json.gz")), &p).unwrap();
+        p
+    };
+    let ranks = |paths: &[PathBuf]| -> Vec<Option<u32>> {
+        let a = planned(paths);
+        a.inputs.iter().map(|i| i.rank).collect()
+    };
+    // Single-GPU traces carry no rank. Named per rank: the names say.
+    let named = dir.path().join("named");
+    std::fs::create_dir(&named).unwrap();
+    for (from, to) in [
+        ("eager_manual_attn", "named/trace_rank_5.json.gz"),
+        ("eager_sdpa_fused", "named/trace_rank_12.json.gz"),
+    ] {
+        copy(from, to);
+    }
+    assert_eq!(
+        ranks(std::slice::from_ref(&named)),
+        [Some(12), Some(5)],
+        "sorted by file name"
+    );
+    // A directory that names none: the files' places.
+    let plain = dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    copy("eager_manual_attn", "plain/a.json.gz");
+    copy("eager_sdpa_fused", "plain/b.json.gz");
+    let a = planned(&[plain]);
+    assert_eq!(
+        a.inputs.iter().map(|i| i.rank).collect::<Vec<_>>(),
+        [Some(0), Some(1)]
+    );
+    assert_eq!(a.ranks.len(), 2, "per-rank views");
+    // Two traces given one by one are two traces, not two ranks.
+    let one = copy("eager_manual_attn", "one.json.gz");
+    let two = copy("eager_sdpa_fused", "two.json.gz");
+    assert_eq!(ranks(&[one, two]), [None, None]);
+}
+
+#[test]
+fn the_feed_carries_the_straggler_and_both_ranks() {
+    let out = bin()
+        .arg(fixture("kineto/h100x2/host_straggler"))
+        .args(["--json", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let feed = assert_valid_feed(&out.stdout);
+    let ranks: Vec<u64> = feed["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ranks, [0, 1]);
+    let f = feed["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "straggler_rank")
+        .expect("straggler_rank in the feed");
+    assert_eq!(f["evidence"]["rank"], 1);
+    // Each rank's own view has no straggler: it takes several ranks.
+    for r in feed["ranks"].as_array().unwrap() {
+        assert!(r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["id"] != "straggler_rank"));
+    }
+}
+
+/// The same 4-rank DDP run on MI300 (gfx942 Tensile kernels), whole and reduced to its RCCL kernels: both name rank 3, the
+/// one whose all-reduces are short in every step; only the whole trace can say why.
+#[test]
+fn an_amd_run_names_the_same_straggler_from_both_of_its_files() {
+    with_shared!(shared => {
+        let whole = planned(&[shared.join("corpus/hpctraining/merged_all_events.json.gz")]);
+        let nccl = planned(&[shared.join("corpus/hpctraining/merged_nccl_only.json.gz")]);
+        let (w, n) = (straggler(&whole).unwrap(), straggler(&nccl).unwrap());
+        assert_eq!((&w.evidence["rank"], &n.evidence["rank"]), (&3.into(), &3.into()));
+        assert_eq!(w.time_at_stake_ns, n.time_at_stake_ns, "same collectives, same wait");
+        assert_eq!(w.evidence["kind"], "host", "{}", w.summary);
+        assert_eq!(n.evidence["kind"], "unknown", "{}", n.summary);
+        assert!(recommended(&whole).contains(&"env.rank-placement"));
+    });
+}
