@@ -449,10 +449,21 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         kernel_counters,
         opts,
     };
-    let findings = detect::run_all(&ctx);
-    let ops = attribution::ops(trace, &ctx.links, &ctx.classified, &ctx.in_scope);
-    let modules = attribution::frames(trace, &ctx.links, &ctx.in_scope, true);
-    let sources = attribution::frames(trace, &ctx.links, &ctx.in_scope, false);
+    // The detectors and the attribution views read the same context: run them side by side.
+    let (findings, (ops, (modules, sources))) = rayon::join(
+        || detect::run_all(&ctx),
+        || {
+            rayon::join(
+                || attribution::ops(trace, &ctx.links, &ctx.classified, &ctx.in_scope),
+                || {
+                    rayon::join(
+                        || attribution::frames(trace, &ctx.links, &ctx.in_scope, true),
+                        || attribution::frames(trace, &ctx.links, &ctx.in_scope, false),
+                    )
+                },
+            )
+        },
+    );
     Analysis {
         inputs: trace.inputs.clone(),
         time_partition: partition::rows(&ctx.partition, ctx.window_ns),

@@ -205,11 +205,36 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
             .sum()
     };
 
+    // What each distinct op name is, decided once (traces have millions of ops, few names).
+    const GEMM: u8 = 1;
+    const VIEW: u8 = 2;
+    const COMPILE: u8 = 4;
+    const ACTIVATION: u8 = 8;
+    let kinds: Vec<u8> = trace
+        .names
+        .iter()
+        .map(|(_, n)| {
+            [
+                (is_gemm_op(n), GEMM),
+                (is_view_op(n), VIEW),
+                (is_compile_event(n), COMPILE),
+                (is_activation_op(n), ACTIVATION),
+            ]
+            .iter()
+            .filter(|(is, _)| *is)
+            .fold(0, |acc, (_, bit)| acc | bit)
+        })
+        .collect();
+    let kind = |h: usize| kinds[host.name[h].index()];
+
     // Runs of GEMM ops at one nesting level reading an input of the same shape, only views between.
     let mut runs: RunsByLength = BTreeMap::new();
+    let mut first_input: HashMap<NameId, String> = HashMap::new();
     for (&key, ops) in threads.iter_mut() {
         ops.sort_by_key(|&h| (host.ts_ns[h], std::cmp::Reverse(host.dur_ns[h])));
-        let mut stack: Vec<usize> = Vec::new();
+        // Open ops, each with whether it or an op around it is a GEMM, a view or compile work
+        // (the ops inside those are their implementation or tracing, not the model).
+        let mut stack: Vec<(usize, bool)> = Vec::new();
         // Per parent (None = top level): the current run, the input shape it reads, and whether
         // an activation ran since its last GEMM. Only views and one activation may sit between
         // (`silu(gate(y)) * up(y)` runs gate, silu, up); any other op ends the run.
@@ -221,31 +246,34 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
         };
         for &h in ops.iter() {
             let start = host.ts_ns[h];
-            while let Some(&top) = stack.last() {
+            while let Some(&(top, _)) = stack.last() {
                 if host.ts_ns[top].saturating_add(host.dur_ns[top]) <= start {
                     stack.pop();
                 } else {
                     break;
                 }
             }
-            let parent = stack.last().copied();
-            let name = trace.names.get(host.name[h]);
+            let parent = stack.last().map(|&(p, _)| p);
             // Only the outermost op counts (aten::linear → aten::addmm is one projection; the
             // ops inside another op are its implementation).
             // Ops under torch.compile's own work are tracing with fake tensors, not the model.
-            let nested = stack.iter().any(|&p| {
-                let n = trace.names.get(host.name[p]);
-                is_gemm_op(n) || is_view_op(n) || is_compile_event(n)
-            });
-            stack.push(h);
+            let nested = stack.last().is_some_and(|&(_, masked)| masked);
+            let k = kind(h);
+            stack.push((h, nested || k & (GEMM | VIEW | COMPILE) != 0));
             if nested {
                 continue;
             }
-            if is_gemm_op(name) && host.input_dims[h] != NameId::NONE {
-                let shape = tensor_dims(trace.names.get(host.input_dims[h]))
-                    .first()
-                    .cloned()
-                    .unwrap_or_default();
+            if k & GEMM != 0 && host.input_dims[h] != NameId::NONE {
+                // Parsed once per distinct `Input Dims` text.
+                let shape = first_input
+                    .entry(host.input_dims[h])
+                    .or_insert_with_key(|&dims| {
+                        tensor_dims(trace.names.get(dims))
+                            .first()
+                            .cloned()
+                            .unwrap_or_default()
+                    })
+                    .clone();
                 let entry = current
                     .entry(parent)
                     .or_insert_with(|| (Vec::new(), shape.clone(), 0));
@@ -256,9 +284,9 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
                 }
                 entry.0.push(h);
                 entry.2 = 0;
-            } else if !is_view_op(name) {
+            } else if k & VIEW == 0 {
                 if let Some(entry) = current.get_mut(&parent) {
-                    entry.2 += if is_activation_op(name) { 1 } else { 2 };
+                    entry.2 += if k & ACTIVATION != 0 { 1 } else { 2 };
                     if entry.2 > 1 {
                         let old = std::mem::take(&mut entry.0);
                         flush(old, &mut runs);

@@ -24,7 +24,7 @@
 //! [`micros_to_ns`] converts exactly. End to end the parse is no longer the bottleneck alone:
 //! the scan runs beside it on its own thread.
 
-use super::json_stream::{self, ScanError, ScanSink};
+use super::json_stream::{ScanError, ScanSink};
 use super::num::{micros_to_ns, to_u64, trailing_u64, unquote};
 use super::{ReadOptions, Reader, Source};
 use crate::error::IngestError;
@@ -77,11 +77,7 @@ impl Reader for KinetoReader {
         let unit = src.offset_unit();
         let head_error = src.head_error.clone();
         let mut sink = KinetoSink::new(trace, label.clone());
-        let scanned = json_stream::scan_pipelined(
-            src.into_reader(),
-            &mut sink,
-            opts.block_bytes.unwrap_or(json_stream::BLOCK),
-        );
+        let scanned = opts.scan(src.into_reader(), &mut sink);
         let outcome = match scanned {
             Ok(o) => o,
             Err(ScanError::Syntax { offset, message }) => {

@@ -36,6 +36,27 @@ pub struct ReadOptions {
     /// Window of the streaming JSON scanner in bytes (None: the default 4 MiB). Output never
     /// depends on it; tests vary it to prove that.
     pub block_bytes: Option<usize>,
+    /// Scan and parse each file on one thread, without the scan thread of
+    /// [`json_stream::scan_pipelined`]: [`read_all`] sets it when it reads at least as many
+    /// files at once as there are worker threads, which keeps every core busy already (the
+    /// extra thread and its batch copies would only cost).
+    pub one_thread_per_file: bool,
+}
+
+impl ReadOptions {
+    /// Streams a JSON document into `sink` the way these options ask.
+    pub fn scan<R: Read + Send, S: json_stream::ScanSink>(
+        &self,
+        reader: R,
+        sink: &mut S,
+    ) -> Result<json_stream::ScanOutcome, json_stream::ScanError> {
+        let block = self.block_bytes.unwrap_or(json_stream::BLOCK);
+        if self.one_thread_per_file {
+            json_stream::scan(reader, sink, block)
+        } else {
+            json_stream::scan_pipelined(reader, sink, block)
+        }
+    }
 }
 
 /// A callback for read progress (the CLI draws a progress bar with it).
@@ -174,9 +195,8 @@ fn assign_file_ranks(groups: &[Vec<PathBuf>], parts: &mut [Trace]) {
         next += group.len();
         let unranked = |t: &Trace| t.inputs.len() == 1 && t.inputs[0].rank.is_none();
         let named: Vec<Option<u32>> = group.iter().map(|p| rank_in_file_name(p)).collect();
-        let by_place = group.len() > 1
-            && named.iter().all(Option::is_none)
-            && files.iter().all(unranked);
+        let by_place =
+            group.len() > 1 && named.iter().all(Option::is_none) && files.iter().all(unranked);
         for (i, trace) in files.iter_mut().enumerate() {
             if !unranked(trace) {
                 continue;
@@ -369,6 +389,11 @@ pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestEr
         read_one(paths[0], &mut trace, opts)?;
         return Ok(trace);
     }
+    let opts = &ReadOptions {
+        one_thread_per_file: opts.one_thread_per_file
+            || paths.len() >= rayon::current_num_threads(),
+        ..opts.clone()
+    };
     let read: Vec<Result<Trace, IngestError>> = paths
         .par_iter()
         .map(|p| {

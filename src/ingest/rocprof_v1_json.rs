@@ -3,7 +3,7 @@
 //! `CPU HIP API` (runtime calls) and `Markers and Ranges`; times as strings, exact ns in
 //! `args.BeginNs`/`EndNs`.
 
-use super::json_stream::{self, ScanError, ScanSink};
+use super::json_stream::{ScanError, ScanSink};
 use super::num::{micros_to_ns, to_u64, trailing_u64};
 use super::{ReadOptions, Reader, Source};
 use crate::error::IngestError;
@@ -44,23 +44,20 @@ impl Reader for RocprofV1JsonReader {
             process: HashMap::new(),
             devices: BTreeSet::new(),
         };
-        let outcome = json_stream::scan_pipelined(
-            src.into_reader(),
-            &mut sink,
-            opts.block_bytes.unwrap_or(json_stream::BLOCK),
-        )
-        .map_err(|e| match e {
-            ScanError::Syntax { offset, message } => IngestError::Json {
-                path: label.clone(),
-                offset,
-                message,
-            },
-            ScanError::Io { offset, source } => IngestError::Io {
-                path: label.clone(),
-                offset,
-                source,
-            },
-        })?;
+        let outcome = opts
+            .scan(src.into_reader(), &mut sink)
+            .map_err(|e| match e {
+                ScanError::Syntax { offset, message } => IngestError::Json {
+                    path: label.clone(),
+                    offset,
+                    message,
+                },
+                ScanError::Io { offset, source } => IngestError::Io {
+                    path: label.clone(),
+                    offset,
+                    source,
+                },
+            })?;
         let devices = std::mem::take(&mut sink.devices);
         let meta = &mut trace.inputs[input as usize];
         meta.devices = devices

@@ -70,6 +70,18 @@ impl GpuActivities {
         self.correlation.push(a.correlation);
         self.external_id.push(a.external_id);
     }
+    /// Appends another table's rows column by column, renaming names and shifting inputs.
+    fn extend_from(&mut self, o: GpuActivities, name: impl Fn(NameId) -> NameId, offset: u32) {
+        self.kind.extend(o.kind);
+        self.name.extend(o.name.into_iter().map(name));
+        self.input.extend(o.input.into_iter().map(|i| i + offset));
+        self.device.extend(o.device);
+        self.stream.extend(o.stream);
+        self.ts_ns.extend(o.ts_ns);
+        self.dur_ns.extend(o.dur_ns);
+        self.correlation.extend(o.correlation);
+        self.external_id.extend(o.external_id);
+    }
     /// End of row `i` (`ts + dur`).
     pub fn end_ns(&self, i: usize) -> i64 {
         self.ts_ns[i].saturating_add(self.dur_ns[i])
@@ -143,6 +155,19 @@ pub struct HostEvent {
 impl HostEvents {
     pub fn len(&self) -> usize {
         self.name.len()
+    }
+    /// Appends another table's rows column by column, renaming names and shifting inputs.
+    fn extend_from(&mut self, o: HostEvents, name: impl Fn(NameId) -> NameId, offset: u32) {
+        self.kind.extend(o.kind);
+        self.name.extend(o.name.into_iter().map(&name));
+        self.input.extend(o.input.into_iter().map(|i| i + offset));
+        self.pid.extend(o.pid);
+        self.tid.extend(o.tid);
+        self.ts_ns.extend(o.ts_ns);
+        self.dur_ns.extend(o.dur_ns);
+        self.correlation.extend(o.correlation);
+        self.external_id.extend(o.external_id);
+        self.input_dims.extend(o.input_dims.into_iter().map(name));
     }
     /// Row `i` as one value (the inverse of [`HostEvents::push`]).
     pub fn row(&self, i: usize) -> HostEvent {
@@ -286,16 +311,8 @@ impl Trace {
         let name = |id: NameId| names[id.index()];
         let offset = self.inputs.len() as u32;
         self.inputs.extend(other.inputs);
-        for k in 0..other.activities.len() {
-            let mut r = other.activities.row(k);
-            (r.name, r.input) = (name(r.name), r.input + offset);
-            self.activities.push(r);
-        }
-        for k in 0..other.host.len() {
-            let mut r = other.host.row(k);
-            (r.name, r.input, r.input_dims) = (name(r.name), r.input + offset, name(r.input_dims));
-            self.host.push(r);
-        }
+        self.activities.extend_from(other.activities, name, offset);
+        self.host.extend_from(other.host, name, offset);
         for c in other.counters {
             self.counters.push(DispatchCounters {
                 input: c.input + offset,
