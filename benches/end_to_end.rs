@@ -3,7 +3,9 @@
 //! `cargo bench --bench end_to_end` (needs ../shared). It builds the inputs once under
 //! `target/bench-inputs/`: `big_eager.json` (186 MB, decompressed from traces/h100) and Kineto
 //! traces of 50 MB, 200 MB, 1 GB and 2 GB that replicate big_eager's real events with shifted
-//! timestamps, ids and step numbers; an 8-rank directory of big_eager. Then it runs
+//! timestamps, ids and step numbers; an 8-rank directory of big_eager; a 200 MB rocprofv3
+//! `kernel_trace.csv` and a rocpd database of at least 900k dispatches and regions, replicated from the
+//! corpus's real rows the same way. Then it runs
 //! `rocprof-classify -q --json /dev/null INPUT` (every detector and the feed) and prints, per
 //! input, the median wall time of the runs, MB/s (uncompressed bytes / 10^6 / s) and the peak RSS
 //! of the process (from wait4), plus the one-thread serde_json skeleton parse of big_eager.
@@ -145,6 +147,114 @@ fn replicate(src: &str, target: u64, out: &Path) {
     std::fs::rename(&tmp, out).unwrap();
 }
 
+/// Writes a rocprofv3 `kernel_trace.csv` of at least `target` bytes from a real one's rows,
+/// copy after copy, shifted in time, with fresh dispatch and correlation ids.
+fn replicate_rocprofv3_csv(src: &Path, target: u64, out: &Path) {
+    let mut rdr = csv::Reader::from_path(src).unwrap();
+    let header = rdr.headers().unwrap().clone();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let (start, end) = (col("Start_Timestamp"), col("End_Timestamp"));
+    let (dispatch, corr) = (col("Dispatch_Id"), col("Correlation_Id"));
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    let num = |r: &csv::StringRecord, i: usize| r[i].parse::<u64>().unwrap();
+    let t0 = rows.iter().map(|r| num(r, start)).min().unwrap();
+    let span = rows.iter().map(|r| num(r, end)).max().unwrap() - t0 + 1000;
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let tmp = out.with_extension("partial");
+    let mut w = csv::WriterBuilder::new()
+        .quote_style(csv::QuoteStyle::NonNumeric)
+        .from_path(&tmp)
+        .unwrap();
+    w.write_record(&header).unwrap();
+    let mut copy = 0u64;
+    'copies: loop {
+        for r in &rows {
+            let mut fields: Vec<String> = r.iter().map(str::to_string).collect();
+            fields[start] = (num(r, start) + span * copy).to_string();
+            fields[end] = (num(r, end) + span * copy).to_string();
+            fields[dispatch] = (num(r, dispatch) + copy * 1_000).to_string();
+            fields[corr] = (num(r, corr) + copy * 1_000).to_string();
+            w.write_record(&fields).unwrap();
+            if copy % 1024 == 0 && w.get_ref().metadata().unwrap().len() >= target {
+                break 'copies;
+            }
+        }
+        copy += 1;
+    }
+    w.flush().unwrap();
+    drop(w);
+    std::fs::rename(&tmp, out).unwrap();
+}
+
+/// Copies a rocpd database and doubles its kernel dispatches, regions and copies until it holds
+/// at least `rows` of them, each copy shifted past the previous in time (ids are new; the copies
+/// share the originals' events and strings).
+fn replicate_rocpd(src: &Path, rows: u64, out: &Path) {
+    let tmp = out.with_extension("partial");
+    std::fs::copy(src, &tmp).unwrap();
+    let db = rusqlite::Connection::open(&tmp).unwrap();
+    db.pragma_update(None, "journal_mode", "OFF").unwrap();
+    db.pragma_update(None, "synchronous", "OFF").unwrap();
+    let tables: Vec<String> = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND (name LIKE 'rocpd_kernel_dispatch%' OR name LIKE 'rocpd_region%' OR name LIKE 'rocpd_memory_copy%')")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let count = |db: &rusqlite::Connection| -> u64 {
+        tables
+            .iter()
+            .map(|t| {
+                db.query_row(&format!("SELECT count(*) FROM \"{t}\""), [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .unwrap() as u64
+            })
+            .sum()
+    };
+    let (t0, t1): (i64, i64) = db
+        .query_row(
+            &format!("SELECT min(start), max(\"end\") FROM \"{}\"", tables[0]),
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let mut span = t1 - t0 + 1000;
+    while count(&db) < rows {
+        for t in &tables {
+            let cols: Vec<String> = db
+                .prepare(&format!("PRAGMA table_info(\"{t}\")"))
+                .unwrap()
+                .query_map([], |r| r.get::<_, String>(1))
+                .unwrap()
+                .map(Result::unwrap)
+                .filter(|c| c != "id")
+                .collect();
+            let select: Vec<String> = cols
+                .iter()
+                .map(|c| match c.as_str() {
+                    "start" | "end" => format!("\"{c}\" + {span}"),
+                    _ => format!("\"{c}\""),
+                })
+                .collect();
+            let names: Vec<String> = cols.iter().map(|c| format!("\"{c}\"")).collect();
+            db.execute(
+                &format!(
+                    "INSERT INTO \"{t}\" ({}) SELECT {} FROM \"{t}\"",
+                    names.join(", "),
+                    select.join(", ")
+                ),
+                [],
+            )
+            .unwrap();
+        }
+        span *= 2;
+    }
+    drop(db);
+    std::fs::rename(&tmp, out).unwrap();
+}
+
 /// What the skeleton parse reads of each event: the fields every analysis needs, strings borrowed.
 #[derive(Deserialize)]
 #[allow(dead_code)]
@@ -204,6 +314,14 @@ fn generate(what: &str) {
                 .unwrap();
             std::fs::write(&out, &text).unwrap();
         }
+        "rocprofv3_csv" => {
+            let mb: u64 = var("BENCH_GENERATE_MB").parse().unwrap();
+            replicate_rocprofv3_csv(&src, mb * 1_000_000, &out);
+        }
+        "rocpd" => {
+            let rows: u64 = var("BENCH_GENERATE_MB").parse().unwrap();
+            replicate_rocpd(&src, rows, &out);
+        }
         _ => {
             let text = std::fs::read_to_string(&src).unwrap();
             let mb: u64 = var("BENCH_GENERATE_MB").parse().unwrap();
@@ -260,6 +378,33 @@ fn main() {
         }
     }
 
+    // rocprofv3 CSV and rocpd at scale, from the corpus's real rows.
+    let mut replicated_amd = Vec::new();
+    let v3_src = shared.join("corpus/rocprofv3_sdk_docs_2025/kernel_trace.csv");
+    let v3 = dir.join("rocprofv3_200mb").join("run_kernel_trace.csv");
+    if v3_src.exists() && 200 <= max_mb {
+        if !v3.exists() {
+            eprintln!("generating {} ...", v3.display());
+            generate_in_child("rocprofv3_csv", &v3, &v3_src, 200);
+        }
+        replicated_amd.push((
+            "rocprofv3 CSV, replicated 200 MB".to_string(),
+            v3.parent().unwrap().to_path_buf(),
+        ));
+    }
+    let rocpd_src = shared.join("corpus/rocpd/15_results.db");
+    let rocpd = dir.join("rocpd_900k_results.db");
+    if rocpd_src.exists() {
+        if !rocpd.exists() {
+            eprintln!("generating {} ...", rocpd.display());
+            generate_in_child("rocpd", &rocpd, &rocpd_src, 900_000);
+        }
+        replicated_amd.push((
+            "rocpd SQLite, replicated to >= 900k rows".to_string(),
+            rocpd,
+        ));
+    }
+
     let mut inputs: Vec<(String, PathBuf)> = vec![
         ("Kineto JSON, big_eager (H100)".into(), big.clone()),
         ("Kineto .json.gz, big_eager".into(), src_gz.clone()),
@@ -281,6 +426,7 @@ fn main() {
             inputs.push((label.into(), p));
         }
     }
+    inputs.extend(replicated_amd);
     inputs.extend(generated);
 
     let args = ["-q", "--json", "/dev/null"];

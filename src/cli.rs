@@ -329,8 +329,13 @@ fn analyze_and_keep(
     args: &AnalysisArgs,
     global: &GlobalArgs,
 ) -> Result<(crate::model::Trace, Analysis)> {
-    let rules = load_rules(&global.rules)?;
-    let catalog = Catalog::load(&global.rules).context("loading the ladder catalog")?;
+    // Compiling the rules overlaps reading the traces (it only matters once they are read).
+    let rules_and_catalog = || -> Result<(RuleSet, Catalog)> {
+        Ok((
+            load_rules(&global.rules)?,
+            Catalog::load(&global.rules).context("loading the ladder catalog")?,
+        ))
+    };
     let env = match &args.env {
         Some(p) => Some(recommend::parse_env(
             &std::fs::read_to_string(p)
@@ -343,15 +348,21 @@ fn analyze_and_keep(
     }
     let bar = progress_bar(paths, global);
     let started = std::time::Instant::now();
-    let trace = read_all(
-        paths,
-        &ReadOptions {
-            strict: args.strict,
-            force: args.input_format.format(),
-            progress: bar.clone().map(rocprof_classify_progress),
-            ..Default::default()
+    let (trace, loaded) = rayon::join(
+        || {
+            read_all(
+                paths,
+                &ReadOptions {
+                    strict: args.strict,
+                    force: args.input_format.format(),
+                    progress: bar.clone().map(rocprof_classify_progress),
+                    ..Default::default()
+                },
+            )
         },
+        rules_and_catalog,
     );
+    let (rules, catalog) = loaded?;
     if let Some(b) = &bar {
         b.finish_and_clear();
     }

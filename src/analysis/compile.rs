@@ -87,13 +87,18 @@ pub fn analyze(
     let mut compile_iv: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
     let mut region_rows: Vec<(i64, usize, (u32, u32))> = Vec::new();
     let mut region_spans: Vec<Vec<(i64, i64)>> = vec![Vec::new(); slots.len()];
+    // What each distinct name says, decided once.
+    let regions = trace.names.per_name(compiled_region);
+    let compiling = trace.names.per_name(is_compile_event);
+    let graph_launches = trace.names.per_name(is_graph_launch);
     for i in 0..host.len() {
+        let n = host.name[i].index();
         let name = trace.names.get(host.name[i]);
         let input = host.input[i];
         let (w0, w1) = windows[input as usize];
         let ts = host.ts_ns[i];
         if host.kind[i] == HostKind::CpuOp {
-            if let Some(id) = compiled_region(name) {
+            if let Some(id) = regions[n] {
                 all_regions.insert(id);
                 if ts >= w0 && ts < w1 {
                     ids_in_window.insert(id);
@@ -113,14 +118,14 @@ pub fn analyze(
                 }
             }
         }
-        if is_compile_event(name) {
+        if compiling[n] {
             let (s, e) = (ts.max(w0), ts.saturating_add(host.dur_ns[i]).min(w1));
             if e > s {
                 compile_iv[input as usize].push((s, e));
                 detail.compile_events_in_window += 1;
             }
         }
-        if matches!(host.kind[i], HostKind::Runtime | HostKind::Driver) && is_graph_launch(name) {
+        if matches!(host.kind[i], HostKind::Runtime | HostKind::Driver) && graph_launches[n] {
             detail.graph_launches += 1;
         }
     }
@@ -133,12 +138,8 @@ pub fn analyze(
     for spans in &mut region_spans {
         spans.sort_unstable();
     }
-    for i in 0..host.len() {
-        if host.kind[i] != HostKind::CpuOp {
-            continue;
-        }
-        let name = trace.names.get(host.name[i]);
-        // ATen ops that do work, not the allocation and view plumbing inside them.
+    // ATen ops that do work, not the allocation and view plumbing inside them.
+    let eager_work = trace.names.per_name(|name| {
         let plumbing = matches!(
             name,
             "aten::empty"
@@ -151,9 +152,13 @@ pub fn analyze(
                 | "aten::alias"
                 | "aten::lift_fresh"
         );
-        if !name.starts_with("aten::") || plumbing {
+        name.starts_with("aten::") && !plumbing
+    });
+    for i in 0..host.len() {
+        if host.kind[i] != HostKind::CpuOp || !eager_work[host.name[i].index()] {
             continue;
         }
+        let name = trace.names.get(host.name[i]);
         let ts = host.ts_ns[i];
         let Some(slot) = slot_of(host.input[i], ts) else {
             continue;

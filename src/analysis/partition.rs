@@ -139,22 +139,26 @@ impl HostTimeline {
         let mut dispatch: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
         let mut blocked: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
         let host = &trace.host;
+        // Decided once per distinct name: millions of events, few names.
+        let blocks = trace
+            .names
+            .per_name(|n| is_sync_call(n) || is_compile_event(n));
         for i in 0..host.len() {
             // Dispatch is "inside a cpu_op or runtime call" (FEED.md): ranges and Python frames are not.
             if matches!(host.kind[i], HostKind::Annotation | HostKind::Python) {
                 continue;
             }
-            let name = trace.names.get(host.name[i]);
             let iv = (host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i]));
             let input = host.input[i] as usize;
-            if is_sync_call(name) || is_compile_event(name) {
+            if blocks[host.name[i].index()] {
                 blocked[input].push(iv);
             } else {
                 dispatch[input].push(iv);
             }
         }
+        use rayon::prelude::*;
         dispatch
-            .into_iter()
+            .into_par_iter()
             .zip(blocked)
             .map(|(d, b)| {
                 let has_host = !d.is_empty() || !b.is_empty();

@@ -210,21 +210,17 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     const VIEW: u8 = 2;
     const COMPILE: u8 = 4;
     const ACTIVATION: u8 = 8;
-    let kinds: Vec<u8> = trace
-        .names
+    let kinds: Vec<u8> = trace.names.per_name(|n| {
+        [
+            (is_gemm_op(n), GEMM),
+            (is_view_op(n), VIEW),
+            (is_compile_event(n), COMPILE),
+            (is_activation_op(n), ACTIVATION),
+        ]
         .iter()
-        .map(|(_, n)| {
-            [
-                (is_gemm_op(n), GEMM),
-                (is_view_op(n), VIEW),
-                (is_compile_event(n), COMPILE),
-                (is_activation_op(n), ACTIVATION),
-            ]
-            .iter()
-            .filter(|(is, _)| *is)
-            .fold(0, |acc, (_, bit)| acc | bit)
-        })
-        .collect();
+        .filter(|(is, _)| *is)
+        .fold(0, |acc, (_, bit)| acc | bit)
+    });
     let kind = |h: usize| kinds[host.name[h].index()];
 
     // Runs of GEMM ops at one nesting level reading an input of the same shape, only views between.

@@ -632,14 +632,29 @@ impl ScanSink for KinetoSink<'_> {
         base: u64,
     ) -> Result<(), ScanError> {
         // Parsing is the expensive part and independent per event: do it in parallel, then
-        // append in file order so the table does not depend on the thread count.
+        // append in file order so the table does not depend on the thread count. Appending
+        // (interning names) is sequential: it runs beside the parse of the next chunk.
+        const CHUNK: usize = 4096;
         let one = batch_parser(buf, ranges);
-        let parsed: Vec<Parsed<'_>> = if ranges.len() >= 512 {
-            ranges.par_iter().map(one).collect()
-        } else {
-            ranges.iter().map(one).collect()
-        };
-        for p in parsed {
+        if ranges.len() < 512 || rayon::current_num_threads() < 2 {
+            for p in ranges.iter().map(one) {
+                self.push(p, base);
+            }
+            return Ok(());
+        }
+        let mut pending: Vec<Parsed<'_>> = Vec::new();
+        for chunk in ranges.chunks(CHUNK) {
+            let (parsed, ()) = rayon::join(
+                || chunk.par_iter().map(&one).collect::<Vec<_>>(),
+                || {
+                    for p in pending.drain(..) {
+                        self.push(p, base);
+                    }
+                },
+            );
+            pending = parsed;
+        }
+        for p in pending {
             self.push(p, base);
         }
         Ok(())

@@ -54,6 +54,11 @@ impl Interner {
     pub fn is_empty(&self) -> bool {
         self.strings.len() <= 1
     }
+    /// One value per distinct name, indexed by [`NameId::index`]: what analyses decide from a
+    /// name is decided once per name instead of once per event (millions of events, few names).
+    pub fn per_name<T>(&self, f: impl FnMut(&str) -> T) -> Vec<T> {
+        self.strings.iter().map(|s| &**s).map(f).collect()
+    }
     pub fn iter(&self) -> impl Iterator<Item = (NameId, &str)> {
         self.strings
             .iter()

@@ -117,43 +117,52 @@ fn no_color_means_no_escape_codes() {
         .stdout(predicate::str::contains("\x1b["));
 }
 
+/// Every trace fixture: the single-GPU traces and the two-rank directories.
+fn every_trace_fixture() -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for dir in ["kineto/h100", "kineto/h100x2"] {
+        let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(fixture(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir() || p.to_string_lossy().ends_with(".json.gz"))
+            .collect();
+        entries.sort();
+        out.extend(entries);
+    }
+    assert!(out.len() >= 16, "{out:?}");
+    out
+}
+
 #[test]
 fn thread_count_does_not_change_the_output() {
-    for f in [
-        "kineto/h100/eager_launch_bound.json.gz",
-        "kineto/h100/train_eager_fp32.json.gz",
-        MANUAL,
-    ] {
-        let one = bin()
-            .args(["--threads", "1", "--json", "-"])
-            .arg(fixture(f))
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let four = bin()
-            .args(["--threads", "4", "--json", "-"])
-            .arg(fixture(f))
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        assert_eq!(one, four, "{f}");
-        for report in [&[][..], &["--markdown", "-"][..], &["--html", "-"][..]] {
-            let run = |threads: &str| {
-                bin()
-                    .args(["--threads", threads])
-                    .args(report)
-                    .arg(fixture(f))
-                    .assert()
-                    .success()
-                    .get_output()
-                    .stdout
-                    .clone()
-            };
-            assert_eq!(run("1"), run("4"), "{f} {report:?}");
+    let dir = tempfile::tempdir().unwrap();
+    for f in every_trace_fixture() {
+        // JSON, Markdown, HTML and the terminal table of one run per thread count.
+        let run = |threads: &str| -> Vec<Vec<u8>> {
+            let out = |ext: &str| dir.path().join(format!("{threads}.{ext}"));
+            let table = bin()
+                .args(["--threads", threads, "--json"])
+                .arg(out("json"))
+                .arg("--markdown")
+                .arg(out("md"))
+                .arg("--html")
+                .arg(out("html"))
+                .arg(&f)
+                .assert()
+                .success()
+                .get_output()
+                .stdout
+                .clone();
+            let mut all: Vec<Vec<u8>> = ["json", "md", "html"]
+                .iter()
+                .map(|e| std::fs::read(out(e)).unwrap())
+                .collect();
+            all.push(table);
+            all
+        };
+        let (one, four) = (run("1"), run("4"));
+        for (k, what) in ["json", "markdown", "html", "table"].iter().enumerate() {
+            assert!(one[k] == four[k], "{}: {what} differs", f.display());
         }
     }
 }
@@ -420,21 +429,19 @@ fn exported_activity_tables_read_back_with_the_feeds_totals() {
 fn feeds_do_not_depend_on_the_scanner_window() {
     use rocprof_classify::analysis::{analyze_with_ranks, AnalysisOptions};
     use rocprof_classify::ingest::{read_all, ReadOptions};
-    let mut files: Vec<std::path::PathBuf> = vec![
-        fixture(MANUAL),
-        fixture("kineto/h100/compiled_graph_breaks.json.gz"),
-    ];
+    let mut files = every_trace_fixture();
     if let Some(shared) = crate::common::shared() {
         // A merged 4-rank AMD trace and a rocprof v1 JSON (the other streaming reader).
         files.push(shared.join("corpus/hpctraining/merged_all_events.json.gz"));
         files.push(shared.join("corpus/rocprof1_kokkos/results.json"));
     }
     for f in &files {
-        let feed = |block: Option<usize>| {
+        let feed = |block: Option<usize>, one_thread_per_file: bool| {
             let trace = read_all(
                 std::slice::from_ref(f),
                 &ReadOptions {
                     block_bytes: block,
+                    one_thread_per_file,
                     ..Default::default()
                 },
             )
@@ -445,14 +452,17 @@ fn feeds_do_not_depend_on_the_scanner_window() {
                 &AnalysisOptions::default(),
             ))
         };
-        let default = feed(None);
-        // Windows far smaller than one event force every boundary case of the scanner.
+        let default = feed(None, false);
+        // Windows far smaller than one event force every boundary case of the scanner, with
+        // the scan on its own thread and on the parsing thread.
         for block in [64, 4096, 1 << 16] {
-            assert!(
-                feed(Some(block)) == default,
-                "{}: window {block}",
-                f.display()
-            );
+            for one_thread in [false, true] {
+                assert!(
+                    feed(Some(block), one_thread) == default,
+                    "{}: window {block}, one thread per file {one_thread}",
+                    f.display()
+                );
+            }
         }
     }
 }
