@@ -7,22 +7,24 @@
 //! count.
 //!
 //! **Why serde_json and not simd-json.** `cargo bench --bench hot_paths -- parse` (one thread,
-//! the 41k events of `fixtures/kineto/h100/eager_launch_bound.json.gz`, medians, same run):
+//! the 41k events of `fixtures/kineto/h100/eager_launch_bound.json.gz`, criterion medians of one
+//! run, 2 cores):
 //!
 //! | parser | time | throughput |
 //! |---|---|---|
-//! | serde_json as first written (`args` as a raw value, parsed again when kept; every string UTF-8 checked) | 22.2 ms | 396 MiB/s |
-//! | simd-json serde mode (same fields; `args` parsed for every event) | 16.7 ms | 527 MiB/s |
-//! | simd-json tape mode, per event (with reused buffers) | 13.1 ms | 672 MiB/s |
-//! | simd-json tape mode, one tape per batch of 10k events | 24.4 ms | 360 MiB/s |
-//! | serde_json now (`args` fields in the first pass; one UTF-8 check per batch, then `from_str`) | 15.1 ms | 580 MiB/s |
+//! | serde_json as the reader does it (`args` fields in the first pass, one UTF-8 check per batch, then `from_str`) | 14.5 ms | 606 MiB/s |
+//! | simd-json serde mode (same fields; `args` parsed for every event) | 16.5 ms | 531 MiB/s |
+//! | simd-json tape mode, per event (with reused buffers) | 12.3 ms | 714 MiB/s |
+//! | simd-json tape mode, one tape per batch of 10k events | 23.0 ms | 382 MiB/s |
 //!
-//! simd-json's tape is still 13% faster, but it parses every number to `f64`, and Kineto's
-//! timestamps are microseconds with nanosecond decimals (`1712867402367756.123` has 19 digits;
-//! `f64` keeps 16): the table's integer nanoseconds would be off by up to hundreds of ns on
-//! epoch-based traces. serde_json hands over the number's text (`RawValue`), which
-//! [`micros_to_ns`] converts exactly. End to end the parse is no longer the bottleneck alone:
-//! the scan runs beside it on its own thread.
+//! (serde_json as first written, `args` kept raw and parsed again and every string UTF-8 checked,
+//! took 22.2 ms in an earlier run where simd-json's tape took 13.1.) simd-json's tape is 15%
+//! faster, but it parses every number to `f64`, and Kineto's timestamps are microseconds with
+//! nanosecond decimals (`1712867402367756.123` has 19 digits; `f64` keeps 16): the table's
+//! integer nanoseconds would be off by up to hundreds of ns on epoch-based traces. serde_json
+//! hands over the number's text (`RawValue`), which [`micros_to_ns`] converts exactly. End to end
+//! the parse is not alone on the critical path: the scan runs beside it on its own thread and the
+//! append of one chunk beside the parse of the next.
 
 use super::json_stream::{ScanError, ScanSink};
 use super::num::{micros_to_ns, to_u64, trailing_u64, unquote};
