@@ -97,6 +97,12 @@ pub struct AnalysisArgs {
     /// (launch overhead); longer gaps are host idle.
     #[arg(long, value_name = "US", default_value_t = 50.0)]
     pub dispatch_threshold_us: f64,
+
+    /// torch.compile's log of the same run (TORCH_LOGS="graph_breaks,recompiles" stderr):
+    /// graph breaks and recompiles get their reason, user-code line and fix. Repeatable; a log
+    /// given as an input path is recognized too.
+    #[arg(long, value_name = "LOG")]
+    pub torch_logs: Vec<PathBuf>,
 }
 
 /// Where the reports go; `-` is stdout (only one report may go there, and then no table).
@@ -197,6 +203,7 @@ pub enum ColorChoice {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)] // parsed once per run
 pub enum Command {
     /// List, check or explain the classification rules.
     Rules {
@@ -346,10 +353,26 @@ fn analyze_and_keep(
     if !(args.dispatch_threshold_us >= 0.0 && args.dispatch_threshold_us.is_finite()) {
         bail!("--dispatch-threshold-us must be a non-negative number");
     }
+    // torch.compile logs given as inputs join the trace instead of being read as one.
+    let (log_inputs, paths): (Vec<PathBuf>, Vec<PathBuf>) = paths
+        .iter()
+        .cloned()
+        .partition(|p| crate::ingest::is_compile_log(p));
+    let logs = args
+        .torch_logs
+        .iter()
+        .chain(&log_inputs)
+        .map(|p| crate::ingest::read_compile_log(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let paths = &paths[..];
     let bar = progress_bar(paths, global);
     let started = std::time::Instant::now();
     let (trace, loaded) = rayon::join(
         || {
+            if paths.is_empty() {
+                // The logs alone: what they say, without a trace to join.
+                return Ok(crate::model::Trace::default());
+            }
             read_all(
                 paths,
                 &ReadOptions {
@@ -366,7 +389,21 @@ fn analyze_and_keep(
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    let trace = trace?;
+    let mut trace = trace?;
+    // The logs are inputs too (after the traces; they hold no rows).
+    for log in &logs {
+        trace.inputs.push(crate::model::InputMeta {
+            path: log.path.clone(),
+            format: crate::model::Format::TorchLogs,
+            vendor: crate::model::Vendor::Unknown,
+            devices: Vec::new(),
+            rank: None,
+            truncated: false,
+            warnings: log.warnings.clone(),
+            hardware: None,
+            base_time_ns: None,
+        });
+    }
     if !global.quiet {
         for input in &trace.inputs {
             for w in &input.warnings {
@@ -382,6 +419,12 @@ fn analyze_and_keep(
     };
     let read_done = std::time::Instant::now();
     let mut analysis = analyze_with_ranks(&trace, &rules, &opts);
+    if !logs.is_empty() {
+        let joined =
+            crate::analysis::compile_log::join(&logs, (!paths.is_empty()).then_some(&trace));
+        crate::analysis::compile_log::annotate(&mut analysis.findings, &joined);
+        crate::detect::sort(&mut analysis.findings);
+    }
     analysis.plan = recommend::plan(&analysis, &catalog, env.as_ref());
     if global.timings {
         eprintln!(

@@ -4,10 +4,10 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`ingest`] | opening files/dirs/stdin/gzip, format sniffing, one reader per input format (Kineto, rocprof v1/v2/v3 CSV and JSON, rocpd, rocprof-compute workloads); several files read in parallel |
-//! | [`model`] | the normalized columnar [`model::Trace`]: GPU activities, host events, interned names, hardware counters per dispatch |
+//! | [`ingest`] | opening files/dirs/stdin/gzip, format sniffing, one reader per input format (Kineto, rocprof v1/v2/v3 CSV and JSON, rocpd, rocprof-compute workloads, torch.compile logs); several files read in parallel |
+//! | [`model`] | the normalized columnar [`model::Trace`]: GPU activities, host events, interned names, hardware counters per dispatch; what torch.compile logs say ([`model::compile_log`]) |
 //! | [`classify`] | rule files (`rules/*.toml`), the regex engine, name normalization (demangling) |
-//! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals, top kernels, attribution, hardware-counter metrics: plain `Serialize` data |
+//! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals (and their logs joined to the trace), top kernels, attribution, hardware-counter metrics: plain `Serialize` data |
 //! | [`detect`] | one function per finding (graph breaks, launch-bound, manual attention, …), reading only the analysis context |
 //! | [`diff`] | two analyses compared per step (buckets, partition, kernels, findings, ladder) |
 //! | [`recommend`] | the ladder catalog (`rules/ladder.toml`): triggers, savings, ranking, ladder status |

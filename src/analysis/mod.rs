@@ -4,6 +4,7 @@
 
 pub mod attribution;
 pub mod compile;
+pub mod compile_log;
 pub mod hardware;
 pub mod links;
 pub mod partition;

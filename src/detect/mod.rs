@@ -125,14 +125,19 @@ pub fn run_all(ctx: &Context) -> Vec<Finding> {
     // Independent detectors run in parallel; collect keeps their order (and the sort below
     // fixes the final one), so the output does not depend on the thread count.
     let mut out: Vec<Finding> = DETECTORS.par_iter().flat_map_iter(|d| d(ctx)).collect();
-    out.sort_by(|a, b| {
+    sort(&mut out);
+    out
+}
+
+/// The feed's order: severity, then time at stake (descending), then id and summary.
+pub fn sort(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
         a.severity
             .cmp(&b.severity)
             .then(b.time_at_stake_ns.cmp(&a.time_at_stake_ns))
             .then(a.id.cmp(b.id))
             .then(a.summary.cmp(&b.summary))
     });
-    out
 }
 
 /// Percent of `whole`, for summaries.

@@ -431,6 +431,7 @@ struct KinetoSink<'t> {
     devices_used: BTreeMap<u32, BTreeSet<u32>>,
     device_names: BTreeMap<u32, String>,
     file_rank: Option<u32>,
+    base_time_ns: Option<i64>,
     vendor_hint: Vendor,
     hip_calls: u64,
     cuda_calls: u64,
@@ -449,6 +450,7 @@ impl<'t> KinetoSink<'t> {
             devices_used: BTreeMap::new(),
             device_names: BTreeMap::new(),
             file_rank: None,
+            base_time_ns: None,
             vendor_hint: Vendor::Unknown,
             hip_calls: 0,
             cuda_calls: 0,
@@ -472,6 +474,7 @@ impl<'t> KinetoSink<'t> {
             truncated: false,
             warnings: Vec::new(),
             hardware: None,
+            base_time_ns: None,
         });
         self.inputs.insert(rank, i);
         i
@@ -571,6 +574,7 @@ impl<'t> KinetoSink<'t> {
         for (&rank, &i) in &self.inputs {
             let meta = &mut self.trace.inputs[i as usize];
             meta.rank = rank.or(self.file_rank);
+            meta.base_time_ns = self.base_time_ns;
             meta.vendor = vendor;
             meta.truncated = truncated;
             meta.warnings = warnings.clone();
@@ -678,6 +682,11 @@ impl ScanSink for KinetoSink<'_> {
                         self.device_names.insert(id, name);
                     }
                 }
+            }
+            "baseTimeNanoseconds" => {
+                self.base_time_ns = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<i64>().ok());
             }
             "roctracer_version" | "hip_runtime_version" | "hip_driver_version" => {
                 self.vendor_hint = Vendor::Amd

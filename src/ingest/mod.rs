@@ -13,6 +13,7 @@ pub mod rocprof_compute;
 pub mod rocprof_csv;
 pub mod rocprof_v1_json;
 pub mod rocprofv3_json;
+pub mod torch_logs;
 
 use crate::error::IngestError;
 use crate::model::{Format, Trace};
@@ -375,6 +376,32 @@ fn recognize_unsupported(head: &[u8]) -> Option<Format> {
         .trim_start_matches('\u{feff}');
     // rocprof-compute counter files given alone (give the workload directory instead).
     (first_line.contains(',') && first_line.contains("SQ_WAVES")).then_some(Format::RocprofCompute)
+}
+
+/// Whether a file is a torch.compile log (TORCH_LOGS text), not a trace.
+pub fn is_compile_log(path: &Path) -> bool {
+    if path.as_os_str() == "-" || path.is_dir() {
+        return false;
+    }
+    match open(path) {
+        Ok(src) => torch_logs::looks_like_torch_logs(&String::from_utf8_lossy(&src.head)),
+        Err(_) => false,
+    }
+}
+
+/// Reads a torch.compile log (TORCH_LOGS text; gzip undone).
+pub fn read_compile_log(path: &Path) -> Result<crate::model::compile_log::CompileLog, IngestError> {
+    let src = open(path)?;
+    let label = src.label.clone();
+    let mut bytes = Vec::new();
+    src.into_reader()
+        .read_to_end(&mut bytes)
+        .map_err(|source| IngestError::Io {
+            path: label.clone(),
+            offset: bytes.len() as u64,
+            source,
+        })?;
+    Ok(torch_logs::parse(&String::from_utf8_lossy(&bytes), &label))
 }
 
 /// Reads every path into one trace, in the order given (directories expanded). Several files

@@ -200,6 +200,7 @@ impl Reader for RocpdReader {
             truncated: false,
             warnings,
             hardware: None,
+            base_time_ns: None,
         });
         Ok(())
     }

@@ -273,6 +273,7 @@ pub(super) fn new_input(trace: &mut Trace, label: &str, format: Format) -> u32 {
         truncated: false,
         warnings: Vec::new(),
         hardware: None,
+        base_time_ns: None,
     });
     (trace.inputs.len() - 1) as u32
 }

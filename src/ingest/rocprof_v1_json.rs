@@ -37,6 +37,7 @@ impl Reader for RocprofV1JsonReader {
             truncated: false,
             warnings: Vec::new(),
             hardware: None,
+            base_time_ns: None,
         });
         let mut sink = Sink {
             trace,

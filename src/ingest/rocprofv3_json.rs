@@ -284,6 +284,7 @@ impl Reader for RocprofV3JsonReader {
                 truncated: false,
                 warnings,
                 hardware: None,
+                base_time_ns: None,
             });
         }
         Ok(())

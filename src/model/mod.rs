@@ -4,6 +4,7 @@
 //! Times are integer nanoseconds (`*_ns`) on the input's own clock: readers convert once, at the
 //! edge, so no analysis ever sees a microsecond float.
 
+pub mod compile_log;
 mod counters;
 mod intern;
 
@@ -282,6 +283,10 @@ pub struct InputMeta {
     /// The GPU's shape and peaks, where the input describes them (rocprof-compute `sysinfo.csv`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hardware: Option<DeviceSpec>,
+    /// Wall-clock time (ns since the Unix epoch) of timestamp 0, when the input says
+    /// (Kineto `baseTimeNanoseconds`): places the trace on the clock of torch.compile's logs.
+    #[serde(skip)]
+    pub base_time_ns: Option<i64>,
 }
 
 /// The normalized trace every analysis reads.

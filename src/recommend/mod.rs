@@ -161,7 +161,22 @@ pub fn plan(a: &Analysis, catalog: &Catalog, env: Option<&EnvListing>) -> Plan {
         let est = ((basis as f64 * rec.fraction).round() as i64).clamp(0, ceiling.max(0));
         let mut finding_ids: Vec<String> = hits.iter().map(|f| f.id.to_string()).collect();
         finding_ids.dedup();
-        let actions = rec
+        // Fixes the findings name for their own causes (from torch.compile's logs) come first.
+        let mut actions: Vec<ActionOut> = Vec::new();
+        for f in &hits {
+            for fix in f.evidence["fixes"].as_array().into_iter().flatten() {
+                let (Some(kind), Some(text)) = (fix["kind"].as_str(), fix["text"].as_str()) else {
+                    continue;
+                };
+                if !actions.iter().any(|a| a.text == text) {
+                    actions.push(ActionOut {
+                        kind: kind.to_string(),
+                        text: text.to_string(),
+                    });
+                }
+            }
+        }
+        let generic: Vec<ActionOut> = rec
             .actions
             .iter()
             .filter(|act| {
@@ -177,6 +192,14 @@ pub fn plan(a: &Analysis, catalog: &Catalog, env: Option<&EnvListing>) -> Plan {
                 },
             })
             .collect();
+        // A generic action the specific ones already say (same code before the comment) goes.
+        let code = |t: &str| t.split('#').next().unwrap_or(t).trim().to_string();
+        let specific: Vec<String> = actions.iter().map(|a| code(&a.text)).collect();
+        actions.extend(
+            generic
+                .into_iter()
+                .filter(|g| !specific.contains(&code(&g.text))),
+        );
         recs.push(Recommendation {
             rank: 0,
             id: rec.id.clone(),

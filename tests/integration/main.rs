@@ -6,6 +6,7 @@ mod amd;
 mod bad_input;
 mod browser;
 mod cli;
+mod compile_logs;
 mod corpus;
 mod diagnosis;
 mod h100;

@@ -1,0 +1,443 @@
+//! Joins torch.compile's logs to a trace: which graph breaks and recompiles of the log belong to
+//! the profiled run, and what each one says (reason, user-code line, failed guards, the fix).
+//!
+//! Compile ids alone do not identify a function: they restart after `torch._dynamo.reset()`,
+//! one log often covers a whole script, and a break is logged under the frame that broke
+//! (`[0/0]`) while the trace runs the frame that resumed (`1/0`). So the log is cut into
+//! sessions (a compile id seen again after others is a new session), records are kept only for
+//! the trace's process id, and the session chosen is the latest one, before the trace ends on
+//! the wall clock, that compiled a region the trace runs.
+
+use crate::analysis::links::compiled_region;
+use crate::detect::{Finding, Severity};
+use crate::model::compile_log::{
+    CompileId, CompileLog, GraphBreak, GuardKind, LogEvent, LogRecord, Recompile,
+};
+use crate::model::{HostKind, Trace};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Log lines carry microseconds, the trace nanoseconds; the two clocks are the same machine's.
+const LOG_CLOCK_SLACK_NS: i64 = 1_000_000;
+
+/// What of the logs belongs to the trace, and how that was decided.
+#[derive(Debug, Default)]
+pub struct Joined<'l> {
+    pub breaks: Vec<(&'l LogRecord, &'l GraphBreak)>,
+    pub recompiles: Vec<(&'l LogRecord, &'l Recompile)>,
+    /// How the records were matched (for the evidence).
+    pub matched_by: String,
+    pub log_paths: Vec<String>,
+}
+
+/// Days since 1970-01-01 of a civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The year of a wall-clock time (ns since the epoch).
+fn year_of(ns: i64) -> i64 {
+    let days = ns.div_euclid(86_400_000_000_000);
+    // Inverse of days_from_civil, year only.
+    let z = days + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    yoe + era * 400 + i64::from(m <= 2)
+}
+
+/// A record's wall-clock time, the year taken from the trace when the log has none.
+fn wall_ns(r: &LogRecord, trace_year: Option<i64>) -> Option<i64> {
+    let t = r.time?;
+    let year = t.year.map(i64::from).or(trace_year)?;
+    let days = days_from_civil(year, t.month, t.day);
+    Some(days * 86_400_000_000_000 + t.micros * 1000)
+}
+
+/// Cuts a log's records (of one process) into compile sessions: a compile id seen again after
+/// others, or the same break logged again for the same compile id, starts a new one (Dynamo
+/// compiles each id once per session; `torch._dynamo.reset()` starts over at 0/0).
+fn sessions<'l>(records: &[&'l LogRecord]) -> Vec<Vec<&'l LogRecord>> {
+    let mut out: Vec<Vec<&LogRecord>> = Vec::new();
+    let mut seen: BTreeSet<CompileId> = BTreeSet::new();
+    let mut last: Option<CompileId> = None;
+    for &r in records {
+        if let Some(id) = r.compile_id {
+            let repeated_break = matches!(&r.event, LogEvent::GraphBreak(b)
+            if out.last().is_some_and(|s: &Vec<&LogRecord>| s.iter().any(|x| {
+                x.compile_id == Some(id) && matches!(&x.event, LogEvent::GraphBreak(y) if y == b)
+            })));
+            if seen.contains(&id) && (last != Some(id) || repeated_break) {
+                out.push(Vec::new());
+                seen.clear();
+            }
+            seen.insert(id);
+            last = Some(id);
+        }
+        if out.is_empty() {
+            out.push(Vec::new());
+        }
+        out.last_mut().expect("pushed").push(r);
+    }
+    out
+}
+
+/// The compiled regions (`Torch-Compiled Region: F/A`) a trace runs.
+fn trace_regions(trace: &Trace) -> BTreeSet<CompileId> {
+    let is_region = trace.names.per_name(compiled_region);
+    let mut out = BTreeSet::new();
+    for h in 0..trace.host.len() {
+        if trace.host.kind[h] == HostKind::CpuOp {
+            if let Some((frame, attempt)) = is_region[trace.host.name[h].index()] {
+                out.insert(CompileId { frame, attempt });
+            }
+        }
+    }
+    out
+}
+
+/// The trace's wall-clock window, where it has one.
+fn trace_window(trace: &Trace) -> Option<(i64, i64)> {
+    let base = trace.inputs.iter().find_map(|i| i.base_time_ns)?;
+    let acts = &trace.activities;
+    let host = &trace.host;
+    let starts = acts.ts_ns.iter().chain(host.ts_ns.iter()).copied();
+    let t0 = starts.min()?;
+    let t1 = (0..acts.len())
+        .map(|a| acts.end_ns(a))
+        .chain((0..host.len()).map(|h| host.ts_ns[h].saturating_add(host.dur_ns[h])))
+        .max()?;
+    Some((base.saturating_add(t0), base.saturating_add(t1)))
+}
+
+/// Picks the log records that belong to `trace` (all of them when there is no trace).
+pub fn join<'l>(logs: &'l [CompileLog], trace: Option<&Trace>) -> Joined<'l> {
+    let mut joined = Joined {
+        log_paths: logs.iter().map(|l| l.path.clone()).collect(),
+        ..Default::default()
+    };
+    let all: Vec<&LogRecord> = logs.iter().flat_map(|l| l.records.iter()).collect();
+    let chosen: Vec<&LogRecord> = match trace {
+        None => {
+            joined.matched_by = "no trace: every record of the log".into();
+            all
+        }
+        Some(trace) => {
+            let pids: BTreeSet<u64> = trace.host.pid.iter().copied().collect();
+            let regions = trace_regions(trace);
+            let window = trace_window(trace);
+            let year = window.map(|w| year_of(w.0));
+            // Per process of the trace (records without a pid: the 2023 format, one process).
+            let mut by_pid: BTreeMap<Option<u32>, Vec<&LogRecord>> = BTreeMap::new();
+            for &r in &all {
+                if r.pid.is_none_or(|p| pids.contains(&u64::from(p))) {
+                    by_pid.entry(r.pid).or_default().push(r);
+                }
+            }
+            let mut candidates: Vec<(i64, Vec<&LogRecord>)> = Vec::new();
+            for records in by_pid.values() {
+                for s in sessions(records) {
+                    if !s
+                        .iter()
+                        .any(|r| r.compile_id.is_some_and(|id| regions.contains(&id)))
+                    {
+                        continue;
+                    }
+                    let start = s.iter().filter_map(|r| wall_ns(r, year)).min().unwrap_or(0);
+                    candidates.push((start, s));
+                }
+            }
+            // The latest session that started before the trace ended (compilation runs
+            // before and during the profiled steps); else the one nearest the trace's start.
+            let pick = match window {
+                Some((w0, w1)) => candidates
+                    .iter()
+                    .filter(|(start, _)| *start <= w1 + LOG_CLOCK_SLACK_NS)
+                    .max_by_key(|(start, _)| *start)
+                    .or_else(|| {
+                        candidates
+                            .iter()
+                            .min_by_key(|(start, _)| (start - w0).abs())
+                    }),
+                None => candidates.last(),
+            };
+            joined.matched_by = match (pick, window) {
+                (Some(_), Some(_)) => format!(
+                    "process {} and the compile session, before the trace ended, that compiled the regions the trace runs ({})",
+                    pids.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+                    regions.iter().map(CompileId::to_string).collect::<Vec<_>>().join(", ")
+                ),
+                (Some(_), None) => "the last compile session that compiled the regions the trace runs (the trace has no wall clock)".into(),
+                (None, _) => "nothing: no compile session of the log compiled a region the trace runs".into(),
+            };
+            // What the session logged after the trace ended belongs to a later run.
+            let until = window.map(|(_, w1)| w1 + LOG_CLOCK_SLACK_NS);
+            pick.map(|(_, s)| {
+                s.iter()
+                    .copied()
+                    .filter(|r| match (until, wall_ns(r, year)) {
+                        (Some(u), Some(t)) => t <= u,
+                        _ => true,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+        }
+    };
+    for r in chosen {
+        match &r.event {
+            LogEvent::GraphBreak(b) => joined.breaks.push((r, b)),
+            LogEvent::Recompile(c) => joined.recompiles.push((r, c)),
+            _ => {}
+        }
+    }
+    joined
+}
+
+/// An action that fixes a cause, as the recommendations print it.
+fn fix(kind: &str, text: String) -> Value {
+    json!({"kind": kind, "text": text})
+}
+
+fn at(b: &GraphBreak) -> String {
+    match &b.location {
+        Some(l) => match &l.source {
+            Some(src) => format!("{l} `{src}`"),
+            None => l.to_string(),
+        },
+        None => "an unknown line".into(),
+    }
+}
+
+/// The fixes for one break (seed 000's advice for each kind of break).
+fn break_fixes(b: &GraphBreak) -> Vec<Value> {
+    let r = b.reason.to_lowercase();
+    let mut out = Vec::new();
+    if r.contains("item()") || b.gb_id.as_deref() == Some("gb0124") {
+        out.push(fix(
+            "config",
+            "torch._dynamo.config.capture_scalar_outputs = True   # keeps .item() in the graph"
+                .into(),
+        ));
+        out.push(fix("code", format!("move the data-dependent check out of the compiled function, or use torch.where/torch.cond: {}", at(b))));
+    } else if r.contains("print") || r.contains("builtin") || r.contains("call_function") {
+        out.push(fix(
+            "code",
+            format!("remove the call at {} from the compiled code", at(b)),
+        ));
+        out.push(fix("code", "@torch.compiler.disable   # last resort: on the function that breaks, so the rest compiles".into()));
+    } else if r.contains("backward") {
+        out.push(fix("code", format!("call loss.backward() outside the compiled function ({}), or compile the model only", at(b))));
+    } else if let Some(h) = &b.hint {
+        out.push(fix("code", format!("{h} ({})", at(b))));
+    }
+    out
+}
+
+/// The fixes for one failed guard.
+fn guard_fixes(g: &GuardKind, sizes: &[String]) -> Vec<Value> {
+    match g {
+        GuardKind::SizeMismatch { tensor, dim, .. } => vec![
+            fix("code", format!("torch._dynamo.mark_dynamic({tensor}, {dim})   # before the compiled call: dim {dim} of {tensor} varies ({})", sizes.join(", "))),
+            fix("config", "torch.compile(model, dynamic=True)   # or pad to a few fixed sizes".into()),
+        ],
+        GuardKind::TensorMismatch { tensor, what } => vec![fix(
+            "code",
+            format!("keep the {what} of {tensor} the same on every call, or cast it before the compiled call"),
+        )],
+        GuardKind::ValueSpecialized { name, .. } => vec![fix(
+            "code",
+            format!("pass {name} as a tensor, or mark it dynamic (torch.compile(..., dynamic=True)): each new value of the Python number recompiles"),
+        )],
+        GuardKind::ObjectIdentity { name } => vec![fix(
+            "code",
+            format!("pass the same object as {name} on every call (a new module, function or closure each time recompiles)"),
+        )],
+        GuardKind::Length { name } => vec![fix(
+            "code",
+            format!("keep the length of {name} fixed, or pass one stacked tensor instead of a list"),
+        )],
+        GuardKind::GlobalState => vec![fix(
+            "code",
+            "keep grad mode, autocast and the default dtype the same around every call of the compiled function".into(),
+        )],
+        GuardKind::Other => Vec::new(),
+    }
+}
+
+fn break_json(b: &GraphBreak, count: usize) -> Value {
+    let mut v = serde_json::to_value(b).unwrap_or(Value::Null);
+    v["count"] = json!(count);
+    v
+}
+
+/// One recompile cause: the guard, the values seen, how many recompiles it caused.
+type Cause = (GuardKind, Vec<String>, usize);
+
+/// Adds what the logs say to the graph-break and recompile findings (creating them from the
+/// log when the trace alone did not show them).
+pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
+    // Distinct breaks, most frequent first (a break is logged again on every recompile).
+    let mut distinct: Vec<(&GraphBreak, usize)> = Vec::new();
+    for (_, b) in &joined.breaks {
+        match distinct.iter_mut().find(|(d, _)| *d == *b) {
+            Some(e) => e.1 += 1,
+            None => distinct.push((b, 1)),
+        }
+    }
+    distinct.sort_by_key(|d| std::cmp::Reverse(d.1));
+    if !distinct.is_empty() {
+        let root = distinct[0].0;
+        let mut text = format!(
+            "the log names the root break: {}{} at {}",
+            root.reason,
+            root.gb_id
+                .as_ref()
+                .map(|g| format!(" ({g})"))
+                .unwrap_or_default(),
+            at(root)
+        );
+        if let Some(c) = &root.consequence {
+            text.push_str(&format!(
+                "; \"{}\"{} follows from it and goes away with it",
+                c.reason,
+                c.gb_id
+                    .as_ref()
+                    .map(|g| format!(" ({g})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if distinct.len() > 1 {
+            text.push_str(&format!(" ({} distinct breaks in all)", distinct.len()));
+        }
+        let mut fixes: Vec<Value> = distinct.iter().flat_map(|(b, _)| break_fixes(b)).collect();
+        fixes.dedup();
+        let log = json!({
+            "paths": joined.log_paths,
+            "matched_by": joined.matched_by,
+            "breaks": distinct.iter().map(|(b, n)| break_json(b, *n)).collect::<Vec<_>>(),
+        });
+        upsert(findings, "graph_breaks", text, log, fixes, || {
+            Finding::new("graph_breaks", Severity::High, String::new(), 0, json!({}))
+        });
+    }
+    if !joined.recompiles.is_empty() {
+        // Per guard kind and tensor/dim: how often, and the values seen.
+        let mut causes: BTreeMap<String, Cause> = BTreeMap::new();
+        for (_, c) in &joined.recompiles {
+            // The first failed guard is the one against the latest compile: the cause.
+            if let Some(g) = c.guards.first() {
+                let key = match &g.kind {
+                    GuardKind::SizeMismatch { tensor, dim, .. } => {
+                        format!("size of {tensor} at dim {dim}")
+                    }
+                    GuardKind::TensorMismatch { tensor, what } => format!("{what} of {tensor}"),
+                    GuardKind::ValueSpecialized { name, .. } => format!("value of {name}"),
+                    GuardKind::ObjectIdentity { name } => format!("identity of {name}"),
+                    GuardKind::Length { name } => format!("length of {name}"),
+                    GuardKind::GlobalState => "global state".into(),
+                    GuardKind::Other => g.text.clone(),
+                };
+                let e = causes.entry(key).or_insert((g.kind.clone(), Vec::new(), 0));
+                e.2 += 1;
+                if let GuardKind::SizeMismatch {
+                    expected, actual, ..
+                } = &g.kind
+                {
+                    for v in [expected, actual] {
+                        if !e.1.contains(v) {
+                            e.1.push(v.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let mut ranked: Vec<(&String, &Cause)> = causes.iter().collect();
+        ranked.sort_by(|a, b| b.1 .2.cmp(&a.1 .2).then(a.0.cmp(b.0)));
+        let text = format!(
+            "the log gives the failed guards: {}",
+            ranked
+                .iter()
+                .map(|(k, (_, vals, n))| {
+                    if vals.is_empty() {
+                        format!("{k} ({n}x)")
+                    } else {
+                        format!("{k} ({n}x: {})", vals.join(" → "))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        let fixes: Vec<Value> = ranked
+            .iter()
+            .flat_map(|(_, (k, vals, _))| guard_fixes(k, vals))
+            .collect();
+        let log = json!({
+            "paths": joined.log_paths,
+            "matched_by": joined.matched_by,
+            "recompiles": joined.recompiles.iter().map(|(r, c)| {
+                let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
+                v["compile_id"] = json!(r.compile_id.map(|id| id.to_string()));
+                v["line"] = json!(r.line);
+                v
+            }).collect::<Vec<_>>(),
+        });
+        let count = joined.recompiles.len();
+        upsert(findings, "recompiles", text, log, fixes, || {
+            Finding::new(
+                "recompiles",
+                Severity::Medium,
+                format!("{count} recompilations in the log"),
+                0,
+                json!({"count": count}),
+            )
+        });
+    }
+}
+
+/// Adds the log's words to a finding (made by `new` when the trace did not show it).
+fn upsert(
+    findings: &mut Vec<Finding>,
+    id: &str,
+    text: String,
+    log: Value,
+    fixes: Vec<Value>,
+    new: impl FnOnce() -> Finding,
+) {
+    let f = match findings.iter_mut().position(|f| f.id == id) {
+        Some(i) => &mut findings[i],
+        None => {
+            findings.push(new());
+            findings.last_mut().expect("pushed")
+        }
+    };
+    f.summary = if f.summary.is_empty() {
+        text[..1].to_uppercase() + &text[1..]
+    } else {
+        format!("{}; {text}", f.summary)
+    };
+    f.evidence["log"] = log;
+    f.evidence["fixes"] = Value::Array(fixes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2026, 11, 25), 20_782);
+        assert_eq!(year_of(1_790_857_026_000_000_000), 2026);
+        assert_eq!(year_of(0), 1970);
+    }
+}

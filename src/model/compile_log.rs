@@ -1,0 +1,211 @@
+//! What torch.compile's own logs say (TORCH_LOGS text, TORCH_TRACE structured logs): graph
+//! breaks with their reason and user-code location, recompiles with the guards that failed, and
+//! performance hints. Readers fill it; `analysis::compile_log` joins it to a trace.
+
+use serde::Serialize;
+
+/// A Dynamo compile id `frame/attempt` (`[0/1]`: frame 0, its second compilation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct CompileId {
+    pub frame: u32,
+    pub attempt: u32,
+}
+
+impl std::fmt::Display for CompileId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.frame, self.attempt)
+    }
+}
+
+impl CompileId {
+    /// `"0/1"` → frame 0, attempt 1 (a leading `[`, trailing `]` and `!…` suffixes tolerated).
+    pub fn parse(s: &str) -> Option<CompileId> {
+        let s = s.trim().trim_start_matches('[').trim_end_matches(']');
+        let s = s.split(['!', '_']).next()?;
+        let (f, a) = s.split_once('/')?;
+        Some(CompileId {
+            frame: f.trim().parse().ok()?,
+            attempt: a.trim().parse().ok()?,
+        })
+    }
+}
+
+/// When a log line was written: glog lines have month, day and time but no year; the 2023
+/// Python-logging lines have a full date. Kept as read; the join places it on the trace's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct LogTime {
+    pub year: Option<i32>,
+    pub month: u32,
+    pub day: u32,
+    /// Microseconds since midnight.
+    pub micros: i64,
+}
+
+/// A line of user code.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CodeLocation {
+    pub file: String,
+    pub line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    /// The source text of the line, when the log prints it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl std::fmt::Display for CodeLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// One graph break as Dynamo explains it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GraphBreak {
+    /// The reason line (`Unsupported Tensor.item() call with capture_scalar_outputs=False`).
+    pub reason: String,
+    /// The graph-break-site id (`gb0124`), when the log links one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gb_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// Where in user code it broke.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<CodeLocation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// A break Dynamo hit while handling this one (`graph break in loop`, gb7000): a
+    /// consequence, fixed by fixing this break.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consequence: Option<Box<GraphBreak>>,
+}
+
+/// What a failed guard checked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GuardKind {
+    /// `tensor 'x' size mismatch at index 1. expected 32, actual 64`.
+    SizeMismatch {
+        tensor: String,
+        dim: u32,
+        expected: String,
+        actual: String,
+    },
+    /// `tensor 'x' dtype mismatch. expected Float, actual Half` (and `dispatch key set` etc.).
+    TensorMismatch {
+        tensor: String,
+        what: String,
+    },
+    /// `L['scale'] == 1`: a Python int (or bool, float) specialized to a constant.
+    ValueSpecialized {
+        name: String,
+        value: String,
+    },
+    /// `___check_obj_id(…)`: an object's identity (a module, a function, a `None`) changed.
+    ObjectIdentity {
+        name: String,
+    },
+    /// `len(L['x']) == 3`: a list or tuple length.
+    Length {
+        name: String,
+    },
+    /// `___check_global_state()`: grad mode, autocast, default dtype changed.
+    GlobalState,
+    Other,
+}
+
+/// One failed guard of a recompile.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailedGuard {
+    /// The guard as logged.
+    pub text: String,
+    /// The earlier compile whose guard failed (`- 0/0: …`), when logged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub of: Option<CompileId>,
+    #[serde(flatten)]
+    pub kind: GuardKind,
+}
+
+/// One recompilation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Recompile {
+    pub function: String,
+    /// `file:line` of the function, as logged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    pub guards: Vec<FailedGuard>,
+    /// Why, in Dynamo's words, when the log gives a reason instead of guards (TORCH_TRACE).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What one log record says.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LogEvent {
+    GraphBreak(GraphBreak),
+    Recompile(Recompile),
+    /// An Inductor performance hint (`Using FallbackKernel: …`).
+    PerfHint {
+        text: String,
+    },
+    /// The start of a frame's compilation (TORCH_TRACE `dynamo_start`), with the user code
+    /// location of the compiled function.
+    FrameStart {
+        location: Option<CodeLocation>,
+    },
+}
+
+/// One record: an event with where and when it was logged.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LogRecord {
+    /// The process id of the glog prefix (the trace's pid on the same run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<LogTime>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compile_id: Option<CompileId>,
+    /// 1-based line of the record's first line in the file.
+    pub line: usize,
+    #[serde(flatten)]
+    pub event: LogEvent,
+}
+
+/// The format a compile log came in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// `TORCH_LOGS=…` text on stderr (2023 Python-logging or 2024+ glog lines).
+    TorchLogs,
+    /// `TORCH_TRACE=dir` structured logs (tlparse's input).
+    TorchTrace,
+}
+
+/// One compile log file.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompileLog {
+    pub path: String,
+    pub format: LogFormat,
+    pub records: Vec<LogRecord>,
+    /// Lines that could not be read (a corrupted JSON payload, say): counted and skipped.
+    pub skipped_lines: u64,
+    pub warnings: Vec<String>,
+}
+
+impl CompileLog {
+    pub fn graph_breaks(&self) -> impl Iterator<Item = (&LogRecord, &GraphBreak)> {
+        self.records.iter().filter_map(|r| match &r.event {
+            LogEvent::GraphBreak(b) => Some((r, b)),
+            _ => None,
+        })
+    }
+    pub fn recompiles(&self) -> impl Iterator<Item = (&LogRecord, &Recompile)> {
+        self.records.iter().filter_map(|r| match &r.event {
+            LogEvent::Recompile(c) => Some((r, c)),
+            _ => None,
+        })
+    }
+}

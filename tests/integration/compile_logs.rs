@@ -1,0 +1,189 @@
+//! torch.compile logs (TORCH_LOGS text) read alone and joined to the traces of the same run:
+//! `traces/h100/torch_logs.txt` is the stderr of the script that made the h100 traces, several
+//! runs in one log (compile ids restart after each `torch._dynamo.reset()`).
+
+use crate::common::{assert_valid_feed, bin, fixture};
+use crate::with_shared;
+use rocprof_classify::ingest::torch_logs;
+use rocprof_classify::model::compile_log::{GuardKind, LogEvent};
+use serde_json::Value;
+use std::path::Path;
+
+fn feed(args: &[&Path]) -> Value {
+    let out = bin().args(args).args(["--json", "-"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_valid_feed(&out.stdout)
+}
+
+fn finding<'a>(feed: &'a Value, id: &str) -> Option<&'a Value> {
+    feed["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+}
+
+fn actions(feed: &Value, rec: &str) -> Vec<String> {
+    feed["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == rec)
+        .map(|r| {
+            r["actions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a["text"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_recompiles_get_their_failed_guards_and_the_dynamic_shape_fix() {
+    with_shared!(shared => {
+        let h100 = shared.join("traces/h100");
+        let truth: Value = serde_json::from_str(&std::fs::read_to_string(h100.join("truth.json")).unwrap()).unwrap();
+        let f = feed(&[&h100.join("compiled_recompiles.json.gz"), Path::new("--torch-logs"), &h100.join("torch_logs.txt")]);
+        let rec = finding(&f, "recompiles").expect("recompiles");
+        let log = &rec["evidence"]["log"]["recompiles"];
+        let expected = truth["compiled_recompiles"]["expected_recompiles_in_profile"].as_u64().unwrap();
+        assert_eq!(log.as_array().unwrap().len() as u64, expected);
+        let ids: Vec<&str> = log.as_array().unwrap().iter().map(|r| r["compile_id"].as_str().unwrap()).collect();
+        assert_eq!(ids, truth["compiled_recompiles"]["compile_ids_in_trace"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>());
+        // Each recompile's first guard is the size of x at dim 1, against the compile before.
+        for r in log.as_array().unwrap() {
+            let g = &r["guards"][0];
+            assert_eq!((g["kind"].as_str(), g["tensor"].as_str(), g["dim"].as_u64()), (Some("size_mismatch"), Some("x"), Some(1)), "{r}");
+        }
+        assert!(rec["summary"].as_str().unwrap().contains("size of x at dim 1"), "{}", rec["summary"]);
+        let acts = actions(&f, "compile.dynamic-shapes");
+        assert!(acts[0].starts_with("torch._dynamo.mark_dynamic(x, 1)"), "{acts:?}");
+        assert!(acts.iter().any(|a| a.contains("dynamic=True")), "{acts:?}");
+    });
+}
+
+#[test]
+fn the_root_break_is_named_and_the_loop_break_is_its_consequence() {
+    with_shared!(shared => {
+        let h100 = shared.join("traces/h100");
+        // The log given as another input works like --torch-logs.
+        let f = feed(&[&h100.join("compiled_graph_breaks.json.gz"), &h100.join("torch_logs.txt")]);
+        let formats: Vec<&str> = f["inputs"].as_array().unwrap().iter().map(|i| i["format"].as_str().unwrap()).collect();
+        assert_eq!(formats, ["kineto", "torch-logs"], "the log is not read as a trace");
+        let gb = finding(&f, "graph_breaks").expect("graph_breaks");
+        let breaks = gb["evidence"]["log"]["breaks"].as_array().unwrap();
+        // The same log holds the explain() run and a later run with the same break: only the
+        // profiled run's one break joins.
+        assert_eq!(breaks.len(), 1, "{breaks:?}");
+        assert_eq!(breaks[0]["count"], 1);
+        let root = &breaks[0];
+        assert_eq!(root["gb_id"], "gb0124");
+        assert!(root["reason"].as_str().unwrap().contains("Tensor.item()"));
+        assert_eq!(root["location"]["line"], 66);
+        assert_eq!(root["location"]["source"], "if x.abs().max().item() > 1e9:");
+        assert_eq!(root["consequence"]["gb_id"], "gb7000");
+        assert_eq!(root["consequence"]["reason"], "graph break in loop");
+        let summary = gb["summary"].as_str().unwrap();
+        assert!(summary.contains("root break") && summary.contains("gb0124") && summary.contains("if x.abs().max().item() > 1e9:"), "{summary}");
+        let acts = actions(&f, "compile.fix-graph-breaks");
+        assert!(acts[0].contains("capture_scalar_outputs = True"), "{acts:?}");
+        assert!(acts[1].contains("make_traces.py:66"), "{acts:?}");
+        // The reason reaches every report.
+        for flag in ["--markdown", "--html"] {
+            let out = bin().arg(h100.join("compiled_graph_breaks.json.gz")).args(["--torch-logs"]).arg(h100.join("torch_logs.txt")).args([flag, "-"]).output().unwrap();
+            assert!(String::from_utf8_lossy(&out.stdout).contains("gb0124"), "{flag}");
+        }
+        let table = bin().arg(h100.join("compiled_graph_breaks.json.gz")).args(["--torch-logs"]).arg(h100.join("torch_logs.txt")).args(["--color", "never"]).output().unwrap();
+        assert!(String::from_utf8_lossy(&table.stdout).contains("gb0124"));
+    });
+}
+
+#[test]
+fn other_runs_of_the_script_do_not_leak_into_a_trace() {
+    with_shared!(shared => {
+        let log = shared.join("traces/h100/torch_logs.txt");
+        for t in ["compiled_clean", "compiled_cudagraphs", "eager_manual_attn", "eager_launch_bound"] {
+            let f = feed(&[&fixture(&format!("kineto/h100/{t}.json.gz")), Path::new("--torch-logs"), &log]);
+            for id in ["graph_breaks", "recompiles"] {
+                assert!(finding(&f, id).is_none(), "{t}: {id} {:?}", finding(&f, id));
+            }
+        }
+    });
+}
+
+#[test]
+fn a_log_alone_reports_its_breaks_and_recompiles() {
+    with_shared!(shared => {
+        let f = feed(&[&shared.join("traces/h100/torch_logs.txt")]);
+        let gb = finding(&f, "graph_breaks").expect("graph_breaks from the log alone");
+        let breaks = gb["evidence"]["log"]["breaks"].as_array().unwrap();
+        // Three runs broke at the same line: one distinct break, logged three times.
+        assert_eq!((breaks.len(), breaks[0]["count"].as_u64()), (1, Some(3)));
+        let rec = finding(&f, "recompiles").expect("recompiles from the log alone");
+        assert_eq!(rec["evidence"]["log"]["recompiles"].as_array().unwrap().len(), 4);
+    });
+}
+
+/// Every TORCH_LOGS text in the corpus, with the breaks and recompiles a reader counts in it.
+#[test]
+fn every_torch_logs_file_parses_with_the_counts_read_by_hand() {
+    with_shared!(shared => {
+        // (file, graph break records, recompiles, something each must show)
+        let expected: &[(&str, usize, usize, &str)] = &[
+            ("corpus/torch_logs/graph_breaks_2023_warning_format_pytorch_pr97884.txt", 1, 0, "\"line\":1114"),
+            ("corpus/torch_logs/graph_breaks_2026_gbsite_format.txt", 1, 0, "gb0123"),
+            ("corpus/torch_logs/recompiles_2023_report_values_pytorch_pr110928.txt", 0, 3, "___check_obj_id"),
+            ("corpus/torch_logs/recompiles_2023_tuple_format_pytorch_issue99091.txt", 0, 4, "value_specialized"),
+            ("corpus/torch_logs/recompiles_2024_pytorch_pr130043.txt", 0, 1, "size_mismatch"),
+            ("corpus/torch_logs/recompiles_global_state_pytorch_issue123784.txt", 0, 1, "global_state"),
+            ("corpus/torch_logs/recompiles_verbose_2023_pytorch_pr113585.txt", 0, 1, "length"),
+            ("traces/h100/torch_logs.txt", 3, 4, "gb7000"),
+        ];
+        let mut listed: Vec<String> = std::fs::read_dir(shared.join("corpus/torch_logs")).unwrap()
+            .map(|e| format!("corpus/torch_logs/{}", e.unwrap().file_name().to_string_lossy()))
+            .collect();
+        listed.sort();
+        let mut named: Vec<String> = expected.iter().filter(|e| e.0.starts_with("corpus/")).map(|e| e.0.to_string()).collect();
+        named.sort();
+        assert_eq!(listed, named, "every corpus log has its counts here");
+        for (file, breaks, recompiles, shows) in expected {
+            let text = std::fs::read_to_string(shared.join(file)).unwrap();
+            let log = torch_logs::parse(&text, file);
+            let b = log.graph_breaks().count();
+            let r = log.recompiles().count();
+            println!("{file}: {b} graph breaks, {r} recompiles");
+            for (rec, gb) in log.graph_breaks() {
+                println!("  break line {}: {} at {:?}", rec.line, gb.reason, gb.location.as_ref().map(|l| l.to_string()));
+            }
+            for (rec, c) in log.recompiles() {
+                println!("  recompile line {}: {} guards {:?}", rec.line, c.function, c.guards.iter().map(|g| &g.text).collect::<Vec<_>>());
+            }
+            assert_eq!((b, r), (*breaks, *recompiles), "{file}");
+            let json = serde_json::to_string(&log).unwrap();
+            assert!(json.contains(shows), "{file}: {shows} not in {json}");
+            // Every recompile names its function and at least one guard the reader classified.
+            for (_, c) in log.recompiles() {
+                assert!(!c.function.is_empty() && !c.guards.is_empty(), "{file}: {c:?}");
+                assert!(c.guards.iter().any(|g| g.kind != GuardKind::Other), "{file}: {c:?}");
+            }
+        }
+        // The 2023 tuple with a list of failures: three guards, the escaped quotes undone.
+        let text = std::fs::read_to_string(shared.join("corpus/torch_logs/recompiles_2023_report_values_pytorch_pr110928.txt")).unwrap();
+        let log = torch_logs::parse(&text, "x");
+        let first = &log.records[0];
+        match &first.event {
+            LogEvent::Recompile(c) => {
+                assert_eq!(c.guards.len(), 3, "{c:?}");
+                assert_eq!(c.guards[0].text, "___guarded_code.valid");
+                assert!(matches!(c.guards[1].kind, GuardKind::ObjectIdentity { .. }), "{c:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    });
+}
