@@ -394,7 +394,12 @@ fn analyze_and_keep(
     for log in &logs {
         trace.inputs.push(crate::model::InputMeta {
             path: log.path.clone(),
-            format: crate::model::Format::TorchLogs,
+            format: match log.format {
+                crate::model::compile_log::LogFormat::TorchLogs => crate::model::Format::TorchLogs,
+                crate::model::compile_log::LogFormat::TorchTrace => {
+                    crate::model::Format::TorchTrace
+                }
+            },
             vendor: crate::model::Vendor::Unknown,
             devices: Vec::new(),
             rank: None,

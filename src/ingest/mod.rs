@@ -14,6 +14,7 @@ pub mod rocprof_csv;
 pub mod rocprof_v1_json;
 pub mod rocprofv3_json;
 pub mod torch_logs;
+pub mod torch_trace;
 
 use crate::error::IngestError;
 use crate::model::{Format, Trace};
@@ -378,18 +379,21 @@ fn recognize_unsupported(head: &[u8]) -> Option<Format> {
     (first_line.contains(',') && first_line.contains("SQ_WAVES")).then_some(Format::RocprofCompute)
 }
 
-/// Whether a file is a torch.compile log (TORCH_LOGS text), not a trace.
+/// Whether a file is a torch.compile log (TORCH_LOGS text or TORCH_TRACE), not a trace.
 pub fn is_compile_log(path: &Path) -> bool {
     if path.as_os_str() == "-" || path.is_dir() {
         return false;
     }
     match open(path) {
-        Ok(src) => torch_logs::looks_like_torch_logs(&String::from_utf8_lossy(&src.head)),
+        Ok(src) => {
+            let head = String::from_utf8_lossy(&src.head);
+            torch_logs::looks_like_torch_logs(&head) || torch_trace::looks_like_torch_trace(&head)
+        }
         Err(_) => false,
     }
 }
 
-/// Reads a torch.compile log (TORCH_LOGS text; gzip undone).
+/// Reads a torch.compile log (TORCH_LOGS text or TORCH_TRACE; gzip undone).
 pub fn read_compile_log(path: &Path) -> Result<crate::model::compile_log::CompileLog, IngestError> {
     let src = open(path)?;
     let label = src.label.clone();
@@ -401,7 +405,16 @@ pub fn read_compile_log(path: &Path) -> Result<crate::model::compile_log::Compil
             offset: bytes.len() as u64,
             source,
         })?;
-    Ok(torch_logs::parse(&String::from_utf8_lossy(&bytes), &label))
+    let text = String::from_utf8_lossy(&bytes);
+    let mut head = text.len().min(SNIFF_BYTES);
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    Ok(if torch_trace::looks_like_torch_trace(&text[..head]) {
+        torch_trace::parse(&text, &label)
+    } else {
+        torch_logs::parse(&text, &label)
+    })
 }
 
 /// Reads every path into one trace, in the order given (directories expanded). Several files

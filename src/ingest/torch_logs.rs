@@ -19,7 +19,7 @@ use crate::model::compile_log::{
 use regex::Regex;
 use std::sync::LazyLock;
 
-static GLOG: LazyLock<Regex> = LazyLock::new(|| {
+pub(super) static GLOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"^([VIWEF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{6}) +(\d+) ([^\]]*)\] ?(.*)$",
     )
@@ -217,7 +217,12 @@ pub fn guard_kind(text: &str) -> GuardKind {
 }
 
 fn failed_guard(line: &str) -> Option<FailedGuard> {
-    let t = line.trim().strip_prefix("- ")?.trim();
+    Some(guard_entry(line.trim().strip_prefix("- ")?))
+}
+
+/// A failed guard as Dynamo lists it: `0/0: tensor 'x' size mismatch …` or the guard alone.
+pub fn guard_entry(t: &str) -> FailedGuard {
+    let t = t.trim();
     // `- 0/0: tensor 'x' …` names the compile whose guard failed.
     let (of, text) = match t.split_once(": ") {
         Some((id, rest)) if CompileId::parse(id).is_some() && !id.contains(' ') => {
@@ -225,11 +230,11 @@ fn failed_guard(line: &str) -> Option<FailedGuard> {
         }
         _ => (None, t),
     };
-    Some(FailedGuard {
+    FailedGuard {
         text: text.to_string(),
         of,
         kind: guard_kind(text),
-    })
+    }
 }
 
 /// `Recompiling function forward in ./m.py:61` → ("forward", "./m.py:61").

@@ -187,3 +187,81 @@ fn every_torch_logs_file_parses_with_the_counts_read_by_hand() {
         }
     });
 }
+
+/// Every TORCH_TRACE log in the corpus: breaks (graph-break restarts), recompiles (the
+/// `recompile_reasons` artifacts) and skipped lines, counted by hand.
+#[test]
+fn every_torch_trace_log_parses_with_the_counts_read_by_hand() {
+    with_shared!(shared => {
+        // (file, graph breaks, recompiles, skipped lines, compile failures)
+        let expected: &[(&str, usize, usize, u64, usize)] = &[
+            ("artifacts.log", 0, 0, 0, 0),
+            ("autotune_with_compile_id.log", 0, 0, 0, 0),
+            ("cache_hit_miss.log", 0, 0, 0, 0),
+            ("chromium_events.log", 0, 0, 0, 1),
+            ("comp_failure.log", 0, 0, 0, 1),
+            ("comp_metrics.log", 2, 0, 0, 0),
+            ("export_guard_added.log", 0, 0, 0, 0),
+            ("links.log", 0, 0, 0, 0),
+            ("simple.log", 0, 0, 0, 0),
+            ("simple_corrupted_json.log", 0, 0, 1, 0),
+            ("multi_rank_logs/dedicated_log_torch_trace_rank_0.log", 0, 0, 0, 1),
+            ("multi_rank_logs/dedicated_log_torch_trace_rank_1.log.gz", 0, 14, 0, 0),
+            ("multi_rank_logs/dedicated_log_torch_trace_rank_2.log", 0, 0, 0, 1),
+            ("multi_rank_logs/dedicated_log_torch_trace_rank_3.log", 0, 6, 0, 0),
+        ];
+        let dir = shared.join("corpus/tlparse");
+        let mut on_disk: Vec<String> = Vec::new();
+        for sub in ["", "multi_rank_logs/"] {
+            for e in std::fs::read_dir(dir.join(sub)).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_file() {
+                    on_disk.push(format!("{sub}{}", p.file_name().unwrap().to_string_lossy()));
+                }
+            }
+        }
+        on_disk.sort();
+        let mut listed: Vec<String> = expected.iter().map(|e| e.0.to_string()).collect();
+        listed.sort();
+        assert_eq!(on_disk, listed, "every TORCH_TRACE log has its counts here");
+        for (file, breaks, recompiles, skipped, failures) in expected {
+            let p = dir.join(file);
+            assert!(rocprof_classify::ingest::is_compile_log(&p), "{file} is recognized");
+            let log = rocprof_classify::ingest::read_compile_log(&p).unwrap();
+            let b = log.graph_breaks().count();
+            let r = log.recompiles().count();
+            let f = log.warnings.iter().filter(|w| w.contains(" failed: ")).count();
+            println!("{file}: {b} graph breaks, {r} recompiles, {} skipped, {f} compile failures", log.skipped_lines);
+            assert_eq!((b, r, log.skipped_lines, f), (*breaks, *recompiles, *skipped, *failures), "{file}: {:?}", log.warnings);
+        }
+        // rank 1 recompiles `kernel` 14 times; compile 0/i lists i failed guards, newest first,
+        // each a size mismatch of x at dim 0.
+        let log = rocprof_classify::ingest::read_compile_log(&dir.join("multi_rank_logs/dedicated_log_torch_trace_rank_1.log.gz")).unwrap();
+        for (rec, c) in log.recompiles() {
+            let id = rec.compile_id.unwrap();
+            assert_eq!(c.function, "kernel");
+            assert_eq!(c.guards.len() as u32, id.attempt, "{id}");
+            assert_eq!(c.guards[0].of.map(|o| o.attempt), Some(id.attempt - 1));
+            assert!(matches!(&c.guards[0].kind, GuardKind::SizeMismatch { tensor, dim: 0, .. } if tensor == "x"), "{c:?}");
+        }
+        // The two restarts of comp_metrics.log are two breaks, though their texts are equal.
+        let log = rocprof_classify::ingest::read_compile_log(&dir.join("comp_metrics.log")).unwrap();
+        let reasons: Vec<&str> = log.graph_breaks().map(|(_, b)| b.reason.as_str()).collect();
+        assert_eq!(reasons[0], reasons[1]);
+        assert!(reasons[0].contains("graph_break"), "{reasons:?}");
+    });
+}
+
+/// A TORCH_TRACE log alone, through the command line: its recompiles become the finding, with
+/// the dynamic-shape fix for the tensor and dim of the guards.
+#[test]
+fn a_torch_trace_log_alone_gives_the_recompile_fix() {
+    with_shared!(shared => {
+        let f = feed(&[&shared.join("corpus/tlparse/multi_rank_logs/dedicated_log_torch_trace_rank_3.log")]);
+        assert_eq!(f["inputs"][0]["format"], "torch-trace");
+        let rec = finding(&f, "recompiles").expect("recompiles");
+        assert_eq!(rec["evidence"]["log"]["recompiles"].as_array().unwrap().len(), 6);
+        let acts = actions(&f, "compile.dynamic-shapes");
+        assert!(acts[0].starts_with("torch._dynamo.mark_dynamic(x, 0)"), "{acts:?}");
+    });
+}

@@ -1,0 +1,214 @@
+//! `TORCH_TRACE=dir` structured logs (what `tlparse` reads): one glog-prefixed JSON envelope per
+//! record (`V1206 15:18:20.252000 1500233 torch/_dynamo/utils.py:1288] {"dynamo_start": …,
+//! "frame_id": 0, "frame_compile_id": 0, "attempt": 0}`), its payload, when it has one
+//! (`has_payload`), on the following tab-indented lines.
+//!
+//! What we keep: `compilation_metrics` (graph-break restarts in `restart_reasons`, compile
+//! failures, the function), `artifact` `recompile_reasons` (the failed guards of each
+//! recompile, newest cache entry first), `dynamo_start` (the compiled function's stack) and the
+//! `str` table its file names index. A payload that should be JSON and is not is counted and
+//! skipped, as tlparse does; the rest of the log is still read.
+
+use super::torch_logs::{guard_entry, GLOG};
+use crate::model::compile_log::{
+    CodeLocation, CompileId, CompileLog, GraphBreak, LogEvent, LogFormat, LogRecord, LogTime,
+    Recompile,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// Does this text look like a TORCH_TRACE log (its first record a glog line with a JSON object)?
+pub fn looks_like_torch_trace(head: &str) -> bool {
+    head.lines()
+        .find(|l| !l.trim().is_empty())
+        .and_then(|l| GLOG.captures(l))
+        .is_some_and(|c| c[10].starts_with('{'))
+}
+
+struct Envelope {
+    line: usize,
+    pid: Option<u32>,
+    time: LogTime,
+    json: Value,
+    payload: Option<String>,
+}
+
+fn compile_id(env: &Value) -> Option<CompileId> {
+    Some(CompileId {
+        frame: env["frame_id"].as_u64()? as u32,
+        attempt: env["frame_compile_id"].as_u64()? as u32,
+    })
+}
+
+/// Reads a TORCH_TRACE log.
+pub fn parse(text: &str, path: &str) -> CompileLog {
+    let mut envelopes: Vec<Envelope> = Vec::new();
+    let mut skipped = 0u64;
+    let mut warnings = Vec::new();
+    let mut first_bad: Option<usize> = None;
+    for (i, raw) in text.lines().enumerate() {
+        if let Some(p) = raw.strip_prefix('\t') {
+            match envelopes.last_mut() {
+                Some(e) if e.json.get("has_payload").is_some() => {
+                    let payload = e.payload.get_or_insert_with(String::new);
+                    if !payload.is_empty() {
+                        payload.push('\n');
+                    }
+                    payload.push_str(p);
+                }
+                _ => skipped += 1,
+            }
+            continue;
+        }
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let parsed = GLOG.captures(raw).and_then(|c| {
+            let json: Value = serde_json::from_str(&c[10]).ok()?;
+            let n = |k: usize| c[k].parse::<i64>().unwrap_or(0);
+            Some(Envelope {
+                line: i + 1,
+                pid: c[8].parse().ok(),
+                time: LogTime {
+                    year: None,
+                    month: c[2].parse().unwrap_or(0),
+                    day: c[3].parse().unwrap_or(0),
+                    micros: ((n(4) * 60 + n(5)) * 60 + n(6)) * 1_000_000 + n(7),
+                },
+                json,
+                payload: None,
+            })
+        });
+        match parsed {
+            Some(e) => envelopes.push(e),
+            None => {
+                skipped += 1;
+                first_bad.get_or_insert(i + 1);
+            }
+        }
+    }
+
+    let mut strings: HashMap<u64, String> = HashMap::new();
+    let mut records: Vec<LogRecord> = Vec::new();
+    // The function of each compile id, from its metrics, to name the recompiles.
+    let mut functions: HashMap<(Option<u32>, CompileId), (String, Option<String>)> = HashMap::new();
+    for e in &envelopes {
+        let j = &e.json;
+        // Payloads that are JSON must parse; a corrupted one is counted, and skipped.
+        let json_payload = j.get("chromium_event").is_some()
+            || j.get("dynamo_guards").is_some()
+            || j["artifact"]["encoding"] == "json";
+        let payload: Option<Value> = match (&e.payload, json_payload) {
+            (Some(p), true) => match serde_json::from_str(p) {
+                Ok(v) => Some(v),
+                Err(err) => {
+                    skipped += 1;
+                    warnings.push(format!(
+                        "unreadable JSON payload of the record at line {} ({err}): skipped",
+                        e.line
+                    ));
+                    None
+                }
+            },
+            _ => None,
+        };
+        let id = compile_id(j);
+        let record = |event: LogEvent| LogRecord {
+            pid: e.pid,
+            time: Some(e.time),
+            compile_id: id,
+            line: e.line,
+            event,
+        };
+        if let Some(s) = j["str"].as_array() {
+            if let (Some(path), Some(k)) = (
+                s.first().and_then(Value::as_str),
+                s.get(1).and_then(Value::as_u64),
+            ) {
+                strings.insert(k, path.to_string());
+            }
+        } else if let Some(stack) = j["dynamo_start"]["stack"].as_array() {
+            let location = stack.last().map(|f| CodeLocation {
+                file: f["filename"]
+                    .as_u64()
+                    .and_then(|k| strings.get(&k).cloned())
+                    .or_else(|| f["filename"].as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                line: f["line"].as_u64().unwrap_or(0) as u32,
+                function: f["name"].as_str().map(str::to_string),
+                source: f["loc"].as_str().map(str::to_string),
+            });
+            records.push(record(LogEvent::FrameStart { location }));
+        } else if let Some(m) = j.get("compilation_metrics") {
+            let function = m["co_name"].as_str().unwrap_or("").to_string();
+            let at = m["co_filename"]
+                .as_str()
+                .map(|f| format!("{f}:{}", m["co_firstlineno"].as_u64().unwrap_or(0)));
+            if let Some(id) = id {
+                functions.insert((e.pid, id), (function.clone(), at.clone()));
+            }
+            // Each restart is one graph break (two identical texts are two breaks).
+            for reason in m["restart_reasons"].as_array().into_iter().flatten() {
+                let reason = reason.as_str().unwrap_or("").trim_matches('\'').to_string();
+                records.push(record(LogEvent::GraphBreak(GraphBreak {
+                    reason,
+                    location: Some(CodeLocation {
+                        file: m["co_filename"].as_str().unwrap_or("").to_string(),
+                        line: m["co_firstlineno"].as_u64().unwrap_or(0) as u32,
+                        function: Some(function.clone()),
+                        source: None,
+                    }),
+                    ..Default::default()
+                })));
+            }
+            if let Some(fail) = m["fail_type"].as_str() {
+                warnings.push(format!(
+                    "compile {} of {function} failed: {fail}: {}",
+                    id.map(|i| i.to_string()).unwrap_or_else(|| "?".into()),
+                    m["fail_reason"]
+                        .as_str()
+                        .unwrap_or("")
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                ));
+            }
+        } else if j["artifact"]["name"] == "recompile_reasons" {
+            let guards = payload
+                .as_ref()
+                .and_then(Value::as_array)
+                .map(|l| {
+                    l.iter()
+                        .filter_map(Value::as_str)
+                        .map(guard_entry)
+                        .collect()
+                })
+                .unwrap_or_default();
+            records.push(record(LogEvent::Recompile(Recompile {
+                guards,
+                ..Default::default()
+            })));
+        }
+    }
+    // Name each recompile's function from its compile's metrics (logged after the artifact).
+    for r in &mut records {
+        if let (LogEvent::Recompile(c), Some(id)) = (&mut r.event, r.compile_id) {
+            if let Some((f, at)) = functions.get(&(r.pid, id)) {
+                c.function = f.clone();
+                c.location = at.clone();
+            }
+        }
+    }
+    if let Some(line) = first_bad {
+        warnings.push(format!(
+            "unreadable lines skipped, the first at line {line}"
+        ));
+    }
+    CompileLog {
+        path: path.to_string(),
+        format: LogFormat::TorchTrace,
+        records,
+        skipped_lines: skipped,
+        warnings,
+    }
+}
