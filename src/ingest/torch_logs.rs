@@ -343,7 +343,7 @@ fn traceback(lines: &[String]) -> Vec<CodeLocation> {
 }
 
 /// One break's explanation block: reason, explanation, hint, link.
-fn break_part(lines: &[&str]) -> GraphBreak {
+pub(super) fn break_part(lines: &[&str]) -> GraphBreak {
     let mut b = GraphBreak::default();
     for l in lines {
         let t = l.trim();
@@ -356,9 +356,9 @@ fn break_part(lines: &[&str]) -> GraphBreak {
             b.hint = Some(x.trim().to_string());
         } else if let Some(x) = t.strip_prefix("Graph Break Reason:") {
             let x = x.trim();
-            // "Failed to handle graph break gracefully. … Graph break encountered:" wraps the
-            // real reason, which follows on its own line.
-            if !x.ends_with("encountered:") && b.reason.is_empty() {
+            // "… Graph break encountered:" or "Encountered graph break when attempting to trace
+            // CALL: …:" wrap the real reason, which follows on its own line.
+            if !x.ends_with(':') && b.reason.is_empty() {
                 b.reason = x.to_string();
             }
         } else if b.reason.is_empty()

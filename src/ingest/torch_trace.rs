@@ -9,10 +9,9 @@
 //! `str` table its file names index. A payload that should be JSON and is not is counted and
 //! skipped, as tlparse does; the rest of the log is still read.
 
-use super::torch_logs::{guard_entry, GLOG};
+use super::torch_logs::{break_part, guard_entry, GLOG};
 use crate::model::compile_log::{
-    CodeLocation, CompileId, CompileLog, GraphBreak, LogEvent, LogFormat, LogRecord, LogTime,
-    Recompile,
+    CodeLocation, CompileId, CompileLog, LogEvent, LogFormat, LogRecord, LogTime, Recompile,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -95,23 +94,19 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
     for e in &envelopes {
         let j = &e.json;
         // Payloads that are JSON must parse; a corrupted one is counted, and skipped.
+        let recompile_reasons = j["artifact"]["name"] == "recompile_reasons";
         let json_payload = j.get("chromium_event").is_some()
             || j.get("dynamo_guards").is_some()
-            || j["artifact"]["encoding"] == "json";
-        let payload: Option<Value> = match (&e.payload, json_payload) {
-            (Some(p), true) => match serde_json::from_str(p) {
-                Ok(v) => Some(v),
-                Err(err) => {
-                    skipped += 1;
-                    warnings.push(format!(
-                        "unreadable JSON payload of the record at line {} ({err}): skipped",
-                        e.line
-                    ));
-                    None
-                }
-            },
-            _ => None,
-        };
+            || (j["artifact"]["encoding"] == "json" && !recompile_reasons);
+        if let (Some(p), true) = (&e.payload, json_payload) {
+            if let Err(err) = serde_json::from_str::<serde::de::IgnoredAny>(p) {
+                skipped += 1;
+                warnings.push(format!(
+                    "unreadable JSON payload of the record at line {} ({err}): skipped",
+                    e.line
+                ));
+            }
+        }
         let id = compile_id(j);
         let record = |event: LogEvent| LogRecord {
             pid: e.pid,
@@ -149,17 +144,21 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
             }
             // Each restart is one graph break (two identical texts are two breaks).
             for reason in m["restart_reasons"].as_array().into_iter().flatten() {
-                let reason = reason.as_str().unwrap_or("").trim_matches('\'').to_string();
-                records.push(record(LogEvent::GraphBreak(GraphBreak {
-                    reason,
-                    location: Some(CodeLocation {
-                        file: m["co_filename"].as_str().unwrap_or("").to_string(),
-                        line: m["co_firstlineno"].as_u64().unwrap_or(0) as u32,
-                        function: Some(function.clone()),
-                        source: None,
-                    }),
-                    ..Default::default()
-                })));
+                // The reason may be Dynamo's whole explanation: reason, Explanation, Hint, link.
+                let text = reason.as_str().unwrap_or("").trim_matches('\'');
+                let lines: Vec<&str> = text.lines().collect();
+                let mut b = break_part(&lines);
+                if b.reason.is_empty() {
+                    b.reason = text.to_string();
+                }
+                // The function that broke (its first line); the break is inside it.
+                b.location = Some(CodeLocation {
+                    file: m["co_filename"].as_str().unwrap_or("").to_string(),
+                    line: m["co_firstlineno"].as_u64().unwrap_or(0) as u32,
+                    function: Some(function.clone()),
+                    source: None,
+                });
+                records.push(record(LogEvent::GraphBreak(b)));
             }
             if let Some(fail) = m["fail_type"].as_str() {
                 warnings.push(format!(
@@ -173,17 +172,17 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
                         .unwrap_or("")
                 ));
             }
-        } else if j["artifact"]["name"] == "recompile_reasons" {
-            let guards = payload
-                .as_ref()
-                .and_then(Value::as_array)
-                .map(|l| {
-                    l.iter()
-                        .filter_map(Value::as_str)
-                        .map(guard_entry)
-                        .collect()
-                })
-                .unwrap_or_default();
+        } else if recompile_reasons {
+            // A JSON list of "0/0: guard" strings; torch 2.11 writes a single one bare.
+            let text = e.payload.as_deref().unwrap_or("");
+            let guards = match serde_json::from_str::<Vec<String>>(text) {
+                Ok(list) => list.iter().map(|g| guard_entry(g)).collect(),
+                Err(_) => text
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(guard_entry)
+                    .collect(),
+            };
             records.push(record(LogEvent::Recompile(Recompile {
                 guards,
                 ..Default::default()

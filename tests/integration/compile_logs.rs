@@ -265,3 +265,87 @@ fn a_torch_trace_log_alone_gives_the_recompile_fix() {
         assert!(acts[0].starts_with("torch._dynamo.mark_dynamic(x, 0)"), "{acts:?}");
     });
 }
+
+/// A real TORCH_TRACE log with the trace of the same run (`fixtures/kineto/h100_torch_trace`):
+/// the profiled run's two recompiles join; the earlier run's graph break (before
+/// `torch._dynamo.reset()`, same compile ids) does not.
+#[test]
+fn a_torch_trace_log_joins_its_own_run_only() {
+    let dir = fixture("kineto/h100_torch_trace");
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
+    let t = &truth["recompiles_traced"];
+    let f = feed(&[
+        &dir.join("recompiles_traced.json.gz"),
+        &dir.join("torch_trace_log.gz"),
+    ]);
+    assert_eq!(f["inputs"][1]["format"], "torch-trace");
+    assert!(
+        finding(&f, "graph_breaks").is_none(),
+        "run A's break leaked"
+    );
+    let rec = finding(&f, "recompiles").expect("recompiles");
+    let log = rec["evidence"]["log"]["recompiles"].as_array().unwrap();
+    assert_eq!(
+        log.len() as u64,
+        t["recompiles_in_window"].as_u64().unwrap()
+    );
+    assert!(rec["evidence"]["log"]["matched_by"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("process {}", t["pid"])));
+    for r in log {
+        assert_eq!(r["function"], "forward");
+        assert_eq!(
+            (
+                r["guards"][0]["tensor"].as_str(),
+                r["guards"][0]["dim"].as_u64()
+            ),
+            (Some("x"), Some(1)),
+            "{r}"
+        );
+    }
+    assert!(rec["summary"]
+        .as_str()
+        .unwrap()
+        .contains(t["guard"].as_str().unwrap()));
+    assert!(
+        actions(&f, "compile.dynamic-shapes")[0].starts_with("torch._dynamo.mark_dynamic(x, 1)")
+    );
+    // Alone, the log shows both runs: run A's break too, with its explanation and link.
+    let alone = feed(&[&dir.join("torch_trace_log.gz")]);
+    let gb = finding(&alone, "graph_breaks").expect("run A's break");
+    assert_eq!(gb["evidence"]["log"]["breaks"][0]["gb_id"], "gb0124");
+    assert!(gb["evidence"]["log"]["breaks"][0]["hint"]
+        .as_str()
+        .unwrap()
+        .contains("capture_scalar_outputs"));
+}
+
+/// The bundled TORCH_LOGS of `make_traces_extra.py` with its trace (no corpus needed): two
+/// user-inserted `torch._dynamo.graph_break()` calls, each named with its line and the hint.
+#[test]
+fn user_inserted_breaks_are_named_with_their_lines() {
+    let f = feed(&[
+        &fixture("kineto/h100/compiled_graph_breaks_explicit.json.gz"),
+        &fixture("kineto/h100/torch_logs_extra.txt"),
+    ]);
+    let gb = finding(&f, "graph_breaks").expect("graph_breaks");
+    let breaks = gb["evidence"]["log"]["breaks"].as_array().unwrap();
+    let mut lines: Vec<u64> = breaks
+        .iter()
+        .map(|b| b["location"]["line"].as_u64().unwrap())
+        .collect();
+    lines.sort();
+    assert_eq!(lines, [84, 86], "{breaks:?}");
+    for b in breaks {
+        assert_eq!(b["gb_id"], "gb0025");
+        assert_eq!(b["reason"], "Call to `torch._dynamo.graph_break()`");
+        assert_eq!(b["location"]["source"], "torch._dynamo.graph_break()");
+    }
+    let acts = actions(&f, "compile.fix-graph-breaks");
+    assert!(
+        acts[0].starts_with("Remove the `torch._dynamo.graph_break()` call"),
+        "{acts:?}"
+    );
+}
