@@ -25,6 +25,10 @@ const LOG_CLOCK_SLACK_NS: i64 = 1_000_000;
 pub struct Joined<'l> {
     pub breaks: Vec<(&'l LogRecord, &'l GraphBreak)>,
     pub recompiles: Vec<(&'l LogRecord, &'l Recompile)>,
+    /// Inductor's performance hints (fallback kernels), in log order.
+    pub hints: Vec<&'l str>,
+    /// Seconds spent compiling frames (TORCH_TRACE metrics), summed.
+    pub compile_s: f64,
     /// How the records were matched (for the evidence).
     pub matched_by: String,
     pub log_paths: Vec<String>,
@@ -197,7 +201,9 @@ pub fn join<'l>(logs: &'l [CompileLog], trace: Option<&Trace>) -> Joined<'l> {
         match &r.event {
             LogEvent::GraphBreak(b) => joined.breaks.push((r, b)),
             LogEvent::Recompile(c) => joined.recompiles.push((r, c)),
-            _ => {}
+            LogEvent::PerfHint { text } => joined.hints.push(text),
+            LogEvent::CompileTime { seconds, .. } => joined.compile_s += seconds,
+            LogEvent::FrameStart { .. } => {}
         }
     }
     joined
@@ -286,6 +292,7 @@ type Cause = (GuardKind, Vec<String>, usize);
 /// Adds what the logs say to the graph-break and recompile findings (creating them from the
 /// log when the trace alone did not show them).
 pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
+    fallbacks(findings, joined);
     // Distinct breaks, most frequent first (a break is logged again on every recompile).
     let mut distinct: Vec<(&GraphBreak, usize)> = Vec::new();
     for (_, b) in &joined.breaks {
@@ -391,6 +398,10 @@ pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
                 v
             }).collect::<Vec<_>>(),
         });
+        let mut log = log;
+        if joined.compile_s > 0.0 {
+            log["compile_time_s"] = json!((joined.compile_s * 1000.0).round() / 1000.0);
+        }
         let count = joined.recompiles.len();
         upsert(findings, "recompiles", text, log, fixes, || {
             Finding::new(
@@ -402,6 +413,33 @@ pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
             )
         });
     }
+}
+
+/// Inductor's fallback kernels (ATen ops it could not generate code for), as an info finding.
+fn fallbacks(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
+    let mut ops: BTreeMap<&str, usize> = BTreeMap::new();
+    for h in &joined.hints {
+        if let Some(op) = h.strip_prefix("Using FallbackKernel: ") {
+            *ops.entry(op.trim()).or_default() += 1;
+        }
+    }
+    if ops.is_empty() {
+        return;
+    }
+    findings.push(Finding::new(
+        "inductor_fallbacks",
+        Severity::Info,
+        format!(
+            "Inductor runs {} as ATen fallback kernels (no generated code, no fusion across them): {}",
+            if ops.len() == 1 { "one op" } else { "these ops" },
+            ops.iter().map(|(op, n)| format!("{op} ({n} compiles)")).collect::<Vec<_>>().join(", ")
+        ),
+        0,
+        json!({
+            "ops": ops.iter().map(|(op, n)| json!({"op": op, "compiles": n})).collect::<Vec<_>>(),
+            "log": {"paths": joined.log_paths, "matched_by": joined.matched_by},
+        }),
+    ));
 }
 
 /// Adds the log's words to a finding (made by `new` when the trace did not show it).

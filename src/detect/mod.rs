@@ -83,6 +83,7 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
     ("high_step_variance", "step-time coefficient of variation above 10%."),
     ("warmup_in_window", "step 0 takes more than 1.5x the median of the other steps."),
     ("straggler_rank", "several ranks: one rank spends the least time in collectives in most steps (the others wait for it there) and the others' wait is >= 2% of the window. Evidence: the steps, the wait, each rank's communication and compute time, and whether the straggler has more GPU work or is late on its host."),
+    ("inductor_fallbacks", "(info; from torch.compile logs) Inductor ran ops as ATen fallback kernels ([__perf_hints] Using FallbackKernel), with how many compiles did."),
     ("low_occupancy", "(hardware counters) kernels with >= 1% of profiled time whose VGPRs or LDS allow at most a quarter of the waves a SIMD can hold (2 of 8 on MI300), while the grid has work for more (seeds/003 occupancy formula)."),
     ("memory_bound_gemm", "(hardware counters) GEMM, attention or conv kernels whose arithmetic intensity (FLOPs per HBM byte) is below the roofline's ridge point and which reach >= 30% of the attainable performance there."),
     ("low_gemm_efficiency", "(hardware counters) GEMM, attention or conv kernels below 30% of the roofline's attainable FLOP/s at their arithmetic intensity (latency bound)."),

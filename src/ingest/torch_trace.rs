@@ -142,6 +142,20 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
             if let Some(id) = id {
                 functions.insert((e.pid, id), (function.clone(), at.clone()));
             }
+            let seconds = m["entire_frame_compile_time_s"]
+                .as_f64()
+                .or_else(|| m["duration_us"].as_f64().map(|us| us / 1e6))
+                .or_else(|| {
+                    m["dynamo_cumulative_compile_time_us"]
+                        .as_f64()
+                        .map(|us| us / 1e6)
+                });
+            if let Some(seconds) = seconds {
+                records.push(record(LogEvent::CompileTime {
+                    function: function.clone(),
+                    seconds,
+                }));
+            }
             // Each restart is one graph break (two identical texts are two breaks).
             for reason in m["restart_reasons"].as_array().into_iter().flatten() {
                 // The reason may be Dynamo's whole explanation: reason, Explanation, Hint, link.
@@ -187,6 +201,31 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
                 guards,
                 ..Default::default()
             })));
+        }
+    }
+    // Dynamo resumes after a break in a frame named `torch_dynamo_resume_in_{f}_at_{line}`:
+    // that names the line of the break in `f`, which the metrics alone do not.
+    let resumes: Vec<(Option<u32>, String, u32)> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            LogEvent::CompileTime { function, .. } => {
+                let rest = function.strip_prefix("torch_dynamo_resume_in_")?;
+                let (f, line) = rest.rsplit_once("_at_")?;
+                Some((r.pid, f.to_string(), line.parse().ok()?))
+            }
+            _ => None,
+        })
+        .collect();
+    for r in &mut records {
+        if let LogEvent::GraphBreak(b) = &mut r.event {
+            if let Some(loc) = &mut b.location {
+                let resumed = resumes.iter().find(|(pid, f, line)| {
+                    *pid == r.pid && Some(f.as_str()) == loc.function.as_deref() && *line > loc.line
+                });
+                if let Some((_, _, line)) = resumed {
+                    loc.line = *line;
+                }
+            }
         }
     }
     // Name each recompile's function from its compile's metrics (logged after the artifact).

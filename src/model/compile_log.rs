@@ -156,6 +156,11 @@ pub enum LogEvent {
     FrameStart {
         location: Option<CodeLocation>,
     },
+    /// How long one frame's compilation took (TORCH_TRACE `compilation_metrics`).
+    CompileTime {
+        function: String,
+        seconds: f64,
+    },
 }
 
 /// One record: an event with where and when it was logged.

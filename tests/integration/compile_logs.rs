@@ -320,6 +320,33 @@ fn a_torch_trace_log_joins_its_own_run_only() {
         .as_str()
         .unwrap()
         .contains("capture_scalar_outputs"));
+    // The break's line comes from the frame Dynamo resumed in (`…_resume_in_forward_at_N`).
+    let line = gb["evidence"]["log"]["breaks"][0]["location"]["line"]
+        .as_u64()
+        .unwrap() as usize;
+    let script = std::fs::read_to_string(dir.join("make_trace_with_torch_trace.py")).unwrap();
+    assert!(
+        script.lines().nth(line - 1).unwrap().contains(".item()"),
+        "line {line}"
+    );
+    let rec = finding(&alone, "recompiles").unwrap();
+    assert!(rec["evidence"]["log"]["compile_time_s"].as_f64().unwrap() > 0.0);
+}
+
+/// Inductor's fallback kernels from `[__perf_hints]`, for the profiled run only.
+#[test]
+fn inductor_fallbacks_are_an_info_finding() {
+    with_shared!(shared => {
+        let h100 = shared.join("traces/h100");
+        let f = feed(&[&h100.join("compiled_graph_breaks.json.gz"), &h100.join("torch_logs.txt")]);
+        let fb = finding(&f, "inductor_fallbacks").expect("inductor_fallbacks");
+        assert_eq!(fb["severity"], "info");
+        let ops = fb["evidence"]["ops"].as_array().unwrap();
+        assert_eq!(ops.len(), 1);
+        assert_eq!(ops[0]["op"], "torch.ops.aten._scaled_dot_product_cudnn_attention.default");
+        // The profiled run compiled frame 1 once: one hint, not the log's ten.
+        assert_eq!(ops[0]["compiles"], 1);
+    });
 }
 
 /// The bundled TORCH_LOGS of `make_traces_extra.py` with its trace (no corpus needed): two
