@@ -75,6 +75,10 @@ fn sessions<'l>(records: &[&'l LogRecord]) -> Vec<Vec<&'l LogRecord>> {
     let mut seen: BTreeSet<CompileId> = BTreeSet::new();
     let mut last: Option<CompileId> = None;
     for &r in records {
+        // Every record with an id counts, perf hints included: with TORCH_LOGS="graph_breaks,
+        // recompiles,perf_hints" a clean compile after a reset logs nothing else. (A lazily
+        // compiled backward logging under its forward's id after later ids also starts a
+        // session: its forward's breaks are then not joined.)
         if let Some(id) = r.compile_id {
             let repeated_break = matches!(&r.event, LogEvent::GraphBreak(b)
             if out.last().is_some_and(|s: &Vec<&LogRecord>| s.iter().any(|x| {
@@ -123,6 +127,38 @@ fn trace_window(trace: &Trace) -> Option<(i64, i64)> {
     Some((base.saturating_add(t0), base.saturating_add(t1)))
 }
 
+/// How far the log's clock is ahead of the trace's, in ns. glog and Python logging print local
+/// time, Kineto's `baseTimeNanoseconds` is UTC: the offset is a time zone, a whole number of
+/// quarter hours. UTC is taken when a session then lies within 10 minutes of the trace (its
+/// compiles run in the warm-up just before); otherwise the quarter hour that brings a session
+/// nearest the trace.
+fn clock_offset(candidates: &[(i64, i64, Vec<&LogRecord>)], w0: i64, w1: i64) -> i64 {
+    const QUARTER_HOUR: i64 = 15 * 60 * 1_000_000_000;
+    let distance = |offset: i64| -> u64 {
+        candidates
+            .iter()
+            .map(|(first, last, _)| {
+                let (a, b) = (first.saturating_sub(offset), last.saturating_sub(offset));
+                if b < w0 {
+                    w0.abs_diff(b)
+                } else if a > w1 {
+                    a.abs_diff(w1)
+                } else {
+                    0
+                }
+            })
+            .min()
+            .unwrap_or(u64::MAX)
+    };
+    if distance(0) <= 10 * 60 * 1_000_000_000 {
+        return 0;
+    }
+    (-56..=56)
+        .map(|k| k * QUARTER_HOUR)
+        .min_by_key(|&o| (distance(o), o.unsigned_abs()))
+        .unwrap_or(0)
+}
+
 /// Picks the log records that belong to `trace` (all of them when there is no trace).
 pub fn join<'l>(logs: &'l [CompileLog], trace: Option<&Trace>) -> Joined<'l> {
     let mut joined = Joined {
@@ -147,7 +183,8 @@ pub fn join<'l>(logs: &'l [CompileLog], trace: Option<&Trace>) -> Joined<'l> {
                     by_pid.entry(r.pid).or_default().push(r);
                 }
             }
-            let mut candidates: Vec<(i64, Vec<&LogRecord>)> = Vec::new();
+            // Sessions that compiled a region the trace runs, with their first and last time.
+            let mut candidates: Vec<(i64, i64, Vec<&LogRecord>)> = Vec::new();
             for records in by_pid.values() {
                 for s in sessions(records) {
                     if !s
@@ -156,47 +193,86 @@ pub fn join<'l>(logs: &'l [CompileLog], trace: Option<&Trace>) -> Joined<'l> {
                     {
                         continue;
                     }
-                    let start = s.iter().filter_map(|r| wall_ns(r, year)).min().unwrap_or(0);
-                    candidates.push((start, s));
+                    let times = s.iter().filter_map(|r| wall_ns(r, year));
+                    let first = times.clone().min().unwrap_or(0);
+                    let last = times.max().unwrap_or(0);
+                    candidates.push((first, last, s));
                 }
             }
-            // The latest session that started before the trace ended (compilation runs
-            // before and during the profiled steps); else the one nearest the trace's start.
-            let pick = match window {
-                Some((w0, w1)) => candidates
-                    .iter()
-                    .filter(|(start, _)| *start <= w1 + LOG_CLOCK_SLACK_NS)
-                    .max_by_key(|(start, _)| *start)
-                    .or_else(|| {
-                        candidates
-                            .iter()
-                            .min_by_key(|(start, _)| (start - w0).abs())
-                    }),
-                None => candidates.last(),
+            let pids_text = pids
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let regions_text = regions
+                .iter()
+                .map(CompileId::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let Some((w0, w1)) = window else {
+                joined.matched_by = match candidates.last() {
+                    Some(_) => "the last compile session that compiled the regions the trace runs (the trace has no wall clock)".into(),
+                    None => "nothing: no compile session of the log compiled a region the trace runs".into(),
+                };
+                return finish(
+                    joined,
+                    candidates.last().map(|c| c.2.clone()).unwrap_or_default(),
+                );
             };
-            joined.matched_by = match (pick, window) {
-                (Some(_), Some(_)) => format!(
-                    "process {} and the compile session, before the trace ended, that compiled the regions the trace runs ({})",
-                    pids.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
-                    regions.iter().map(CompileId::to_string).collect::<Vec<_>>().join(", ")
+            let offset = clock_offset(&candidates, w0, w1);
+            let until = w1.saturating_add(LOG_CLOCK_SLACK_NS);
+            // The latest session that started before the trace ended (compilation runs before
+            // and during the profiled steps), minus what it logged after the trace ended (a
+            // later run's); else the session nearest the trace.
+            let before = candidates
+                .iter()
+                .filter(|c| c.0.saturating_sub(offset) <= until)
+                .max_by_key(|c| c.0);
+            let clock = match offset {
+                0 => String::new(),
+                o => format!(
+                    "; the log's clock read as UTC{}{:02}:{:02}",
+                    if o > 0 { "+" } else { "-" },
+                    o.unsigned_abs() / 3_600_000_000_000,
+                    o.unsigned_abs() / 60_000_000_000 % 60
                 ),
-                (Some(_), None) => "the last compile session that compiled the regions the trace runs (the trace has no wall clock)".into(),
-                (None, _) => "nothing: no compile session of the log compiled a region the trace runs".into(),
             };
-            // What the session logged after the trace ended belongs to a later run.
-            let until = window.map(|(_, w1)| w1 + LOG_CLOCK_SLACK_NS);
-            pick.map(|(_, s)| {
-                s.iter()
-                    .copied()
-                    .filter(|r| match (until, wall_ns(r, year)) {
-                        (Some(u), Some(t)) => t <= u,
-                        _ => true,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+            let chosen: Vec<&LogRecord> = match before {
+                Some(c) => {
+                    joined.matched_by = format!(
+                        "process {pids_text} and the compile session, before the trace ended, that compiled the regions the trace runs ({regions_text}){clock}"
+                    );
+                    c.2.iter()
+                        .copied()
+                        .filter(|r| {
+                            wall_ns(r, year).is_none_or(|t| t.saturating_sub(offset) <= until)
+                        })
+                        .collect()
+                }
+                None => match candidates
+                    .iter()
+                    .min_by_key(|c| c.0.saturating_sub(offset).abs_diff(w0))
+                {
+                    Some(c) => {
+                        joined.matched_by = format!(
+                            "process {pids_text}: no session that compiled the regions the trace runs ({regions_text}) started before it ended; took the nearest{clock}"
+                        );
+                        c.2.clone()
+                    }
+                    None => {
+                        joined.matched_by = "nothing: no compile session of the log compiled a region the trace runs".into();
+                        Vec::new()
+                    }
+                },
+            };
+            chosen
         }
     };
+    finish(joined, chosen)
+}
+
+/// Sorts the chosen records into the join.
+fn finish<'l>(mut joined: Joined<'l>, chosen: Vec<&'l LogRecord>) -> Joined<'l> {
     for r in chosen {
         match &r.event {
             LogEvent::GraphBreak(b) => joined.breaks.push((r, b)),
@@ -326,8 +402,12 @@ pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
         if distinct.len() > 1 {
             text.push_str(&format!(" ({} distinct breaks in all)", distinct.len()));
         }
-        let mut fixes: Vec<Value> = distinct.iter().flat_map(|(b, _)| break_fixes(b)).collect();
-        fixes.dedup();
+        let mut fixes: Vec<Value> = Vec::new();
+        for f in distinct.iter().flat_map(|(b, _)| break_fixes(b)) {
+            if !fixes.contains(&f) {
+                fixes.push(f);
+            }
+        }
         let log = json!({
             "paths": joined.log_paths,
             "matched_by": joined.matched_by,
@@ -418,8 +498,8 @@ pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
 /// Inductor's fallback kernels (ATen ops it could not generate code for), as an info finding.
 fn fallbacks(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
     let mut ops: BTreeMap<&str, usize> = BTreeMap::new();
-    for h in &joined.hints {
-        if let Some(op) = h.strip_prefix("Using FallbackKernel: ") {
+    for h in joined.hints.iter().flat_map(|h| h.lines()) {
+        if let Some(op) = h.trim().strip_prefix("Using FallbackKernel: ") {
             *ops.entry(op.trim()).or_default() += 1;
         }
     }

@@ -65,11 +65,20 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
             _ => l.compute_ns += acts.dur_ns[a],
         }
     }
-    let units: Vec<Option<u64>> = if by_step {
-        let mut common = step_sets[0].clone();
-        for s in &step_sets[1..] {
-            common.retain(|n| s.contains(n));
+    let mut common = step_sets[0].clone();
+    for s in &step_sets[1..] {
+        common.retain(|n| s.contains(n));
+    }
+    // Ranks whose profiled steps do not overlap are compared over their whole windows.
+    let by_step = by_step && !common.is_empty();
+    if !by_step {
+        for ((_, rank), l) in std::mem::take(&mut load) {
+            let whole = load.entry((None, rank)).or_default();
+            whole.comm_ns += l.comm_ns;
+            whole.compute_ns += l.compute_ns;
         }
+    }
+    let units: Vec<Option<u64>> = if by_step {
         common.into_iter().map(Some).collect()
     } else {
         vec![None]
@@ -191,8 +200,18 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
         "over the window".to_string()
     };
     let no_compute = mine.compute_ns == 0 && others_compute <= 0.0;
+    // "Late because of its host" needs the host's gaps to show it.
+    let host_shows = host_gaps
+        .get(&straggler)
+        .is_some_and(|&g| g as f64 > others_gap);
     let cause = if no_compute {
         "the trace holds only communication kernels, so whether it has more work or a slow host is not visible".to_string()
+    } else if !more_work && !host_shows {
+        format!(
+            "its GPU work is not larger ({} vs a median {}) and its host leaves no more GPU idle time than the others': the cause is not visible in the trace",
+            ms(mine.compute_ns),
+            ms(others_compute as i64)
+        )
     } else if more_work {
         format!(
             "it has {more_work_pct:.0}% more GPU work than the others ({} vs a median {}): balance the work across ranks",
@@ -235,7 +254,7 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
             "steps": its_units.iter().filter_map(|u| u.step).collect::<Vec<_>>(),
             "steps_compared": if by_step { compared.len() } else { 0 },
             "wait_ns": wait_ns,
-            "kind": if no_compute { "unknown" } else if more_work { "more_gpu_work" } else { "host" },
+            "kind": if no_compute || !(more_work || host_shows) { "unknown" } else if more_work { "more_gpu_work" } else { "host" },
             "more_gpu_work_pct": (more_work_pct * 10.0).round() / 10.0,
             "step_spread_ns": spread_ns,
             "ranks": per_rank.iter().map(|(r, l)| json!({

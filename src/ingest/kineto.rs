@@ -172,7 +172,7 @@ struct RawEvent<'a> {
     args: Option<RawArgs<'a>>,
 }
 
-/// The `args` fields we read. Parsed only for events we keep.
+/// The `args` fields we read, in the same serde pass as the event.
 #[derive(Deserialize, Default)]
 struct RawArgs<'a> {
     #[serde(rename = "External id", borrow, default)]

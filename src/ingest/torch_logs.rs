@@ -19,12 +19,22 @@ use crate::model::compile_log::{
 use regex::Regex;
 use std::sync::LazyLock;
 
-pub(super) static GLOG: LazyLock<Regex> = LazyLock::new(|| {
+static GLOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"^([VIWEF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{6}) +(\d+) ([^\]]*)\] ?(.*)$",
     )
     .expect("valid regex")
 });
+
+/// A glog line, without the `[rank3]:` torch.distributed puts before each line of a rank.
+pub(super) fn glog(line: &str) -> Option<regex::Captures<'_>> {
+    let line = match line.strip_prefix("[rank") {
+        Some(rest) => rest.split_once("]:").map_or(line, |(_, l)| l),
+        None => line,
+    };
+    GLOG.captures(line)
+}
+
 static PY2023: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\[(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2}),(\d{3})\] (torch\.[\w.]+): \[(\w+)\] ?(.*)$")
         .expect("valid regex")
@@ -41,7 +51,7 @@ static GB_LINK: LazyLock<Regex> =
 /// Does this text look like TORCH_LOGS output?
 pub fn looks_like_torch_logs(head: &str) -> bool {
     head.lines().any(|l| {
-        (GLOG.is_match(l) && l.contains("] [__"))
+        (glog(l).is_some() && l.contains("] [__"))
             || PY2023.captures(l).is_some_and(|c| {
                 c[8].starts_with("torch._dynamo") || c[8].starts_with("torch._inductor")
             })
@@ -72,7 +82,7 @@ fn split_messages(text: &str) -> Vec<Message> {
     let mut last_key: Option<String> = None;
     let mut in_2023 = false;
     for (i, raw) in text.lines().enumerate() {
-        if let Some(c) = GLOG.captures(raw) {
+        if let Some(c) = glog(raw) {
             in_2023 = false;
             let mut rest = c.get(10).map_or("", |m| m.as_str());
             let compile_id = COMPILE_ID.captures(rest).and_then(|m| {
@@ -88,7 +98,8 @@ fn split_messages(text: &str) -> Vec<Message> {
                 }
                 None => String::new(),
             };
-            let prefix = &raw[..c.get(10).map_or(raw.len(), |m| m.start())];
+            let whole = c.get(0).map_or("", |m| m.as_str());
+            let prefix = &whole[..c.get(10).map_or(whole.len(), |m| m.start())];
             let key = format!("{prefix} {compile_id:?} {channel}");
             let line = rest.to_string();
             if last_key.as_deref() == Some(key.as_str()) {
@@ -342,6 +353,13 @@ fn traceback(lines: &[String]) -> Vec<CodeLocation> {
     frames
 }
 
+/// Lines around a break's reason that are not the reason.
+fn is_break_boilerplate(t: &str) -> bool {
+    (t.starts_with("Graph break ") && t.contains("in user code at"))
+        || t.starts_with("Developer debug context")
+        || t.starts_with("For more details")
+}
+
 /// One break's explanation block: reason, explanation, hint, link.
 pub(super) fn break_part(lines: &[&str]) -> GraphBreak {
     let mut b = GraphBreak::default();
@@ -361,12 +379,7 @@ pub(super) fn break_part(lines: &[&str]) -> GraphBreak {
             if !x.ends_with(':') && b.reason.is_empty() {
                 b.reason = x.to_string();
             }
-        } else if b.reason.is_empty()
-            && !t.is_empty()
-            && !t.starts_with("Graph break in user code at")
-            && !t.starts_with("Developer debug context")
-            && !t.starts_with("For more details")
-        {
+        } else if b.reason.is_empty() && !t.is_empty() && !is_break_boilerplate(t) {
             b.reason = t.to_string();
         }
     }
@@ -374,8 +387,14 @@ pub(super) fn break_part(lines: &[&str]) -> GraphBreak {
 }
 
 fn parse_graph_break(lines: &[String]) -> Option<GraphBreak> {
+    // "Graph break in user code at F:L", or for a repeat "Graph break (user stack suppressed
+    // due to duplicate graph break) in user code at F:L".
     let location = lines.iter().find_map(|l| {
-        let at = l.trim().strip_prefix("Graph break in user code at ")?;
+        let at = l
+            .trim()
+            .strip_prefix("Graph break ")?
+            .split_once("in user code at ")?
+            .1;
         let (file, line) = at.rsplit_once(':')?;
         Some(CodeLocation {
             file: file.to_string(),
@@ -443,6 +462,12 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
     let mut records = Vec::new();
     for m in &messages {
         let event = match m.channel.as_str() {
+            // torch 2.2-2.4 and 2023 DEBUG: "Graph break: REASON from user code at" + frames.
+            c if (c == "graph_breaks" || c.ends_with("__graph_breaks"))
+                && m.lines[0].starts_with("Graph break:") =>
+            {
+                parse_graph_break_2023(&m.lines).map(LogEvent::GraphBreak)
+            }
             "graph_breaks" => parse_graph_break(&m.lines).map(LogEvent::GraphBreak),
             "recompiles" | "recompiles_verbose" => {
                 parse_recompile(&m.lines).map(LogEvent::Recompile)
@@ -535,5 +560,21 @@ mod tests {
             guard_kind("len(L['x']) == 3"),
             GuardKind::Length { .. }
         ));
+    }
+
+    /// Dynamo logs a repeated break in a shorter form; it must not become its own reason.
+    #[test]
+    fn a_suppressed_duplicate_break_keeps_its_reason_and_line() {
+        let p = "V0101 00:00:01.000000 7 torch/_dynamo/symbolic_convert.py:1] [0/1] [__graph_breaks] ";
+        let text = format!(
+            "{p}Graph break (user stack suppressed due to duplicate graph break) in user code at /m.py:12\n\
+             {p}Graph Break Reason: Unsupported Tensor.item() call with capture_scalar_outputs=False\n"
+        );
+        let log = parse(&text, "x");
+        let (r, b) = log.graph_breaks().next().expect("one break");
+        assert_eq!(b.reason, "Unsupported Tensor.item() call with capture_scalar_outputs=False");
+        assert_eq!(b.location.as_ref().map(|l| (l.file.as_str(), l.line)), Some(("/m.py", 12)));
+        assert_eq!(r.compile_id.map(|c| c.to_string()), Some("0/1".into()));
+        assert_eq!(CompileId::parse("[!0/1]").map(|c| c.to_string()), Some("0/1".into()));
     }
 }

@@ -9,7 +9,7 @@
 //! `str` table its file names index. A payload that should be JSON and is not is counted and
 //! skipped, as tlparse does; the rest of the log is still read.
 
-use super::torch_logs::{break_part, guard_entry, GLOG};
+use super::torch_logs::{break_part, glog, guard_entry};
 use crate::model::compile_log::{
     CodeLocation, CompileId, CompileLog, LogEvent, LogFormat, LogRecord, LogTime, Recompile,
 };
@@ -20,7 +20,7 @@ use std::collections::HashMap;
 pub fn looks_like_torch_trace(head: &str) -> bool {
     head.lines()
         .find(|l| !l.trim().is_empty())
-        .and_then(|l| GLOG.captures(l))
+        .and_then(glog)
         .is_some_and(|c| c[10].starts_with('{'))
 }
 
@@ -62,7 +62,7 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
         if raw.trim().is_empty() {
             continue;
         }
-        let parsed = GLOG.captures(raw).and_then(|c| {
+        let parsed = glog(raw).and_then(|c| {
             let json: Value = serde_json::from_str(&c[10]).ok()?;
             let n = |k: usize| c[k].parse::<i64>().unwrap_or(0);
             Some(Envelope {
@@ -89,6 +89,8 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
 
     let mut strings: HashMap<u64, String> = HashMap::new();
     let mut records: Vec<LogRecord> = Vec::new();
+    // (pid, file, function, line) of each `torch_dynamo_resume_in_{function}_at_{line}` frame.
+    let mut resumes: Vec<(Option<u32>, String, String, u32)> = Vec::new();
     // The function of each compile id, from its metrics, to name the recompiles.
     let mut functions: HashMap<(Option<u32>, CompileId), (String, Option<String>)> = HashMap::new();
     for e in &envelopes {
@@ -136,6 +138,15 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
             records.push(record(LogEvent::FrameStart { location }));
         } else if let Some(m) = j.get("compilation_metrics") {
             let function = m["co_name"].as_str().unwrap_or("").to_string();
+            if let Some((f, line)) = function
+                .strip_prefix("torch_dynamo_resume_in_")
+                .and_then(|rest| rest.rsplit_once("_at_"))
+            {
+                if let Ok(line) = line.parse::<u32>() {
+                    let file = m["co_filename"].as_str().unwrap_or("").to_string();
+                    resumes.push((e.pid, file, f.to_string(), line));
+                }
+            }
             let at = m["co_filename"]
                 .as_str()
                 .map(|f| format!("{f}:{}", m["co_firstlineno"].as_u64().unwrap_or(0)));
@@ -156,7 +167,7 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
                     seconds,
                 }));
             }
-            // Each restart is one graph break (two identical texts are two breaks).
+            // Each restart is one graph break.
             for reason in m["restart_reasons"].as_array().into_iter().flatten() {
                 // The reason may be Dynamo's whole explanation: reason, Explanation, Hint, link.
                 let text = reason.as_str().unwrap_or("").trim_matches('\'');
@@ -204,25 +215,17 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
         }
     }
     // Dynamo resumes after a break in a frame named `torch_dynamo_resume_in_{f}_at_{line}`:
-    // that names the line of the break in `f`, which the metrics alone do not.
-    let resumes: Vec<(Option<u32>, String, u32)> = records
-        .iter()
-        .filter_map(|r| match &r.event {
-            LogEvent::CompileTime { function, .. } => {
-                let rest = function.strip_prefix("torch_dynamo_resume_in_")?;
-                let (f, line) = rest.rsplit_once("_at_")?;
-                Some((r.pid, f.to_string(), line.parse().ok()?))
-            }
-            _ => None,
-        })
-        .collect();
+    // that names the line of the break in `f` (same file), which the metrics alone do not.
     for r in &mut records {
         if let LogEvent::GraphBreak(b) = &mut r.event {
             if let Some(loc) = &mut b.location {
-                let resumed = resumes.iter().find(|(pid, f, line)| {
-                    *pid == r.pid && Some(f.as_str()) == loc.function.as_deref() && *line > loc.line
+                let resumed = resumes.iter().find(|(pid, file, f, line)| {
+                    *pid == r.pid
+                        && *file == loc.file
+                        && Some(f.as_str()) == loc.function.as_deref()
+                        && *line > loc.line
                 });
-                if let Some((_, _, line)) = resumed {
+                if let Some((_, _, _, line)) = resumed {
                     loc.line = *line;
                 }
             }

@@ -18,9 +18,13 @@ impl std::fmt::Display for CompileId {
 }
 
 impl CompileId {
-    /// `"0/1"` → frame 0, attempt 1 (a leading `[`, trailing `]` and `!…` suffixes tolerated).
+    /// `"0/1"` → frame 0, attempt 1 (brackets, a compiled-autograd `!` prefix and a `_N`
+    /// restart suffix tolerated).
     pub fn parse(s: &str) -> Option<CompileId> {
-        let s = s.trim().trim_start_matches('[').trim_end_matches(']');
+        let s = s
+            .trim()
+            .trim_start_matches(['[', '!'])
+            .trim_end_matches(']');
         let s = s.split(['!', '_']).next()?;
         let (f, a) = s.split_once('/')?;
         Some(CompileId {

@@ -376,3 +376,53 @@ fn user_inserted_breaks_are_named_with_their_lines() {
         "{acts:?}"
     );
 }
+
+/// glog prints local time; the trace's clock is UTC. The same log written in UTC-5 or UTC+1
+/// (hours shifted) still joins the profiled run, and not the runs before or after it.
+#[test]
+fn a_log_in_another_time_zone_joins_the_same_run() {
+    with_shared!(shared => {
+        let h100 = shared.join("traces/h100");
+        let text = std::fs::read_to_string(h100.join("torch_logs.txt")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        for (hour, zone) in [("17", "-05:00"), ("23", "+01:00")] {
+            let shifted: String = text
+                .lines()
+                .map(|l| {
+                    let glog = l.len() > 8 && l[1..5] == *"1125" && &l[6..8] == "22";
+                    if glog { format!("{}{hour}{}\n", &l[..6], &l[8..]) } else { format!("{l}\n") }
+                })
+                .collect();
+            let log = dir.path().join(format!("log{hour}.txt"));
+            std::fs::write(&log, shifted).unwrap();
+            let f = feed(&[&h100.join("compiled_graph_breaks.json.gz"), &log]);
+            let gb = finding(&f, "graph_breaks").expect("graph_breaks");
+            let breaks = gb["evidence"]["log"]["breaks"].as_array().unwrap();
+            assert_eq!((breaks.len(), breaks[0]["count"].as_u64()), (1, Some(1)), "{zone}");
+            let matched = gb["evidence"]["log"]["matched_by"].as_str().unwrap();
+            assert!(matched.contains(&format!("UTC{zone}")), "{zone}: {matched}");
+            let f = feed(&[&h100.join("compiled_recompiles.json.gz"), &log]);
+            let rec = finding(&f, "recompiles").unwrap();
+            assert_eq!(rec["evidence"]["log"]["recompiles"].as_array().unwrap().len(), 4, "{zone}");
+            for t in ["compiled_clean", "eager_manual_attn"] {
+                let f = feed(&[&fixture(&format!("kineto/h100/{t}.json.gz")), &log]);
+                assert!(finding(&f, "graph_breaks").is_none() && finding(&f, "recompiles").is_none(), "{zone} {t}");
+            }
+        }
+    });
+}
+
+/// torch.distributed puts `[rankN]:` before every log line; the lines still read.
+#[test]
+fn rank_prefixed_log_lines_are_read() {
+    let text = std::fs::read_to_string(fixture("kineto/h100/torch_logs_extra.txt")).unwrap();
+    let prefixed: String = text.lines().map(|l| format!("[rank3]:{l}\n")).collect();
+    assert!(torch_logs::looks_like_torch_logs(&prefixed));
+    let plain = torch_logs::parse(&text, "plain");
+    let ranked = torch_logs::parse(&prefixed, "ranked");
+    assert!(plain.graph_breaks().count() >= 2);
+    assert_eq!(
+        serde_json::to_value(&plain.records).unwrap(),
+        serde_json::to_value(&ranked.records).unwrap()
+    );
+}
