@@ -2,6 +2,7 @@
 //! correlation id) → the innermost cpu_op around it on the same thread → the ops enclosing that.
 //! `self_ns` goes to the innermost op, `total_ns` to it and every op enclosing it.
 
+use super::efficiency;
 use super::links::Links;
 use crate::classify::{Bucket, Classified};
 use crate::model::{HostKind, NameId, Trace};
@@ -23,7 +24,8 @@ pub struct OpRow {
     pub bucket: Bucket,
     /// The op's most frequent `Input Dims` among the calls that launched GPU work.
     pub shapes: Option<String>,
-    /// Achieved TFLOP/s and share of the device peak: not computed yet (null).
+    /// GEMM ops: achieved TFLOP/s (FLOPs from `Input Dims` over the GPU time of their kernels)
+    /// and its share of the device's peak for the op's data type (`rules/devices.toml`).
     pub tflops: Option<f64>,
     pub pct_of_peak: Option<f64>,
 }
@@ -140,7 +142,24 @@ pub fn ops(trace: &Trace, links: &Links, classified: &Classified, in_scope: &[bo
         by_bucket: BTreeMap<Bucket, i64>,
         total_by_bucket: BTreeMap<Bucket, i64>,
         shapes: HashMap<NameId, u64>,
+        /// GEMM efficiency: FLOPs of the calls, their GPU time, and the time weighted by the
+        /// device peak (FLOP per ns at peak) for the calls whose peak is known.
+        flops: f64,
+        gemm_ns: i64,
+        flops_at_known_peak: f64,
+        peak_flops: f64,
     }
+    /// One GEMM call: its FLOPs and data type, the peak of the device of its first kernel, and
+    /// its kernels' time.
+    struct Call {
+        op: NameId,
+        flops: f64,
+        peak_tflops: Option<f64>,
+        ns: i64,
+    }
+    let mut calls: BTreeMap<usize, Option<Call>> = BTreeMap::new();
+    let mut device_peaks: HashMap<(u32, u32), Option<&efficiency::DevicePeaks>> =
+        HashMap::default();
     let mut acc: BTreeMap<NameId, Acc> = BTreeMap::new();
     let mut no_op = Acc::default();
     let mut owners = Owners::new(&threads);
@@ -164,6 +183,43 @@ pub fn ops(trace: &Trace, links: &Links, classified: &Classified, in_scope: &[bo
         if host.input_dims[h] != NameId::NONE {
             *e.shapes.entry(host.input_dims[h]).or_default() += 1;
         }
+        let call = calls.entry(h).or_insert_with(|| {
+            let dims = host.input_dims[h];
+            let flops = (dims != NameId::NONE)
+                .then(|| {
+                    efficiency::gemm_flops(trace.names.get(host.name[h]), trace.names.get(dims))
+                })
+                .flatten()?;
+            let dtype = efficiency::dtype_of(trace.names.get(host.input_types[h]))?;
+            let peaks = *device_peaks
+                .entry((acts.input[a], acts.device[a]))
+                .or_insert_with(|| {
+                    trace.inputs[acts.input[a] as usize]
+                        .devices
+                        .iter()
+                        .find(|d| d.id == acts.device[a])
+                        .and_then(|d| efficiency::device_for(&d.name))
+                });
+            // fp32 inputs run on tensor cores as TF32 unless the kernel is a SIMT fp32 GEMM.
+            let dtype = match dtype {
+                efficiency::Dtype::Fp32
+                    if classified.get(acts.name[a]).family != "gemm_fp32"
+                        && peaks.is_some_and(|p| p.tf32.is_some()) =>
+                {
+                    efficiency::Dtype::Tf32
+                }
+                d => d,
+            };
+            Some(Call {
+                op: host.name[h],
+                flops,
+                peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
+                ns: 0,
+            })
+        });
+        if let Some(c) = call {
+            c.ns += dur;
+        }
         // total_ns: this op and every distinct op name enclosing it.
         let mut seen: Vec<NameId> = Vec::new();
         let mut cur = Some(k);
@@ -176,6 +232,16 @@ pub fn ops(trace: &Trace, links: &Links, classified: &Classified, in_scope: &[bo
                 *e.total_by_bucket.entry(bucket).or_default() += dur;
             }
             cur = t.parent[i];
+        }
+    }
+    for c in calls.into_values().flatten() {
+        let e = acc.entry(c.op).or_default();
+        e.flops += c.flops;
+        e.gemm_ns += c.ns;
+        if let Some(p) = c.peak_tflops {
+            e.flops_at_known_peak += c.flops;
+            // TFLOP/s = 1e3 FLOP per ns.
+            e.peak_flops += c.ns as f64 * p * 1e3;
         }
     }
     let row = |name: String, a: &Acc| OpRow {
@@ -200,8 +266,10 @@ pub fn ops(trace: &Trace, links: &Links, classified: &Classified, in_scope: &[bo
                     .then(trace.names.get(*y.0).cmp(trace.names.get(*x.0)))
             })
             .map(|(s, _)| compact_dims(trace.names.get(*s))),
-        tflops: None,
-        pct_of_peak: None,
+        tflops: (a.gemm_ns > 0 && a.flops > 0.0)
+            .then(|| (a.flops / a.gemm_ns as f64 / 1e3 * 1e3).round() / 1e3),
+        pct_of_peak: (a.peak_flops > 0.0)
+            .then(|| (a.flops_at_known_peak * 100.0 / a.peak_flops * 100.0).round() / 100.0),
     };
     let mut rows: Vec<OpRow> = acc
         .iter()

@@ -5,6 +5,7 @@
 pub mod attribution;
 pub mod compile;
 pub mod compile_log;
+pub mod efficiency;
 pub mod hardware;
 pub mod links;
 pub mod partition;

@@ -188,6 +188,8 @@ struct RawArgs<'a> {
     stream: Option<&'a RawValue>,
     #[serde(rename = "Input Dims", borrow, default)]
     input_dims: Option<&'a RawValue>,
+    #[serde(rename = "Input type", borrow, default)]
+    input_types: Option<&'a RawValue>,
     /// Set per event by TraceLens when it merges ranks into one file.
     #[serde(borrow, default)]
     rank: Option<&'a RawValue>,
@@ -228,6 +230,7 @@ struct HostRow<'a> {
     correlation: u64,
     external_id: u64,
     input_dims: Option<&'a str>,
+    input_types: Option<&'a str>,
     rank: Option<u32>,
 }
 
@@ -368,6 +371,7 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
             correlation,
             external_id,
             input_dims: args.input_dims.map(|r| r.get()),
+            input_types: args.input_types.map(|r| r.get()),
             rank,
         }),
         Category::Skip => Parsed::Skip,
@@ -531,6 +535,9 @@ impl<'t> KinetoSink<'t> {
                 let input_dims = h
                     .input_dims
                     .map_or(NameId::NONE, |d| self.trace.names.intern(d));
+                let input_types = h
+                    .input_types
+                    .map_or(NameId::NONE, |d| self.trace.names.intern(d));
                 let pid = self.id_number(h.pid);
                 let tid = self.id_number(h.tid);
                 self.trace.host.push(HostEvent {
@@ -544,6 +551,7 @@ impl<'t> KinetoSink<'t> {
                     correlation: h.correlation,
                     external_id: h.external_id,
                     input_dims,
+                    input_types,
                 });
             }
         }

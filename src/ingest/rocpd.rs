@@ -171,6 +171,7 @@ impl Reader for RocpdReader {
                     correlation: corr.max(0) as u64,
                     external_id: 0,
                     input_dims: NameId::NONE,
+                    input_types: NameId::NONE,
                 });
             }
         }

@@ -528,6 +528,7 @@ pub(super) fn read_csv(
                     correlation: corr,
                     external_id: 0,
                     input_dims: NameId::NONE,
+                    input_types: NameId::NONE,
                 });
             }
             _ => {

@@ -204,6 +204,7 @@ impl ScanSink for Sink<'_> {
                     correlation: 0,
                     external_id: 0,
                     input_dims: NameId::NONE,
+                    input_types: NameId::NONE,
                 });
             }
         }

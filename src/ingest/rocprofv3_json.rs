@@ -263,6 +263,7 @@ impl Reader for RocprofV3JsonReader {
                     correlation: a.correlation_id.internal,
                     external_id: 0,
                     input_dims: NameId::NONE,
+                    input_types: NameId::NONE,
                 });
             }
             let mut warnings = Vec::new();

@@ -565,16 +565,26 @@ mod tests {
     /// Dynamo logs a repeated break in a shorter form; it must not become its own reason.
     #[test]
     fn a_suppressed_duplicate_break_keeps_its_reason_and_line() {
-        let p = "V0101 00:00:01.000000 7 torch/_dynamo/symbolic_convert.py:1] [0/1] [__graph_breaks] ";
+        let p =
+            "V0101 00:00:01.000000 7 torch/_dynamo/symbolic_convert.py:1] [0/1] [__graph_breaks] ";
         let text = format!(
             "{p}Graph break (user stack suppressed due to duplicate graph break) in user code at /m.py:12\n\
              {p}Graph Break Reason: Unsupported Tensor.item() call with capture_scalar_outputs=False\n"
         );
         let log = parse(&text, "x");
         let (r, b) = log.graph_breaks().next().expect("one break");
-        assert_eq!(b.reason, "Unsupported Tensor.item() call with capture_scalar_outputs=False");
-        assert_eq!(b.location.as_ref().map(|l| (l.file.as_str(), l.line)), Some(("/m.py", 12)));
+        assert_eq!(
+            b.reason,
+            "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+        );
+        assert_eq!(
+            b.location.as_ref().map(|l| (l.file.as_str(), l.line)),
+            Some(("/m.py", 12))
+        );
         assert_eq!(r.compile_id.map(|c| c.to_string()), Some("0/1".into()));
-        assert_eq!(CompileId::parse("[!0/1]").map(|c| c.to_string()), Some("0/1".into()));
+        assert_eq!(
+            CompileId::parse("[!0/1]").map(|c| c.to_string()),
+            Some("0/1".into())
+        );
     }
 }

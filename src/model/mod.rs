@@ -136,6 +136,8 @@ pub struct HostEvents {
     pub external_id: Vec<u64>,
     /// The raw `Input Dims` JSON of a cpu_op, interned; [`NameId::NONE`] when absent.
     pub input_dims: Vec<NameId>,
+    /// The raw `Input type` JSON of a cpu_op (`["c10::BFloat16", …]`), interned.
+    pub input_types: Vec<NameId>,
 }
 
 /// One host event, as readers hand it to [`HostEvents::push`].
@@ -151,6 +153,7 @@ pub struct HostEvent {
     pub correlation: u64,
     pub external_id: u64,
     pub input_dims: NameId,
+    pub input_types: NameId,
 }
 
 impl HostEvents {
@@ -168,7 +171,8 @@ impl HostEvents {
         self.dur_ns.extend(o.dur_ns);
         self.correlation.extend(o.correlation);
         self.external_id.extend(o.external_id);
-        self.input_dims.extend(o.input_dims.into_iter().map(name));
+        self.input_dims.extend(o.input_dims.into_iter().map(&name));
+        self.input_types.extend(o.input_types.into_iter().map(name));
     }
     /// Row `i` as one value (the inverse of [`HostEvents::push`]).
     pub fn row(&self, i: usize) -> HostEvent {
@@ -183,6 +187,7 @@ impl HostEvents {
             correlation: self.correlation[i],
             external_id: self.external_id[i],
             input_dims: self.input_dims[i],
+            input_types: self.input_types[i],
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -199,6 +204,7 @@ impl HostEvents {
         self.correlation.push(e.correlation);
         self.external_id.push(e.external_id);
         self.input_dims.push(e.input_dims);
+        self.input_types.push(e.input_types);
     }
 }
 

@@ -9,6 +9,7 @@ mod cli;
 mod compile_logs;
 mod corpus;
 mod diagnosis;
+mod efficiency;
 mod h100;
 mod ranks;
 mod recommend;

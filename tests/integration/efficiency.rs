@@ -1,0 +1,142 @@
+//! GEMM efficiency: FLOPs from `Input Dims`, time from the op's kernels, peaks from
+//! `rules/devices.toml`. Checked by hand on one GEMM per vendor and bounded on every trace.
+
+use crate::common::{analyze_path, fixture, shared};
+use crate::with_shared;
+use rocprof_classify::analysis::attribution::OpRow;
+use std::io::Read;
+use std::path::Path;
+
+/// Every cpu_op `name` call's `Input Dims` in a raw trace.
+fn calls(path: &Path, name: &str) -> Vec<Vec<Vec<i64>>> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "cpu_op" && e["name"] == name && e["ph"] == "X")
+        .map(|e| serde_json::from_value(e["args"]["Input Dims"].clone()).unwrap())
+        .collect()
+}
+
+/// 2·B·M·K·N for `[.., M, K] × [.., K, N]`, written out here independently of the library.
+fn flops_by_hand(a: &[i64], b: &[i64]) -> f64 {
+    let batch: i64 = a[..a.len() - 2].iter().product();
+    let (m, k, n) = (a[a.len() - 2], a[a.len() - 1], b[b.len() - 1]);
+    assert_eq!(k, b[b.len() - 2]);
+    2.0 * (batch * m * k * n) as f64
+}
+
+fn op<'a>(ops: &'a [OpRow], name: &str) -> &'a OpRow {
+    ops.iter().find(|o| o.name == name).unwrap()
+}
+
+fn check_by_hand(path: &Path, name: &str, peak_tflops: f64) {
+    let a = analyze_path(path);
+    let row = op(&a.ops, name);
+    let calls = calls(path, name);
+    // Every call launched at least one kernel (some launch a copy beside the GEMM): the row's
+    // time is all of them.
+    assert!(
+        calls.len() as u64 <= row.launches && !calls.is_empty(),
+        "{name}"
+    );
+    let flops: f64 = calls.iter().map(|d| flops_by_hand(&d[0], &d[1])).sum();
+    let tflops = flops / row.self_ns as f64 / 1e3;
+    let got = row.tflops.unwrap();
+    assert!(
+        (got - tflops).abs() <= tflops * 1e-3,
+        "{name}: {got} vs {tflops} by hand"
+    );
+    let pct = row.pct_of_peak.unwrap();
+    assert!(
+        (pct - tflops * 100.0 / peak_tflops).abs() < 0.02,
+        "{name}: {pct}%"
+    );
+    println!("{}: {name} {} calls, {flops:.3e} FLOPs in {} ns = {tflops:.1} TFLOP/s = {pct}% of {peak_tflops}", path.display(), calls.len(), row.self_ns);
+}
+
+/// NVIDIA: the batched GEMMs of manual attention on an H100 (bf16, 989.4 TFLOP/s dense).
+#[test]
+fn an_h100_bmm_checked_by_hand() {
+    check_by_hand(
+        &fixture("kineto/h100/eager_manual_attn.json.gz"),
+        "aten::bmm",
+        989.4,
+    );
+}
+
+/// AMD: a bf16 GEMM on an MI300X (1307.4 TFLOP/s dense), from the TraceLens repro trace.
+#[test]
+fn an_mi300x_mm_checked_by_hand() {
+    with_shared!(shared => {
+        check_by_hand(&shared.join("corpus/tracelens/trace.json.gz"), "aten::mm", 1307.4);
+    });
+}
+
+/// No op runs above its device's peak on any Kineto trace we hold, and every GEMM op of a
+/// trace on a known device with shapes and types gets a number.
+#[test]
+fn no_efficiency_above_the_peak_on_any_trace() {
+    let mut paths: Vec<std::path::PathBuf> = Vec::new();
+    let mut add_dir = |dir: &Path| {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            let mut v: Vec<_> = entries
+                .map(|e| e.unwrap().path())
+                .filter(|p| {
+                    p.to_string_lossy().ends_with(".json.gz")
+                        || p.to_string_lossy().ends_with(".json")
+                })
+                .collect();
+            v.sort();
+            paths.extend(v);
+        }
+    };
+    add_dir(&fixture("kineto/h100"));
+    if let Some(shared) = shared() {
+        for d in [
+            "traces/h100",
+            "corpus/tracelens",
+            "corpus/tracelens_nv",
+            "corpus/hta",
+            "corpus/kineto_tb_plugin",
+            "corpus/hpctraining",
+        ] {
+            add_dir(&shared.join(d));
+        }
+    }
+    let mut with_pct = 0;
+    for p in &paths {
+        let trace = match rocprof_classify::ingest::read_all(
+            std::slice::from_ref(p),
+            &Default::default(),
+        ) {
+            Ok(t) => t,
+            Err(_) => continue, // not a Kineto trace (rocprof JSON, a bad-input fixture)
+        };
+        let a = rocprof_classify::analysis::analyze(
+            &trace,
+            crate::common::rules(),
+            &Default::default(),
+        );
+        for o in &a.ops {
+            if let Some(pct) = o.pct_of_peak {
+                with_pct += 1;
+                assert!(
+                    (0.0..=100.0).contains(&pct),
+                    "{}: {} at {pct}% of peak",
+                    p.display(),
+                    o.name
+                );
+            }
+            if let Some(t) = o.tflops {
+                assert!(t.is_finite() && t > 0.0, "{}: {}", p.display(), o.name);
+            }
+        }
+    }
+    assert!(with_pct >= 5, "only {with_pct} ops with an efficiency");
+}
