@@ -4,7 +4,7 @@
 
 use super::efficiency;
 use super::links::Links;
-use crate::classify::{Bucket, Classified};
+use crate::classify::{Bucket, Classified, RuleSet};
 use crate::model::{HostKind, NameId, Trace};
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
@@ -130,7 +130,51 @@ fn threads_of(
     threads
 }
 
-pub fn ops(trace: &Trace, links: &Links, classified: &Classified, in_scope: &[bool]) -> Vec<OpRow> {
+/// Per activity, its bucket: the bucket of the nearest enclosing op an op rule matches
+/// (`rules/ops.toml`), else its kernel name's; and whether that op view applied (the trace has
+/// cpu_ops that launched GPU work). Inputs without ops (rocprof) keep kernel-name buckets.
+pub fn activity_buckets(
+    trace: &Trace,
+    links: &Links,
+    rules: &RuleSet,
+    classified: &Classified,
+) -> (Vec<Bucket>, bool) {
+    let acts = &trace.activities;
+    let mut out: Vec<Bucket> = (0..acts.len())
+        .map(|a| classified.get(acts.name[a]).bucket)
+        .collect();
+    let threads = threads_of(trace, HostKind::CpuOp, |_| true);
+    if threads.is_empty() {
+        return (out, false);
+    }
+    let decides = trace.names.per_name(|n| rules.ops.bucket_of(n));
+    let mut owners = Owners::new(&threads);
+    let mut applied = false;
+    for (a, bucket) in out.iter_mut().enumerate() {
+        let Some((key, k)) = owners.of(trace, links, a) else {
+            continue;
+        };
+        applied = true;
+        let t = &threads[&key];
+        let mut cur = Some(k);
+        while let Some(i) = cur {
+            if let Some(b) = decides[trace.host.name[t.ops[i]].index()] {
+                *bucket = b;
+                break;
+            }
+            cur = t.parent[i];
+        }
+    }
+    (out, applied)
+}
+
+pub fn ops(
+    trace: &Trace,
+    links: &Links,
+    classified: &Classified,
+    buckets: &[Bucket],
+    in_scope: &[bool],
+) -> Vec<OpRow> {
     let host = &trace.host;
     let threads = threads_of(trace, HostKind::CpuOp, |_| true);
 
@@ -166,7 +210,7 @@ pub fn ops(trace: &Trace, links: &Links, classified: &Classified, in_scope: &[bo
     let acts = &trace.activities;
     for a in (0..acts.len()).filter(|&a| in_scope[a]) {
         let dur = acts.dur_ns[a];
-        let bucket = classified.get(acts.name[a]).bucket;
+        let bucket = buckets[a];
         let Some((key, k)) = owners.of(trace, links, a) else {
             no_op.self_ns += dur;
             no_op.total_ns += dur;

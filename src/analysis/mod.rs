@@ -68,6 +68,9 @@ pub struct Summary {
     pub kernel_ns: i64,
     /// Share of `kernel_ns` that no rule matched.
     pub unclassified_pct: f64,
+    /// How buckets were decided: `ops` (the launching op where `rules/ops.toml` says, else the
+    /// kernel name) or `kernels` (names only: inputs without ops, such as rocprof's).
+    pub bucket_view: &'static str,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -190,6 +193,8 @@ pub struct Context<'a> {
     pub trace: &'a Trace,
     pub rules: &'a RuleSet,
     pub classified: Classified,
+    /// Per activity: its bucket, the launching op's where an op rule decides (`rules/ops.toml`).
+    pub activity_buckets: Vec<Bucket>,
     pub links: Links,
     pub steps: Steps,
     /// Per activity: part of the analysis (all, unless steps were selected).
@@ -210,7 +215,7 @@ pub struct Context<'a> {
 
 impl Context<'_> {
     pub fn bucket_of(&self, a: usize) -> Bucket {
-        self.classified.get(self.trace.activities.name[a]).bucket
+        self.activity_buckets[a]
     }
     pub fn name(&self, id: NameId) -> &str {
         self.trace.names.get(id)
@@ -244,6 +249,8 @@ fn busy_ends(trace: &Trace, links: &Links) -> Vec<i64> {
 pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analysis {
     let classified = rules.classify_trace(trace);
     let links = Links::build(trace);
+    let (activity_buckets, op_view) =
+        attribution::activity_buckets(trace, &links, rules, &classified);
     let mut steps = Steps::find(trace, &links);
     let selecting = steps.select(opts.steps, opts.skip_warmup);
     let acts = &trace.activities;
@@ -257,8 +264,10 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         })
         .collect();
 
-    // Per distinct name: launches and time.
+    // Per distinct name: launches and time; per (name, bucket) the same, since the op that
+    // launched a kernel can put one name in several buckets.
     let mut per_name: HashMap<NameId, (u64, i64)> = HashMap::default();
+    let mut per_name_bucket: BTreeMap<(Bucket, NameId), (u64, i64)> = BTreeMap::new();
     let mut kernel_ns = 0i64;
     let mut unclassified_ns = 0i64;
     for a in (0..acts.len()).filter(|&a| in_scope[a]) {
@@ -266,17 +275,32 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         // Saturating: a corrupt trace with absurd durations must not overflow.
         e.0 += 1;
         e.1 = e.1.saturating_add(acts.dur_ns[a]);
+        let e = per_name_bucket
+            .entry((activity_buckets[a], acts.name[a]))
+            .or_default();
+        e.0 += 1;
+        e.1 = e.1.saturating_add(acts.dur_ns[a]);
         kernel_ns = kernel_ns.saturating_add(acts.dur_ns[a]);
     }
     let mut by_bucket: BTreeMap<Bucket, (i64, u64, u64)> =
         Bucket::ALL.iter().map(|&b| (b, (0, 0, 0))).collect();
-    for (&name, &(launches, ns)) in &per_name {
-        let e = by_bucket.entry(classified.get(name).bucket).or_default();
+    for (&(bucket, _), &(launches, ns)) in &per_name_bucket {
+        let e = by_bucket.entry(bucket).or_default();
         e.0 = e.0.saturating_add(ns);
         e.1 += launches;
         e.2 += 1;
+    }
+    for (&name, &(_, ns)) in &per_name {
         if classified.is_unclassified(name) {
             unclassified_ns = unclassified_ns.saturating_add(ns);
+        }
+    }
+    // The bucket of most of a name's time (the top-kernels table's bucket).
+    let mut name_bucket: HashMap<NameId, (Bucket, i64)> = HashMap::default();
+    for (&(bucket, name), &(_, ns)) in &per_name_bucket {
+        let e = name_bucket.entry(name).or_insert((bucket, -1));
+        if ns > e.1 {
+            *e = (bucket, ns);
         }
     }
     let mut buckets: Vec<BucketRow> = by_bucket
@@ -308,7 +332,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             let c = classified.get(n);
             KernelRow {
                 name: trace.names.get(n).to_string(),
-                bucket: c.bucket,
+                bucket: name_bucket.get(&n).map_or(c.bucket, |b| b.0),
                 family: c.family.clone(),
                 library: c.library.clone(),
                 rule_id: c.rule.map(|r| rules.rules[r].def.id.clone()),
@@ -323,7 +347,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     let ends = busy_ends(trace, &links);
     let mut devices: BTreeMap<(u32, u32), DeviceActivities> = BTreeMap::new();
     for a in (0..acts.len()).filter(|&a| in_scope[a]) {
-        let bucket = partition::bucket_index(classified.get(acts.name[a]).bucket);
+        let bucket = partition::bucket_index(activity_buckets[a]);
         devices
             .entry((acts.input[a], acts.device[a]))
             .or_default()
@@ -430,12 +454,14 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         gpu_busy_ns: busy.round() as i64,
         kernel_ns,
         unclassified_pct: pct(unclassified_ns, kernel_ns),
+        bucket_view: if op_view { "ops" } else { "kernels" },
     };
     let kernel_counters = hardware::kernel_counters(trace, &classified);
     let ctx = Context {
         trace,
         rules,
         classified,
+        activity_buckets,
         links,
         steps,
         in_scope,
@@ -456,7 +482,15 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         || detect::run_all(&ctx),
         || {
             rayon::join(
-                || attribution::ops(trace, &ctx.links, &ctx.classified, &ctx.in_scope),
+                || {
+                    attribution::ops(
+                        trace,
+                        &ctx.links,
+                        &ctx.classified,
+                        &ctx.activity_buckets,
+                        &ctx.in_scope,
+                    )
+                },
                 || {
                     rayon::join(
                         || attribution::frames(trace, &ctx.links, &ctx.in_scope, true),

@@ -4,6 +4,7 @@
 //! pattern is compiled once into a `RegexSet`, and each *distinct* name is classified once, in
 //! parallel: a trace with 45k kernels often has a few dozen distinct names.
 
+pub mod ops;
 pub mod rules;
 
 use crate::error::RuleError;
@@ -76,6 +77,8 @@ impl Class {
 /// Compiled rules.
 pub struct RuleSet {
     pub rules: Vec<Rule>,
+    /// Buckets that the launching op decides (`rules/ops.toml`).
+    pub ops: ops::OpRules,
     pub libraries: Vec<Library>,
     set: RegexSet,
     regexes: Vec<Regex>,
@@ -129,6 +132,7 @@ impl RuleSet {
         })?;
         let rs = RuleSet {
             rules,
+            ops: ops::OpRules::builtin()?,
             libraries,
             set,
             regexes,

@@ -142,12 +142,16 @@ pub fn load(extra_dirs: &[PathBuf]) -> Result<(Vec<Rule>, Vec<Library>), RuleErr
     Ok((rules, libraries))
 }
 
-/// Classification rule files: every `*.toml` but the ladder catalog (`ladder.toml`) and the
-/// device peak table (`devices.toml`).
+/// Classification rule files: every `*.toml` but the ladder catalog (`ladder.toml`), the
+/// device peak table (`devices.toml`) and the op rules (`ops.toml`).
 fn is_rule_file(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "toml")
-        && p.file_name()
-            .is_some_and(|n| n != "ladder.toml" && n != "devices.toml")
+        && p.file_name().is_some_and(|n| {
+            !matches!(
+                n.to_str(),
+                Some("ladder.toml" | "devices.toml" | "ops.toml")
+            )
+        })
 }
 
 /// The `*.toml` files of a directory, sorted by name.

@@ -32,6 +32,9 @@ pub fn write<W: Write + Send>(
 ) -> Result<usize, PolarsError> {
     let classified = rules.classify_trace(trace);
     let links = Links::build(trace);
+    // The feed's buckets: the launching op's where an op rule decides.
+    let (buckets, _) =
+        crate::analysis::attribution::activity_buckets(trace, &links, rules, &classified);
     let steps = Steps::find(trace, &links);
     let acts = &trace.activities;
     let batch = |from: usize, to: usize| -> Result<DataFrame, PolarsError> {
@@ -68,7 +71,7 @@ pub fn write<W: Write + Send>(
             Series::new(
                 "bucket".into(),
                 rows.clone()
-                    .map(|a| class(a).bucket.as_str())
+                    .map(|a| buckets[a].as_str())
                     .collect::<Vec<&str>>(),
             ),
             Series::new(

@@ -114,9 +114,11 @@ fn miopen_convolutions_are_conv() {
         let names = names_in(&shared.join("corpus/hpctraining/merged_all_events.json.gz"), r"(igemm_(fwd|bwd|wrw)_gtc\w+|miopenSp3AsmConv\w+)");
         assert!(names.iter().any(|n| n.starts_with("igemm_")) && names.iter().any(|n| n.starts_with("miopenSp3AsmConv")));
         assert_bucket(&names, Bucket::Conv, "MIOpen conv");
-        // A ResNet training step on MI300X: MIOpen implicit-GEMM convolutions are conv, their
-        // NCHW<->NHWC batched transposes are elementwise layout transposes.
+        // A ResNet training step on MI300X: MIOpen implicit-GEMM convolutions are conv, and so
+        // are the NCHW<->NHWC batched transposes MIOpen runs inside the convolution ops (the op
+        // view); their family still says layout transpose (the kernel view).
         let a = analyze_path(&shared.join("corpus/tracelens/train_resnet18.json.gz"));
+        assert_eq!(a.summary.bucket_view, "ops");
         let conv = a.buckets.iter().find(|b| b.bucket == Bucket::Conv).unwrap();
         assert!(conv.pct > 20.0, "{:?}", a.buckets);
         for k in &a.top_kernels {
@@ -124,8 +126,34 @@ fn miopen_convolutions_are_conv() {
                 assert_eq!(k.bucket, Bucket::Conv, "{}", k.name);
             }
             if k.name.starts_with("batched_transpose_") {
-                assert_eq!((k.bucket, k.family.as_str()), (Bucket::Elementwise, "layout_transpose"));
+                assert_eq!(k.family, "layout_transpose");
             }
+        }
+    });
+}
+
+/// Every kernel launched under a convolution op counts as conv, whatever its name (MIOpen
+/// and CK convolutions on MI300X, ResNet traces of the TraceLens corpus).
+#[test]
+fn every_kernel_under_a_convolution_op_is_conv() {
+    with_shared!(shared => {
+        let re = regex::Regex::new(r"^aten::(convolution|_convolution|miopen_\w*convolution\w*|cudnn_convolution\w*|convolution_backward)$").unwrap();
+        for f in ["corpus/tracelens/train_resnet18.json.gz", "corpus/tracelens/resnet_act_checkpoint.json.gz"] {
+            let a = analyze_path(&shared.join(f));
+            let conv_ns = a.buckets.iter().find(|b| b.bucket == Bucket::Conv).unwrap().kernel_ns;
+            // The outermost convolution ops (forward and backward) hold all time under them.
+            let under: i64 = a.ops.iter()
+                .filter(|o| o.name == "aten::convolution" || o.name == "aten::convolution_backward")
+                .map(|o| o.total_ns)
+                .sum();
+            assert!(under > 0, "{f}");
+            assert!(conv_ns >= under, "{f}: conv {conv_ns} < {under} under convolution ops");
+            for o in a.ops.iter().filter(|o| re.is_match(&o.name) && o.self_ns > 0) {
+                assert_eq!(o.bucket, Bucket::Conv, "{f}: {}", o.name);
+            }
+            // And the op view adds up: every bucket's time is the ops' self time in it.
+            let ops_ns: i64 = a.ops.iter().map(|o| o.self_ns).sum();
+            assert_eq!(ops_ns, a.summary.kernel_ns, "{f}");
         }
     });
 }
