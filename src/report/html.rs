@@ -313,8 +313,74 @@ pub fn render(a: &Analysis) -> String {
         );
     }
     let _ = writeln!(b, "</tbody></table>");
+    render_attribution(&mut b, a);
     render_counters(&mut b, a);
     page(&format!("rocprof-classify: {title}"), &b)
+}
+
+/// Ops, modules and source lines by GPU time, and the GEMM ops' efficiency as a chart.
+fn render_attribution(b: &mut String, a: &Analysis) {
+    if !a
+        .ops
+        .iter()
+        .any(|o| o.name != crate::analysis::attribution::NO_OP)
+    {
+        return;
+    }
+    let _ = writeln!(b, "<h2>Ops, modules and source lines</h2>");
+    let bars: Vec<Bar> = a
+        .ops
+        .iter()
+        .filter(|o| o.pct_of_peak.is_some())
+        .take(12)
+        .map(|o| Bar {
+            label: format!("{} {}", o.name, o.shapes.as_deref().map_or("", |s| s)),
+            value: o.pct_of_peak.unwrap_or(0.0),
+            color: category_color(o.bucket.as_str()),
+        })
+        .collect();
+    if !bars.is_empty() {
+        b.push_str(&chart(&charts::bars(
+            "GEMM efficiency: achieved FLOP/s as % of the device's dense peak",
+            &bars,
+            " %",
+            1000,
+        )));
+    }
+    let opt = super::opt_num;
+    let _ = writeln!(b, "<input class=\"filter\" data-table=\"ops\" placeholder=\"filter ops\"><table id=\"ops\" class=\"sortable\"><thead><tr><th>op</th><th>self</th><th>total</th><th>launches</th><th>bucket</th><th>shapes</th><th>TFLOP/s</th><th>% of peak</th></tr></thead><tbody>");
+    for o in &a.ops {
+        let _ = writeln!(
+            b,
+            "<tr><td><code>{}</code></td>{}{}<td class=\"n\">{}</td><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            esc(&o.name),
+            num(o.self_ns),
+            num(o.total_ns),
+            o.launches,
+            o.bucket.as_str(),
+            esc(o.shapes.as_deref().unwrap_or("-")),
+            opt(o.tflops, 1),
+            opt(o.pct_of_peak, 1)
+        );
+    }
+    let _ = writeln!(b, "</tbody></table>");
+    for (rows, what) in [(&a.modules, "Modules"), (&a.sources, "Source lines")] {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(b, "<h3>{what}</h3><table class=\"sortable\"><thead><tr><th></th><th>self</th><th>total</th></tr></thead><tbody>");
+        for r in rows {
+            let label = r.name.as_deref().or(r.location.as_deref()).unwrap_or("-");
+            let _ = writeln!(
+                b,
+                "<tr><td><code>{}</code></td>{}{}</tr>",
+                esc(label),
+                num(r.self_ns),
+                num(r.total_ns)
+            );
+        }
+        let _ = writeln!(b, "</tbody></table>");
+    }
 }
 
 /// Hardware counters per kernel (rocprof-compute workloads): bound labels and fractions of peak.

@@ -160,6 +160,29 @@ pub fn render(a: &Analysis) -> String {
         );
     }
     let _ = writeln!(out, "\n</details>");
+    if a.ops
+        .iter()
+        .any(|o| o.name != crate::analysis::attribution::NO_OP)
+    {
+        let _ = writeln!(out, "\n<details><summary>Top ops</summary>\n\n| op | self | total | bucket | shapes | TFLOP/s | % of peak |\n|---|---:|---:|---|---|---:|---:|");
+        let opt = super::opt_num;
+        for o in a.ops.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                code(&o.name),
+                fmt_ns(o.self_ns),
+                fmt_ns(o.total_ns),
+                o.bucket.as_str(),
+                o.shapes
+                    .as_deref()
+                    .map_or("-".to_string(), |s| code(&shorten_tail(s, 50))),
+                opt(o.tflops, 1),
+                opt(o.pct_of_peak, 1)
+            );
+        }
+        let _ = writeln!(out, "\n</details>");
+    }
     if !a.kernel_counters.is_empty() {
         let _ = writeln!(out, "\n<details><summary>Hardware counters per kernel</summary>\n\n| kernel | bound | pipe | TFLOP/s | % of peak | HBM GB/s | % of peak | FLOP/byte | waves/SIMD |\n|---|---|---|---:|---:|---:|---:|---:|---|");
         let opt = super::opt_num;

@@ -249,6 +249,7 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
             a.top_kernels.len()
         );
     }
+    render_attribution(&mut out, a, opts);
     render_counters(&mut out, a, opts);
     render_findings(&mut out, a, opts);
     let _ = writeln!(
@@ -262,6 +263,57 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
         }
     );
     out.into_bytes()
+}
+
+/// Which ops, modules and source lines own the GPU time (top 10 each), with the GEMM ops'
+/// efficiency.
+fn render_attribution(out: &mut String, a: &Analysis, opts: &TableOptions) {
+    let opt = super::opt_num;
+    if a.ops
+        .iter()
+        .any(|o| o.name != crate::analysis::attribution::NO_OP)
+    {
+        let mut t = new_table(opts);
+        t.set_header(
+            [
+                "op", "self", "total", "launches", "bucket", "shapes", "TFLOP/s", "% peak",
+            ]
+            .map(|h| header_cell(h, opts)),
+        );
+        t.set_content_arrangement(ContentArrangement::Disabled);
+        for o in a.ops.iter().take(10) {
+            t.add_row(vec![
+                Cell::new(shorten_tail(&o.name, 40)),
+                num(fmt_ns(o.self_ns)),
+                num(fmt_ns(o.total_ns)),
+                num(o.launches.to_string()),
+                Cell::new(o.bucket.as_str()),
+                Cell::new(shorten_tail(o.shapes.as_deref().unwrap_or("-"), 36)),
+                num(opt(o.tflops, 1)),
+                num(opt(o.pct_of_peak, 1)),
+            ]);
+        }
+        let _ = writeln!(
+            out,
+            "Top ops by GPU time (self: kernels they launched themselves)\n{t}\n"
+        );
+    }
+    for (rows, what) in [(&a.modules, "modules"), (&a.sources, "source lines")] {
+        if rows.is_empty() {
+            continue;
+        }
+        let mut t = new_table(opts);
+        t.set_header(["", "self", "total"].map(|h| header_cell(h, opts)));
+        for r in rows.iter().take(10) {
+            let label = r.name.as_deref().or(r.location.as_deref()).unwrap_or("-");
+            t.add_row(vec![
+                Cell::new(shorten_tail(label, 70)),
+                num(fmt_ns(r.self_ns)),
+                num(fmt_ns(r.total_ns)),
+            ]);
+        }
+        let _ = writeln!(out, "Top {what} by GPU time\n{t}\n");
+    }
 }
 
 /// Hardware-counter metrics per kernel (rocprof-compute workloads): bound label, achieved

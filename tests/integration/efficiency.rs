@@ -140,3 +140,28 @@ fn no_efficiency_above_the_peak_on_any_trace() {
     }
     assert!(with_pct >= 5, "only {with_pct} ops with an efficiency");
 }
+
+/// The ops table with its efficiency reaches the terminal, Markdown and HTML reports.
+#[test]
+fn every_report_shows_the_ops_and_their_efficiency() {
+    let path = fixture("kineto/h100/eager_manual_attn.json.gz");
+    let a = analyze_path(&path);
+    let mm = op(&a.ops, "aten::mm");
+    let tflops = format!("{:.1}", mm.tflops.unwrap());
+    for (flag, heading) in [
+        ("--color", "Top ops by GPU time"),
+        ("--markdown", "Top ops"),
+        ("--html", "Ops, modules and source lines"),
+    ] {
+        let mut cmd = crate::common::bin();
+        cmd.arg(&path);
+        if flag == "--color" {
+            cmd.args(["--color", "never"]);
+        } else {
+            cmd.args([flag, "-"]);
+        }
+        let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+        assert!(out.contains(heading), "{flag}");
+        assert!(out.contains(&tflops), "{flag}: {tflops} missing");
+    }
+}
