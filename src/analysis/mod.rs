@@ -210,6 +210,8 @@ pub struct Context<'a> {
     pub step_durations: Vec<(u64, i64)>,
     pub warmup_in_window: bool,
     pub kernel_counters: Vec<hardware::KernelCounters>,
+    /// GPU time by launching op, with GEMM efficiency.
+    pub ops: Vec<attribution::OpRow>,
     pub opts: &'a AnalysisOptions,
 }
 
@@ -457,6 +459,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         bucket_view: if op_view { "ops" } else { "kernels" },
     };
     let kernel_counters = hardware::kernel_counters(trace, &classified);
+    let ops = attribution::ops(trace, &links, &classified, &activity_buckets, &in_scope);
     let ctx = Context {
         trace,
         rules,
@@ -475,28 +478,16 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         step_durations,
         warmup_in_window,
         kernel_counters,
+        ops,
         opts,
     };
-    // The detectors and the attribution views read the same context: run them side by side.
-    let (findings, (ops, (modules, sources))) = rayon::join(
+    // The detectors (which read the op view) and the frame views run side by side.
+    let (findings, (modules, sources)) = rayon::join(
         || detect::run_all(&ctx),
         || {
             rayon::join(
-                || {
-                    attribution::ops(
-                        trace,
-                        &ctx.links,
-                        &ctx.classified,
-                        &ctx.activity_buckets,
-                        &ctx.in_scope,
-                    )
-                },
-                || {
-                    rayon::join(
-                        || attribution::frames(trace, &ctx.links, &ctx.in_scope, true),
-                        || attribution::frames(trace, &ctx.links, &ctx.in_scope, false),
-                    )
-                },
+                || attribution::frames(trace, &ctx.links, &ctx.in_scope, true),
+                || attribution::frames(trace, &ctx.links, &ctx.in_scope, false),
             )
         },
     );
@@ -515,7 +506,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         has_op_shapes: trace.host.input_dims.iter().any(|&d| d != NameId::NONE),
         plan: Default::default(),
         ranks: Vec::new(),
-        ops,
+        ops: ctx.ops,
         modules,
         sources,
         kernel_counters: ctx.kernel_counters,

@@ -1,7 +1,7 @@
 //! Findings from hardware counters (rocprof-compute workloads): occupancy limits, memory-bound
 //! or inefficient GEMMs, and matrix work done without matrix cores (seeds/003).
 
-use super::{round2, Finding, Severity};
+use super::{pct, round2, Finding, Severity};
 use crate::analysis::hardware::{share_pct, total_ns, Bound, KernelCounters};
 use crate::analysis::Context;
 use crate::classify::Bucket;
@@ -121,8 +121,12 @@ pub fn memory_bound_gemm(ctx: &Context) -> Vec<Finding> {
     )
 }
 
-/// GEMM-like kernels reaching neither roof (below 30% of the attainable FLOP/s at their intensity).
+/// GEMM-like kernels reaching neither roof (below 30% of the attainable FLOP/s at their
+/// intensity); without counters, GEMM ops under 30% of the device's peak (FLOPs from shapes).
 pub fn low_gemm_efficiency(ctx: &Context) -> Vec<Finding> {
+    if ctx.kernel_counters.is_empty() {
+        return slow_gemm_ops(ctx);
+    }
     let hits: Vec<&KernelCounters> = significant(ctx)
         .filter(|r| is_matrix_work(r.bucket) && r.bound == Some(Bound::Latency))
         .collect();
@@ -164,4 +168,109 @@ pub fn no_matrix_cores(ctx: &Context) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Below this share of the device's dense peak a GEMM op is worth tuning.
+const SLOW_GEMM_PCT: f64 = 30.0;
+
+/// Why a GEMM shape runs slowly: dimensions that leave tiles empty.
+fn shape_reasons(op: &str, shapes: &str) -> Vec<String> {
+    let dims: Vec<Vec<i64>> = serde_json::from_str(shapes).unwrap_or_default();
+    // (a, b) = the two matrix operands.
+    let (a, b) = match op {
+        "aten::addmm" | "aten::baddbmm" => (dims.get(1), dims.get(2)),
+        _ => (dims.first(), dims.get(1)),
+    };
+    let (Some(a), Some(b)) = (a, b) else {
+        return Vec::new();
+    };
+    let (Some(&k), Some(&n)) = (
+        a.last(),
+        if op == "aten::linear" {
+            b.first()
+        } else {
+            b.last()
+        },
+    ) else {
+        return Vec::new();
+    };
+    // Batched ops keep their batch apart; linear/mm fold every leading dim into M.
+    let batched = matches!(op, "aten::bmm" | "aten::baddbmm" | "aten::matmul") && a.len() >= 3;
+    let (batch, m): (i64, i64) = if batched {
+        (a[..a.len() - 2].iter().product(), a[a.len() - 2])
+    } else {
+        (1, a[..a.len().saturating_sub(1)].iter().product())
+    };
+    let mut out = Vec::new();
+    let tiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
+    if tiles < 256 {
+        out.push(format!(
+            "{tiles} output tiles of 128x128 (M = {m}, N = {n}{}): too few to keep every compute unit busy; batch the calls, or tune smaller tiles for this shape",
+            if batch > 1 { format!(", batch {batch}") } else { String::new() }
+        ));
+    }
+    if m < 128 {
+        out.push(format!(
+            "M = {m} rows: most of each output tile is empty; batch more rows per call"
+        ));
+    }
+    for (what, v) in [("K", k), ("N", n)] {
+        if v % 64 != 0 {
+            out.push(format!(
+                "{what} = {v} is not a multiple of 64: the last tiles run partly empty; pad it"
+            ));
+        }
+    }
+    out
+}
+
+/// GEMM ops (FLOPs from `Input Dims`, time from their kernels) under 30% of the device peak
+/// that hold at least 5% of the GPU time.
+fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
+    let total = ctx.summary.kernel_ns;
+    let slow: Vec<&crate::analysis::attribution::OpRow> = ctx
+        .ops
+        .iter()
+        .filter(|o| {
+            o.pct_of_peak.is_some_and(|p| p < SLOW_GEMM_PCT) && pct(o.self_ns, total) >= 5.0
+        })
+        .collect();
+    if slow.is_empty() {
+        return Vec::new();
+    }
+    let share: f64 = slow.iter().map(|o| pct(o.self_ns, total)).sum();
+    // The time above what the op would take at 30% of peak.
+    let stake: i64 = slow
+        .iter()
+        .map(|o| {
+            let p = o.pct_of_peak.unwrap_or(SLOW_GEMM_PCT);
+            (o.self_ns as f64 * (1.0 - p / SLOW_GEMM_PCT)).round() as i64
+        })
+        .sum();
+    let worst = slow[0];
+    vec![Finding::new(
+        "low_gemm_efficiency",
+        if share >= 20.0 { Severity::Medium } else { Severity::Low },
+        format!(
+            "{} GEMM op(s) run under {SLOW_GEMM_PCT:.0}% of the device's dense peak ({:.1}% of GPU time); {} {} reaches {:.1}% ({:.1} TFLOP/s)",
+            slow.len(),
+            share,
+            worst.name,
+            worst.shapes.as_deref().unwrap_or(""),
+            worst.pct_of_peak.unwrap_or(0.0),
+            worst.tflops.unwrap_or(0.0)
+        ),
+        stake,
+        json!({
+            "kind": "ops",
+            "ops": slow.iter().map(|o| json!({
+                "op": o.name,
+                "shapes": o.shapes,
+                "self_ns": o.self_ns,
+                "tflops": o.tflops,
+                "pct_of_peak": o.pct_of_peak,
+                "why": o.shapes.as_deref().map(|s| shape_reasons(&o.name, s)).unwrap_or_default(),
+            })).collect::<Vec<_>>(),
+        }),
+    )]
 }

@@ -165,3 +165,48 @@ fn every_report_shows_the_ops_and_their_efficiency() {
         assert!(out.contains(&tflops), "{flag}: {tflops} missing");
     }
 }
+
+/// Without hardware counters, `low_gemm_efficiency` comes from the op view: the launch-bound
+/// H100 trace's tiny GEMM ([16, 256] x [256, 256]) runs far under peak, and the finding says why.
+#[test]
+fn a_tiny_gemm_is_a_low_efficiency_finding_with_its_reasons() {
+    let a = analyze_path(&fixture("kineto/h100/eager_launch_bound.json.gz"));
+    let f = a
+        .findings
+        .iter()
+        .find(|f| f.id == "low_gemm_efficiency")
+        .expect("fires");
+    assert_eq!(f.evidence["kind"], "ops");
+    let row = &f.evidence["ops"][0];
+    assert_eq!(row["op"], "aten::mm");
+    assert_eq!(row["shapes"], "[[16,256],[256,256]]");
+    let mm = op(&a.ops, "aten::mm");
+    assert_eq!(row["pct_of_peak"].as_f64(), mm.pct_of_peak);
+    assert!(mm.pct_of_peak.unwrap() < 1.0);
+    let why: Vec<&str> = row["why"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    // ceil(16/128) x ceil(256/128) = 2 tiles; M = 16.
+    assert!(
+        why.iter().any(|w| w.starts_with("2 output tiles")),
+        "{why:?}"
+    );
+    assert!(why.iter().any(|w| w.starts_with("M = 16 rows")), "{why:?}");
+    // The well-shaped GEMMs of the manual-attention trace (70% of peak) are not in it.
+    let b = analyze_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
+    let f = b
+        .findings
+        .iter()
+        .find(|f| f.id == "low_gemm_efficiency")
+        .expect("its bmm");
+    let ops: Vec<&str> = f.evidence["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, ["aten::bmm"]);
+}
