@@ -202,6 +202,8 @@ pub fn ops(
         ns: i64,
     }
     let mut calls: BTreeMap<usize, Option<Call>> = BTreeMap::new();
+    // Composite ops (SDPA, convolution) around the launching op, by call.
+    let mut composites: BTreeMap<usize, Option<Call>> = BTreeMap::new();
     let mut device_peaks: HashMap<(u32, u32), Option<&efficiency::DevicePeaks>> =
         HashMap::default();
     let mut acc: BTreeMap<NameId, Acc> = BTreeMap::new();
@@ -269,6 +271,48 @@ pub fn ops(
         let mut cur = Some(k);
         while let Some(i) = cur {
             let name = host.name[t.ops[i]];
+            // A composite op (SDPA, convolution) whose FLOPs its shapes give: its kernels,
+            // launched by the ops inside it, are its time.
+            let outer = t.ops[i];
+            if i != k || !calls.get(&h).is_some_and(|c| c.is_some()) {
+                let composite = composites.entry(outer).or_insert_with(|| {
+                    let dims = host.input_dims[outer];
+                    let flops = (dims != NameId::NONE)
+                        .then(|| {
+                            efficiency::composite_flops(
+                                trace.names.get(name),
+                                trace.names.get(dims),
+                                trace.names.get(host.concrete_inputs[outer]),
+                            )
+                        })
+                        .flatten()?;
+                    let dtype = efficiency::dtype_of(trace.names.get(host.input_types[outer]))?;
+                    let peaks = *device_peaks
+                        .entry((acts.input[a], acts.device[a]))
+                        .or_insert_with(|| {
+                            trace.inputs[acts.input[a] as usize]
+                                .devices
+                                .iter()
+                                .find(|d| d.id == acts.device[a])
+                                .and_then(|d| efficiency::device_for(&d.name))
+                        });
+                    let dtype = match dtype {
+                        efficiency::Dtype::Fp32 if peaks.is_some_and(|p| p.tf32.is_some()) => {
+                            efficiency::Dtype::Tf32
+                        }
+                        d => d,
+                    };
+                    Some(Call {
+                        op: name,
+                        flops,
+                        peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
+                        ns: 0,
+                    })
+                });
+                if let Some(c) = composite {
+                    c.ns += dur;
+                }
+            }
             if !seen.contains(&name) {
                 seen.push(name);
                 let e = acc.entry(name).or_default();
@@ -278,7 +322,11 @@ pub fn ops(
             cur = t.parent[i];
         }
     }
-    for c in calls.into_values().flatten() {
+    for c in calls
+        .into_values()
+        .chain(composites.into_values())
+        .flatten()
+    {
         let e = acc.entry(c.op).or_default();
         e.flops += c.flops;
         e.gemm_ns += c.ns;

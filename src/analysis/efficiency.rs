@@ -125,6 +125,98 @@ pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {
     }
 }
 
+/// `Input Dims` as lists of sizes (empty for non-tensors).
+fn dims_of(input_dims: &str) -> Option<Vec<Vec<i64>>> {
+    Some(
+        serde_json::from_str::<Vec<serde_json::Value>>(input_dims)
+            .ok()?
+            .iter()
+            .map(|d| {
+                d.as_array()
+                    .map(|a| a.iter().filter_map(|x| x.as_i64()).collect())
+                    .unwrap_or_default()
+            })
+            .collect(),
+    )
+}
+
+/// `Concrete Inputs` as strings (`"[2, 2]"`, `"True"`, `""` for tensors).
+fn concrete_of(concrete: &str) -> Vec<String> {
+    serde_json::from_str(concrete).unwrap_or_default()
+}
+
+/// `"[2, 2]"` → [2, 2].
+fn int_list(s: &str) -> Option<Vec<i64>> {
+    s.trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .map(|x| x.trim().parse().ok())
+        .collect()
+}
+
+/// FLOPs of one call of a composite op whose kernels its children launch: the forward of
+/// `aten::scaled_dot_product_attention` (QKᵀ and PV; causal masking halves the pairs; grouped
+/// K/V heads count the query heads) and `aten::convolution` (not transposed).
+pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64> {
+    let dims = dims_of(input_dims)?;
+    let args = concrete_of(concrete);
+    match op {
+        "aten::scaled_dot_product_attention" => {
+            // (query [B,H,L,E], key [B,Hk,S,E], value [B,Hk,S,Ev], mask, dropout_p, is_causal, …)
+            let (q, k, v) = (dims.first()?, dims.get(1)?, dims.get(2)?);
+            if q.len() < 3 || k.len() < 3 || v.len() < 3 {
+                return None;
+            }
+            let (l, e) = (q[q.len() - 2], q[q.len() - 1]);
+            let (s, ev) = (k[k.len() - 2], v[v.len() - 1]);
+            let heads: i64 = q[..q.len() - 2].iter().product();
+            // Without `Concrete Inputs` (older traces) causality is unknown: no number.
+            let causal = args.get(5)? == "True";
+            let pairs = if causal && l == s {
+                (l * (l + 1) / 2) as f64
+            } else if causal {
+                (l * s) as f64 / 2.0
+            } else {
+                (l * s) as f64
+            };
+            Some(2.0 * heads as f64 * pairs * (e + ev) as f64)
+        }
+        "aten::convolution" => {
+            // (input [N,C,*in], weight [K,C/g,*kernel], bias, stride, padding, dilation,
+            //  transposed, output_padding, groups)
+            let (x, w) = (dims.first()?, dims.get(1)?);
+            if args.get(6).is_some_and(|t| t == "True") || x.len() < 3 || w.len() != x.len() {
+                return None;
+            }
+            let spatial = x.len() - 2;
+            // Strides and padding come from `Concrete Inputs`; older traces lack them, and a
+            // guess (stride 1) would overcount a strided convolution: no number then.
+            let per = |i: usize| -> Option<Vec<i64>> {
+                let v = int_list(args.get(i)?)?;
+                Some(if v.len() == 1 { vec![v[0]; spatial] } else { v })
+            };
+            let (stride, padding, dilation) = (per(3)?, per(4)?, per(5)?);
+            if stride.len() != spatial || padding.len() != spatial || dilation.len() != spatial {
+                return None;
+            }
+            let mut outputs = 1i64;
+            for i in 0..spatial {
+                let o = (x[2 + i] + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1)
+                    / stride[i].max(1)
+                    + 1;
+                if o <= 0 {
+                    return None;
+                }
+                outputs *= o;
+            }
+            let kernel: i64 = w[1..].iter().product(); // C/g · R · S
+            Some(2.0 * (x[0] * w[0]) as f64 * outputs as f64 * kernel as f64)
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +275,33 @@ mod tests {
             Some(Dtype::Bf16)
         );
         assert_eq!(dtype_of(r#"["", "float"]"#), Some(Dtype::Fp32));
+    }
+
+    #[test]
+    fn sdpa_and_convolution_flops() {
+        // Causal self-attention, B·H = 128, L = S = 512, E = 64: 2·128·(512·513/2)·128.
+        let sdpa = composite_flops(
+            "aten::scaled_dot_product_attention",
+            "[[8,16,512,64],[8,16,512,64],[8,16,512,64],[],[],[],[],[]]",
+            r#"["", "", "", "", "0.", "True", "", "False"]"#,
+        );
+        assert_eq!(sdpa, Some(2.0 * 128.0 * (512.0 * 513.0 / 2.0) * 128.0));
+        let full = composite_flops(
+            "aten::scaled_dot_product_attention",
+            "[[8,16,512,64],[8,4,512,64],[8,4,512,64],[],[],[],[],[]]",
+            r#"["", "", "", "", "0.", "False", "", "True"]"#,
+        );
+        assert_eq!(
+            full,
+            Some(2.0 * 128.0 * 512.0 * 512.0 * 128.0),
+            "GQA counts query heads"
+        );
+        // ResNet stem: 512x3x224x224, 64x3x7x7, stride 2, padding 3 → 112x112 outputs.
+        let conv = composite_flops(
+            "aten::convolution",
+            "[[512,3,224,224],[64,3,7,7],[],[],[],[],[],[],[]]",
+            r#"["", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "False", "[0, 0]", "1"]"#,
+        );
+        assert_eq!(conv, Some(2.0 * 512.0 * 64.0 * 112.0 * 112.0 * 3.0 * 49.0));
     }
 }

@@ -190,6 +190,8 @@ struct RawArgs<'a> {
     input_dims: Option<&'a RawValue>,
     #[serde(rename = "Input type", borrow, default)]
     input_types: Option<&'a RawValue>,
+    #[serde(rename = "Concrete Inputs", borrow, default)]
+    concrete_inputs: Option<&'a RawValue>,
     /// Set per event by TraceLens when it merges ranks into one file.
     #[serde(borrow, default)]
     rank: Option<&'a RawValue>,
@@ -231,6 +233,7 @@ struct HostRow<'a> {
     external_id: u64,
     input_dims: Option<&'a str>,
     input_types: Option<&'a str>,
+    concrete_inputs: Option<&'a str>,
     rank: Option<u32>,
 }
 
@@ -372,6 +375,7 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
             external_id,
             input_dims: args.input_dims.map(|r| r.get()),
             input_types: args.input_types.map(|r| r.get()),
+            concrete_inputs: args.concrete_inputs.map(|r| r.get()),
             rank,
         }),
         Category::Skip => Parsed::Skip,
@@ -538,6 +542,9 @@ impl<'t> KinetoSink<'t> {
                 let input_types = h
                     .input_types
                     .map_or(NameId::NONE, |d| self.trace.names.intern(d));
+                let concrete_inputs = h
+                    .concrete_inputs
+                    .map_or(NameId::NONE, |d| self.trace.names.intern(d));
                 let pid = self.id_number(h.pid);
                 let tid = self.id_number(h.tid);
                 self.trace.host.push(HostEvent {
@@ -552,6 +559,7 @@ impl<'t> KinetoSink<'t> {
                     external_id: h.external_id,
                     input_dims,
                     input_types,
+                    concrete_inputs,
                 });
             }
         }

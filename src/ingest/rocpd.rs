@@ -172,6 +172,7 @@ impl Reader for RocpdReader {
                     external_id: 0,
                     input_dims: NameId::NONE,
                     input_types: NameId::NONE,
+                    concrete_inputs: NameId::NONE,
                 });
             }
         }

@@ -529,6 +529,7 @@ pub(super) fn read_csv(
                     external_id: 0,
                     input_dims: NameId::NONE,
                     input_types: NameId::NONE,
+                    concrete_inputs: NameId::NONE,
                 });
             }
             _ => {

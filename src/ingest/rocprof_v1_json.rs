@@ -205,6 +205,7 @@ impl ScanSink for Sink<'_> {
                     external_id: 0,
                     input_dims: NameId::NONE,
                     input_types: NameId::NONE,
+                    concrete_inputs: NameId::NONE,
                 });
             }
         }

@@ -264,6 +264,7 @@ impl Reader for RocprofV3JsonReader {
                     external_id: 0,
                     input_dims: NameId::NONE,
                     input_types: NameId::NONE,
+                    concrete_inputs: NameId::NONE,
                 });
             }
             let mut warnings = Vec::new();

@@ -138,6 +138,8 @@ pub struct HostEvents {
     pub input_dims: Vec<NameId>,
     /// The raw `Input type` JSON of a cpu_op (`["c10::BFloat16", …]`), interned.
     pub input_types: Vec<NameId>,
+    /// The raw `Concrete Inputs` JSON of a cpu_op (scalars: strides, `is_causal`, …), interned.
+    pub concrete_inputs: Vec<NameId>,
 }
 
 /// One host event, as readers hand it to [`HostEvents::push`].
@@ -154,6 +156,7 @@ pub struct HostEvent {
     pub external_id: u64,
     pub input_dims: NameId,
     pub input_types: NameId,
+    pub concrete_inputs: NameId,
 }
 
 impl HostEvents {
@@ -172,7 +175,10 @@ impl HostEvents {
         self.correlation.extend(o.correlation);
         self.external_id.extend(o.external_id);
         self.input_dims.extend(o.input_dims.into_iter().map(&name));
-        self.input_types.extend(o.input_types.into_iter().map(name));
+        self.input_types
+            .extend(o.input_types.into_iter().map(&name));
+        self.concrete_inputs
+            .extend(o.concrete_inputs.into_iter().map(name));
     }
     /// Row `i` as one value (the inverse of [`HostEvents::push`]).
     pub fn row(&self, i: usize) -> HostEvent {
@@ -188,6 +194,7 @@ impl HostEvents {
             external_id: self.external_id[i],
             input_dims: self.input_dims[i],
             input_types: self.input_types[i],
+            concrete_inputs: self.concrete_inputs[i],
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -205,6 +212,7 @@ impl HostEvents {
         self.external_id.push(e.external_id);
         self.input_dims.push(e.input_dims);
         self.input_types.push(e.input_types);
+        self.concrete_inputs.push(e.concrete_inputs);
     }
 }
 

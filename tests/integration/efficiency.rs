@@ -210,3 +210,29 @@ fn a_tiny_gemm_is_a_low_efficiency_finding_with_its_reasons() {
         .collect();
     assert_eq!(ops, ["aten::bmm"]);
 }
+
+/// SDPA, a composite op: its FLOPs (causal: the lower triangle of each 512x512 score matrix,
+/// for QKᵀ and PV) over the time of every kernel under it, by hand.
+#[test]
+fn an_h100_causal_sdpa_checked_by_hand() {
+    let path = fixture("kineto/h100/eager_sdpa_fused.json.gz");
+    let a = analyze_path(&path);
+    let row = op(&a.ops, "aten::scaled_dot_product_attention");
+    let calls = calls(&path, "aten::scaled_dot_product_attention");
+    assert!(!calls.is_empty());
+    let flops: f64 = calls
+        .iter()
+        .map(|d| {
+            let q = &d[0]; // [B, H, L, E], self-attention: S = L, Ev = E
+            let (bh, l, e) = (q[0] * q[1], q[2], q[3]);
+            2.0 * bh as f64 * (l * (l + 1) / 2) as f64 * (2 * e) as f64
+        })
+        .sum();
+    let tflops = flops / row.total_ns as f64 / 1e3;
+    let got = row.tflops.unwrap();
+    assert!(
+        (got - tflops).abs() <= tflops * 1e-3,
+        "{got} vs {tflops} by hand"
+    );
+    assert!((row.pct_of_peak.unwrap() - tflops * 100.0 / 989.4).abs() < 0.02);
+}
