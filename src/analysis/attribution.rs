@@ -130,12 +130,34 @@ fn threads_of(
     threads
 }
 
+/// The cpu_ops of every thread, nested, and each GPU activity's innermost launching op: built
+/// once per analysis for the bucket view and the op view.
+pub struct OpIndex {
+    threads: BTreeMap<ThreadKey, Thread>,
+    owner: Vec<Option<(ThreadKey, usize)>>,
+}
+
+impl OpIndex {
+    pub fn build(trace: &Trace, links: &Links) -> OpIndex {
+        let threads = threads_of(trace, HostKind::CpuOp, |_| true);
+        let owner = if threads.is_empty() {
+            vec![None; trace.activities.len()]
+        } else {
+            let mut owners = Owners::new(&threads);
+            (0..trace.activities.len())
+                .map(|a| owners.of(trace, links, a))
+                .collect()
+        };
+        OpIndex { threads, owner }
+    }
+}
+
 /// Per activity, its bucket: the bucket of the nearest enclosing op an op rule matches
 /// (`rules/ops.toml`), else its kernel name's; and whether that op view applied (the trace has
 /// cpu_ops that launched GPU work). Inputs without ops (rocprof) keep kernel-name buckets.
 pub fn activity_buckets(
     trace: &Trace,
-    links: &Links,
+    index: &OpIndex,
     rules: &RuleSet,
     classified: &Classified,
 ) -> (Vec<Bucket>, bool) {
@@ -143,19 +165,17 @@ pub fn activity_buckets(
     let mut out: Vec<Bucket> = (0..acts.len())
         .map(|a| classified.get(acts.name[a]).bucket)
         .collect();
-    let threads = threads_of(trace, HostKind::CpuOp, |_| true);
-    if threads.is_empty() {
+    if index.threads.is_empty() {
         return (out, false);
     }
     let decides = trace.names.per_name(|n| rules.ops.bucket_of(n));
-    let mut owners = Owners::new(&threads);
     let mut applied = false;
     for (a, bucket) in out.iter_mut().enumerate() {
-        let Some((key, k)) = owners.of(trace, links, a) else {
+        let Some((key, k)) = index.owner[a] else {
             continue;
         };
         applied = true;
-        let t = &threads[&key];
+        let t = &index.threads[&key];
         let mut cur = Some(k);
         while let Some(i) = cur {
             if let Some(b) = decides[trace.host.name[t.ops[i]].index()] {
@@ -170,13 +190,13 @@ pub fn activity_buckets(
 
 pub fn ops(
     trace: &Trace,
-    links: &Links,
+    index: &OpIndex,
     classified: &Classified,
     buckets: &[Bucket],
     in_scope: &[bool],
 ) -> Vec<OpRow> {
     let host = &trace.host;
-    let threads = threads_of(trace, HostKind::CpuOp, |_| true);
+    let threads = &index.threads;
 
     #[derive(Default)]
     struct Acc {
@@ -204,16 +224,16 @@ pub fn ops(
     let mut calls: BTreeMap<usize, Option<Call>> = BTreeMap::new();
     // Composite ops (SDPA, convolution) around the launching op, by call.
     let mut composites: BTreeMap<usize, Option<Call>> = BTreeMap::new();
+    let composite_name = trace.names.per_name(efficiency::is_composite);
     let mut device_peaks: HashMap<(u32, u32), Option<&efficiency::DevicePeaks>> =
         HashMap::default();
     let mut acc: BTreeMap<NameId, Acc> = BTreeMap::new();
     let mut no_op = Acc::default();
-    let mut owners = Owners::new(&threads);
     let acts = &trace.activities;
     for a in (0..acts.len()).filter(|&a| in_scope[a]) {
         let dur = acts.dur_ns[a];
         let bucket = buckets[a];
-        let Some((key, k)) = owners.of(trace, links, a) else {
+        let Some((key, k)) = index.owner[a] else {
             no_op.self_ns += dur;
             no_op.total_ns += dur;
             no_op.launches += 1;
@@ -274,7 +294,7 @@ pub fn ops(
             // A composite op (SDPA, convolution) whose FLOPs its shapes give: its kernels,
             // launched by the ops inside it, are its time.
             let outer = t.ops[i];
-            if i != k || !calls.get(&h).is_some_and(|c| c.is_some()) {
+            if composite_name[name.index()] {
                 let composite = composites.entry(outer).or_insert_with(|| {
                     let dims = host.input_dims[outer];
                     let flops = (dims != NameId::NONE)

@@ -155,6 +155,14 @@ fn int_list(s: &str) -> Option<Vec<i64>> {
         .collect()
 }
 
+/// Ops [`composite_flops`] knows.
+pub fn is_composite(op: &str) -> bool {
+    matches!(
+        op,
+        "aten::scaled_dot_product_attention" | "aten::convolution"
+    )
+}
+
 /// FLOPs of one call of a composite op whose kernels its children launch: the forward of
 /// `aten::scaled_dot_product_attention` (QKᵀ and PV; causal masking halves the pairs; grouped
 /// K/V heads count the query heads) and `aten::convolution` (not transposed).

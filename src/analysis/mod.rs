@@ -251,9 +251,19 @@ fn busy_ends(trace: &Trace, links: &Links) -> Vec<i64> {
 pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analysis {
     let classified = rules.classify_trace(trace);
     let links = Links::build(trace);
+    // Independent indexes over the host events, built side by side.
+    let (op_index, (steps, timelines)) = rayon::join(
+        || attribution::OpIndex::build(trace, &links),
+        || {
+            rayon::join(
+                || Steps::find(trace, &links),
+                || HostTimeline::build_all(trace, opts.dispatch_threshold_ns),
+            )
+        },
+    );
+    let mut steps = steps;
     let (activity_buckets, op_view) =
-        attribution::activity_buckets(trace, &links, rules, &classified);
-    let mut steps = Steps::find(trace, &links);
+        attribution::activity_buckets(trace, &op_index, rules, &classified);
     let selecting = steps.select(opts.steps, opts.skip_warmup);
     let acts = &trace.activities;
     let in_scope: Vec<bool> = (0..acts.len())
@@ -355,7 +365,6 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             .or_default()
             .push(acts.ts_ns[a], ends[a], bucket);
     }
-    let timelines = HostTimeline::build_all(trace, opts.dispatch_threshold_ns);
     // Per input: the window spanned by its kept steps, or None without steps.
     let step_span: Vec<Option<(i64, i64)>> = (0..trace.inputs.len())
         .map(|i| {
@@ -459,7 +468,8 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         bucket_view: if op_view { "ops" } else { "kernels" },
     };
     let kernel_counters = hardware::kernel_counters(trace, &classified);
-    let ops = attribution::ops(trace, &links, &classified, &activity_buckets, &in_scope);
+    let ops = attribution::ops(trace, &op_index, &classified, &activity_buckets, &in_scope);
+    drop(op_index);
     let ctx = Context {
         trace,
         rules,

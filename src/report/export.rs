@@ -33,8 +33,9 @@ pub fn write<W: Write + Send>(
     let classified = rules.classify_trace(trace);
     let links = Links::build(trace);
     // The feed's buckets: the launching op's where an op rule decides.
+    let index = crate::analysis::attribution::OpIndex::build(trace, &links);
     let (buckets, _) =
-        crate::analysis::attribution::activity_buckets(trace, &links, rules, &classified);
+        crate::analysis::attribution::activity_buckets(trace, &index, rules, &classified);
     let steps = Steps::find(trace, &links);
     let acts = &trace.activities;
     let batch = |from: usize, to: usize| -> Result<DataFrame, PolarsError> {
