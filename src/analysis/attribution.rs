@@ -191,6 +191,7 @@ pub fn activity_buckets(
 pub fn ops(
     trace: &Trace,
     index: &OpIndex,
+    devices: &[efficiency::DevicePeaks],
     classified: &Classified,
     buckets: &[Bucket],
     in_scope: &[bool],
@@ -264,7 +265,7 @@ pub fn ops(
                         .devices
                         .iter()
                         .find(|d| d.id == acts.device[a])
-                        .and_then(|d| efficiency::device_for(&d.name))
+                        .and_then(|d| efficiency::find_device(devices, &d.name))
                 });
             // fp32 inputs run on tensor cores as TF32 unless the kernel is a SIMT fp32 GEMM.
             let dtype = match dtype {
@@ -314,7 +315,7 @@ pub fn ops(
                                 .devices
                                 .iter()
                                 .find(|d| d.id == acts.device[a])
-                                .and_then(|d| efficiency::device_for(&d.name))
+                                .and_then(|d| efficiency::find_device(devices, &d.name))
                         });
                     let dtype = match dtype {
                         efficiency::Dtype::Fp32 if peaks.is_some_and(|p| p.tf32.is_some()) => {

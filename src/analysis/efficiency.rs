@@ -38,10 +38,42 @@ pub fn devices() -> &'static [DevicePeaks] {
     &DEVICES
 }
 
+/// The device table: `devices.toml` of the `--rules` directories first (a user's entry for a
+/// device wins over the built-in one), then the built-in table.
+pub fn load_devices(
+    extra_dirs: &[std::path::PathBuf],
+) -> Result<Vec<DevicePeaks>, crate::error::RuleError> {
+    let mut out = Vec::new();
+    for dir in extra_dirs {
+        let file = dir.join("devices.toml");
+        if !file.is_file() {
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(&file).map_err(|source| crate::error::RuleError::Read {
+                file: file.clone(),
+                source,
+            })?;
+        let table: DeviceTable =
+            toml::from_str(&text).map_err(|e| crate::error::RuleError::Parse {
+                file: file.clone(),
+                message: e.to_string(),
+            })?;
+        out.extend(table.device);
+    }
+    out.extend(DEVICES.iter().cloned());
+    Ok(out)
+}
+
 /// The peaks of a device by its name in the trace (or its gfx arch), if the table knows it.
 pub fn device_for(name: &str) -> Option<&'static DevicePeaks> {
+    find_device(&DEVICES, name)
+}
+
+/// The first entry of `table` matching a device name (or gfx arch).
+pub fn find_device<'t>(table: &'t [DevicePeaks], name: &str) -> Option<&'t DevicePeaks> {
     let lower = name.to_lowercase();
-    DEVICES.iter().find(|d| {
+    table.iter().find(|d| {
         d.names.iter().any(|n| lower.contains(&n.to_lowercase()))
             || d.archs.iter().any(|a| lower.contains(a.as_str()))
     })

@@ -468,7 +468,14 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         bucket_view: if op_view { "ops" } else { "kernels" },
     };
     let kernel_counters = hardware::kernel_counters(trace, &classified);
-    let ops = attribution::ops(trace, &op_index, &classified, &activity_buckets, &in_scope);
+    let ops = attribution::ops(
+        trace,
+        &op_index,
+        &rules.devices,
+        &classified,
+        &activity_buckets,
+        &in_scope,
+    );
     drop(op_index);
     let ctx = Context {
         trace,

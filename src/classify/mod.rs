@@ -79,6 +79,9 @@ pub struct RuleSet {
     pub rules: Vec<Rule>,
     /// Buckets that the launching op decides (`rules/ops.toml`).
     pub ops: ops::OpRules,
+    /// Device peaks for GEMM efficiency (`rules/devices.toml`, after any `devices.toml` of
+    /// the `--rules` directories).
+    pub devices: Vec<crate::analysis::efficiency::DevicePeaks>,
     pub libraries: Vec<Library>,
     set: RegexSet,
     regexes: Vec<Regex>,
@@ -133,6 +136,7 @@ impl RuleSet {
         let rs = RuleSet {
             rules,
             ops: ops::OpRules::builtin()?,
+            devices: crate::analysis::efficiency::load_devices(extra_dirs)?,
             libraries,
             set,
             regexes,

@@ -236,3 +236,28 @@ fn an_h100_causal_sdpa_checked_by_hand() {
     );
     assert!((row.pct_of_peak.unwrap() - tflops * 100.0 / 989.4).abs() < 0.02);
 }
+
+/// A `devices.toml` in a `--rules` directory overrides the built-in peaks for a device.
+#[test]
+fn a_user_device_table_overrides_the_builtin_peaks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("devices.toml"),
+        "schema = 1\n[[device]]\nmodel = \"our H100 at a lower clock\"\nnames = [\"H100\"]\nbf16 = 494.7\nsource = \"measured on our cluster\"\n",
+    )
+    .unwrap();
+    let path = fixture("kineto/h100/eager_manual_attn.json.gz");
+    let builtin = analyze_path(&path);
+    let rules = rocprof_classify::classify::RuleSet::load(&[dir.path().to_path_buf()]).unwrap();
+    let trace =
+        rocprof_classify::ingest::read_all(std::slice::from_ref(&path), &Default::default())
+            .unwrap();
+    let user = rocprof_classify::analysis::analyze(&trace, &rules, &Default::default());
+    let (a, b) = (op(&builtin.ops, "aten::mm"), op(&user.ops, "aten::mm"));
+    assert_eq!(a.tflops, b.tflops, "the same work");
+    // Half the peak: twice the share (989.4 / 494.7).
+    let ratio = b.pct_of_peak.unwrap() / a.pct_of_peak.unwrap();
+    assert!((ratio - 2.0).abs() < 0.01, "{ratio}");
+    // The classification rules are untouched by the extra file.
+    assert_eq!(rules.rules.len(), crate::common::rules().rules.len());
+}
