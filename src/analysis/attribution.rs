@@ -195,7 +195,7 @@ pub fn ops(
     classified: &Classified,
     buckets: &[Bucket],
     in_scope: &[bool],
-) -> Vec<OpRow> {
+) -> (Vec<OpRow>, Vec<ShapeRow>) {
     let host = &trace.host;
     let threads = &index.threads;
 
@@ -218,7 +218,9 @@ pub fn ops(
     /// its kernels' time.
     struct Call {
         op: NameId,
+        dims: NameId,
         flops: f64,
+        bytes: Option<f64>,
         peak_tflops: Option<f64>,
         ns: i64,
     }
@@ -279,7 +281,13 @@ pub fn ops(
             };
             Some(Call {
                 op: host.name[h],
+                dims,
                 flops,
+                bytes: efficiency::gemm_bytes(
+                    trace.names.get(host.name[h]),
+                    trace.names.get(dims),
+                    dtype,
+                ),
                 peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
                 ns: 0,
             })
@@ -325,7 +333,9 @@ pub fn ops(
                     };
                     Some(Call {
                         op: name,
+                        dims,
                         flops,
+                        bytes: None,
                         peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
                         ns: 0,
                     })
@@ -343,11 +353,34 @@ pub fn ops(
             cur = t.parent[i];
         }
     }
+    #[derive(Default)]
+    struct ShapeAcc {
+        calls: u64,
+        ns: i64,
+        flops: f64,
+        bytes: Option<f64>,
+        flops_at_known_peak: f64,
+        peak_flops: f64,
+    }
+    let mut by_shape: BTreeMap<(NameId, NameId), ShapeAcc> = BTreeMap::new();
     for c in calls
         .into_values()
         .chain(composites.into_values())
         .flatten()
     {
+        let sh = by_shape.entry((c.op, c.dims)).or_default();
+        sh.calls += 1;
+        sh.ns += c.ns;
+        sh.flops += c.flops;
+        sh.bytes = match (sh.bytes, c.bytes) {
+            (Some(a), Some(b)) => Some(a + b),
+            (None, b) if sh.calls == 1 => b,
+            _ => None,
+        };
+        if let Some(p) = c.peak_tflops {
+            sh.flops_at_known_peak += c.flops;
+            sh.peak_flops += c.ns as f64 * p * 1e3;
+        }
         let e = acc.entry(c.op).or_default();
         e.flops += c.flops;
         e.gemm_ns += c.ns;
@@ -398,7 +431,40 @@ pub fn ops(
             .then(b.total_ns.cmp(&a.total_ns))
             .then(a.name.cmp(&b.name))
     });
-    rows
+    let mut shapes: Vec<ShapeRow> = by_shape
+        .into_iter()
+        .filter(|(_, a)| a.ns > 0)
+        .map(|((op, dims), a)| ShapeRow {
+            op: trace.names.get(op).to_string(),
+            shapes: compact_dims(trace.names.get(dims)),
+            calls: a.calls,
+            ns: a.ns,
+            tflops: (a.flops / a.ns as f64 / 1e3 * 1e3).round() / 1e3,
+            pct_of_peak: (a.peak_flops > 0.0)
+                .then(|| (a.flops_at_known_peak * 100.0 / a.peak_flops * 100.0).round() / 100.0),
+            // Bytes per ns = GB/s.
+            gbps: a.bytes.map(|b| (b / a.ns as f64 * 10.0).round() / 10.0),
+        })
+        .collect();
+    shapes.sort_by(|a, b| {
+        b.ns.cmp(&a.ns)
+            .then(a.op.cmp(&b.op))
+            .then(a.shapes.cmp(&b.shapes))
+    });
+    (rows, shapes)
+}
+
+/// One GEMM or composite op at one shape (the feed's `op_shapes`): its calls, the time of their
+/// kernels, achieved TFLOP/s, share of peak and the GB/s of the operands and result.
+#[derive(Clone, Debug, Serialize)]
+pub struct ShapeRow {
+    pub op: String,
+    pub shapes: String,
+    pub calls: u64,
+    pub ns: i64,
+    pub tflops: f64,
+    pub pct_of_peak: Option<f64>,
+    pub gbps: Option<f64>,
 }
 
 /// One row of the feed's `modules` or `sources`.

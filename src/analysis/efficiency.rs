@@ -187,6 +187,31 @@ fn int_list(s: &str) -> Option<Vec<i64>> {
         .collect()
 }
 
+/// Bytes a GEMM call moves at least once: both operands read, the result written.
+pub fn gemm_bytes(op: &str, input_dims: &str, dtype: Dtype) -> Option<f64> {
+    let dims = dims_of(input_dims)?;
+    let (a, b) = match op {
+        "aten::addmm" | "aten::baddbmm" | "aten::_addmm_activation" => (dims.get(1)?, dims.get(2)?),
+        _ => (dims.first()?, dims.get(1)?),
+    };
+    let (k, n) = (
+        *a.last()?,
+        if op == "aten::linear" {
+            *b.first()?
+        } else {
+            *b.last()?
+        },
+    );
+    let rows: i64 = a[..a.len().checked_sub(1)?].iter().product();
+    let weights: i64 = b.iter().product();
+    let elem = match dtype {
+        Dtype::Fp8 => 1.0,
+        Dtype::Bf16 | Dtype::Fp16 => 2.0,
+        Dtype::Fp32 | Dtype::Tf32 => 4.0,
+    };
+    Some(elem * (rows * k + weights + rows * n) as f64)
+}
+
 /// Ops [`composite_flops`] knows.
 pub fn is_composite(op: &str) -> bool {
     matches!(

@@ -129,6 +129,8 @@ pub struct Analysis {
     pub ranks: Vec<RankView>,
     /// GPU time by launching op (complete: the `self_ns` add up to `summary.kernel_ns`).
     pub ops: Vec<attribution::OpRow>,
+    /// GEMM and composite ops per input shape, with their efficiency.
+    pub op_shapes: Vec<attribution::ShapeRow>,
     /// GPU time by `nn.Module` and by user source line (traces recorded with `with_stack`).
     pub modules: Vec<attribution::FrameRow>,
     pub sources: Vec<attribution::FrameRow>,
@@ -468,7 +470,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         bucket_view: if op_view { "ops" } else { "kernels" },
     };
     let kernel_counters = hardware::kernel_counters(trace, &classified);
-    let ops = attribution::ops(
+    let (ops, op_shapes) = attribution::ops(
         trace,
         &op_index,
         &rules.devices,
@@ -524,6 +526,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         plan: Default::default(),
         ranks: Vec::new(),
         ops: ctx.ops,
+        op_shapes,
         modules,
         sources,
         kernel_counters: ctx.kernel_counters,

@@ -33,6 +33,7 @@ struct Feed<'a> {
     next_level: Option<u8>,
     ranks: &'a [RankView],
     ops: &'a [OpRow],
+    op_shapes: &'a [crate::analysis::attribution::ShapeRow],
     modules: &'a [FrameRow],
     sources: &'a [FrameRow],
     /// Per analyzed step: its window and partition (an addition to FEED.md's fields).
@@ -61,6 +62,7 @@ pub fn render(a: &Analysis) -> Vec<u8> {
         next_level: a.plan.next_level,
         ranks: &a.ranks,
         ops: &a.ops,
+        op_shapes: &a.op_shapes,
         modules: &a.modules,
         sources: &a.sources,
         step_breakdown: &a.step_breakdown,

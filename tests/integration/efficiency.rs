@@ -261,3 +261,32 @@ fn a_user_device_table_overrides_the_builtin_peaks() {
     // The classification rules are untouched by the extra file.
     assert_eq!(rules.rules.len(), crate::common::rules().rules.len());
 }
+
+/// The per-shape view: each GEMM shape's FLOPs and bytes over its kernels' time, by hand.
+#[test]
+fn op_shapes_give_each_gemm_shape_its_rate() {
+    let a = analyze_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
+    let row = a
+        .op_shapes
+        .iter()
+        .find(|r| r.op == "aten::mm" && r.shapes == "[[4096,1024],[1024,4096]]")
+        .expect("the up-projection shape");
+    let (m, k, n) = (4096.0, 1024.0, 4096.0);
+    let tflops = 2.0 * m * k * n * row.calls as f64 / row.ns as f64 / 1e3;
+    assert!(
+        (row.tflops - tflops).abs() <= tflops * 1e-3,
+        "{} vs {tflops}",
+        row.tflops
+    );
+    let gbps = (m * k + k * n + m * n) * 2.0 * row.calls as f64 / row.ns as f64;
+    assert!((row.gbps.unwrap() - gbps).abs() <= gbps * 1e-3);
+    // The shapes of an op add up to the op.
+    let mm = op(&a.ops, "aten::mm");
+    let ns: i64 = a
+        .op_shapes
+        .iter()
+        .filter(|r| r.op == "aten::mm")
+        .map(|r| r.ns)
+        .sum();
+    assert_eq!(ns, mm.self_ns);
+}
