@@ -364,6 +364,23 @@ fn render_attribution(b: &mut String, a: &Analysis) {
         );
     }
     let _ = writeln!(b, "</tbody></table>");
+    if !a.op_shapes.is_empty() {
+        let _ = writeln!(b, "<h3>GEMM, attention and convolution shapes</h3><table class=\"sortable\"><thead><tr><th>op</th><th>shapes</th><th>calls</th><th>time</th><th>TFLOP/s</th><th>% of peak</th><th>GB/s</th></tr></thead><tbody>");
+        for r in &a.op_shapes {
+            let _ = writeln!(
+                b,
+                "<tr><td><code>{}</code></td><td><code>{}</code></td><td class=\"n\">{}</td>{}<td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                esc(&r.op),
+                esc(&r.shapes),
+                r.calls,
+                num(r.ns),
+                r.tflops,
+                opt(r.pct_of_peak, 1),
+                opt(r.gbps, 0)
+            );
+        }
+        let _ = writeln!(b, "</tbody></table>");
+    }
     for (rows, what) in [(&a.modules, "Modules"), (&a.sources, "Source lines")] {
         if rows.is_empty() {
             continue;
