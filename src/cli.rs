@@ -98,6 +98,11 @@ pub struct AnalysisArgs {
     #[arg(long, value_name = "US", default_value_t = 50.0)]
     pub dispatch_threshold_us: f64,
 
+    /// Refuse a .gz input that expands to more than this many times its size (and 256 MiB) as a
+    /// decompression bomb.
+    #[arg(long, value_name = "RATIO", default_value_t = crate::ingest::MAX_GUNZIP_RATIO)]
+    pub max_gunzip_ratio: u64,
+
     /// torch.compile's log of the same run (TORCH_LOGS="graph_breaks,recompiles" stderr):
     /// graph breaks and recompiles get their reason, user-code line and fix. Repeatable; a log
     /// given as an input path is recognized too.
@@ -379,6 +384,7 @@ fn analyze_and_keep(
                     strict: args.strict,
                     force: args.input_format.format(),
                     progress: bar.clone().map(rocprof_classify_progress),
+                    max_gunzip_ratio: Some(args.max_gunzip_ratio),
                     ..Default::default()
                 },
             )

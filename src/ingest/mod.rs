@@ -43,6 +43,8 @@ pub struct ReadOptions {
     /// files at once as there are worker threads, which keeps every core busy already (the
     /// extra thread and its batch copies would only cost).
     pub one_thread_per_file: bool,
+    /// Decompression-bomb ratio for gzip inputs (None: [`MAX_GUNZIP_RATIO`]).
+    pub max_gunzip_ratio: Option<u64>,
 }
 
 impl ReadOptions {
@@ -225,8 +227,49 @@ pub fn open(path: &Path) -> Result<Source, IngestError> {
     open_with_progress(path, None)
 }
 
+/// A gzip input may expand to this many times its compressed size (and at least
+/// [`MIN_GUNZIP_LIMIT`] bytes) before it is refused as a decompression bomb; real traces expand
+/// 10-30x. `--max-gunzip-ratio` raises it.
+pub const MAX_GUNZIP_RATIO: u64 = 200;
+/// Any gzip input may expand to at least this many bytes.
+pub const MIN_GUNZIP_LIMIT: u64 = 256 << 20;
+
+/// Fails the read once more than `limit` decompressed bytes have come through.
+struct Capped<R> {
+    inner: R,
+    read: u64,
+    limit: u64,
+    ratio: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.limit {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!(
+                    "the gzip data expands past {} bytes, over {}x its compressed size: refused as a decompression bomb (--max-gunzip-ratio raises the limit)",
+                    self.limit, self.ratio
+                ),
+            ));
+        }
+        Ok(n)
+    }
+}
+
 /// [`open`], reporting the file bytes read to `progress`.
 pub fn open_with_progress(path: &Path, progress: Option<&Progress>) -> Result<Source, IngestError> {
+    open_with(path, progress, MAX_GUNZIP_RATIO)
+}
+
+/// [`open_with_progress`] with the decompression-bomb ratio of [`MAX_GUNZIP_RATIO`].
+pub fn open_with(
+    path: &Path,
+    progress: Option<&Progress>,
+    max_gunzip_ratio: u64,
+) -> Result<Source, IngestError> {
     let stdin = path.as_os_str() == "-";
     let label = if stdin {
         "<stdin>".to_string()
@@ -257,7 +300,23 @@ pub fn open_with_progress(path: &Path, progress: Option<&Progress>) -> Result<So
     let rest = Cursor::new(magic[..n].to_vec()).chain(raw);
     let gzip = n == 2 && magic == [0x1f, 0x8b];
     let mut reader: Box<dyn Read + Send> = if gzip {
-        Box::new(BufReader::with_capacity(1 << 20, MultiGzDecoder::new(rest)))
+        let compressed = if stdin {
+            0
+        } else {
+            std::fs::metadata(path).map_or(0, |m| m.len())
+        };
+        let limit = compressed
+            .saturating_mul(max_gunzip_ratio)
+            .max(MIN_GUNZIP_LIMIT);
+        Box::new(BufReader::with_capacity(
+            1 << 20,
+            Capped {
+                inner: MultiGzDecoder::new(rest),
+                read: 0,
+                limit,
+                ratio: max_gunzip_ratio,
+            },
+        ))
     } else {
         Box::new(rest)
     };
@@ -465,7 +524,11 @@ fn read_one(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(), In
             return rocprof_compute::read_rocprof_compute_dir(path, &workload, trace, opts);
         }
     }
-    let src = open_with_progress(path, opts.progress.as_ref())?;
+    let src = open_with(
+        path,
+        opts.progress.as_ref(),
+        opts.max_gunzip_ratio.unwrap_or(MAX_GUNZIP_RATIO),
+    )?;
     let reader = match opts.force {
         Some(f) => readers
             .iter()

@@ -166,3 +166,49 @@ fn quiet_silences_the_warning_but_not_the_feed() {
     assert!(err.is_empty(), "{err}");
     assert_eq!(feed["inputs"][0]["truncated"], true);
 }
+
+/// A .gz that expands past 200x its size (and 256 MiB) is refused as a decompression bomb, with
+/// the file and the offset, exit 2; `--max-gunzip-ratio` raises the limit.
+#[test]
+fn a_decompression_bomb_is_refused() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("bomb.json.gz");
+    // One gzip member per MiB of blanks, the same member 300 times (gzip allows a stream of
+    // members): 300 MiB from a few hundred kilobytes, made in no time.
+    let member = |data: &[u8]| {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(data).unwrap();
+        gz.finish().unwrap()
+    };
+    let mut file = std::fs::File::create(&bomb).unwrap();
+    file.write_all(&member(br#"{"traceEvents": ["#)).unwrap();
+    let blanks = member(&vec![b' '; 1 << 20]);
+    for _ in 0..300 {
+        file.write_all(&blanks).unwrap();
+    }
+    drop(file);
+    let size = std::fs::metadata(&bomb).unwrap().len();
+    assert!(
+        size * 200 < 1 << 30,
+        "the test file must expand more than 200x: {size}"
+    );
+    let out = crate::common::bin().arg(&bomb).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bomb.json.gz") && err.contains("decompression bomb"),
+        "{err}"
+    );
+    assert!(err.contains("byte "), "names the offset: {err}");
+    assert!(out.stdout.is_empty());
+    // Raised: read to the end (an unfinished document: a truncation warning, no events).
+    let out = crate::common::bin()
+        .arg(&bomb)
+        .args(["--max-gunzip-ratio", "100000", "--json", "-"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("decompression bomb"), "{err}");
+    assert!(err.contains("truncated"), "{err}");
+}
