@@ -266,7 +266,10 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     let mut steps = steps;
     let (activity_buckets, op_view) =
         attribution::activity_buckets(trace, &op_index, rules, &classified);
-    let selecting = steps.select(opts.steps, opts.skip_warmup);
+    let mut selecting = steps.select(opts.steps, opts.skip_warmup);
+    // A cut trace's last steps lack their GPU work: leave them out, and say so.
+    let unfinished = steps.drop_unfinished(trace, &links);
+    selecting |= !unfinished.is_empty();
     let acts = &trace.activities;
     let in_scope: Vec<bool> = (0..acts.len())
         .map(|a| {
@@ -510,8 +513,21 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             )
         },
     );
+    let mut inputs = trace.inputs.clone();
+    for (input, numbers) in &unfinished {
+        inputs[*input].warnings.push(format!(
+            "left out {} step(s) the cut left unfinished (#{}{}): their kernels are missing",
+            numbers.len(),
+            numbers[0],
+            if numbers.len() > 1 {
+                format!("..#{}", numbers[numbers.len() - 1])
+            } else {
+                String::new()
+            }
+        ));
+    }
     Analysis {
-        inputs: trace.inputs.clone(),
+        inputs,
         time_partition: partition::rows(&ctx.partition, ctx.window_ns),
         summary: ctx.summary,
         buckets: ctx.buckets,

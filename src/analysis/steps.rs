@@ -155,6 +155,70 @@ impl Steps {
         range.is_some() || skip_warmup
     }
 
+    /// In a truncated input, leaves out the steps the cut left unfinished, from the first one to
+    /// the last: a step with a kernel launch whose kernel is missing (files that write the GPU
+    /// records after the host's), or whose CPU range ends after the last event the file kept
+    /// (files in time order). Returns the step numbers left out, per input.
+    pub fn drop_unfinished(&mut self, trace: &Trace, links: &Links) -> Vec<(usize, Vec<u64>)> {
+        let host = &trace.host;
+        let mut launched = vec![false; host.len()];
+        for h in links.launch.iter().flatten() {
+            launched[*h as usize] = true;
+        }
+        let is_launch = trace.names.per_name(|n| n.contains("Launch"));
+        let mut out = Vec::new();
+        for (input, meta) in trace.inputs.iter().enumerate() {
+            if !meta.truncated || self.per_input[input].is_empty() {
+                continue;
+            }
+            let steps = &self.per_input[input];
+            let mut first_unfinished: Option<usize> = None;
+            for h in 0..host.len() {
+                if host.input[h] as usize != input
+                    || launched[h]
+                    || host.correlation[h] == 0
+                    || !matches!(host.kind[h], HostKind::Runtime | HostKind::Driver)
+                    || !is_launch[host.name[h].index()]
+                {
+                    continue;
+                }
+                let t = host.ts_ns[h];
+                let k = steps.partition_point(|s| s.cpu_start_ns <= t);
+                if k > 0 && steps[k - 1].contains_cpu(t) {
+                    first_unfinished = Some(first_unfinished.map_or(k - 1, |f| f.min(k - 1)));
+                }
+            }
+            // Traces written in time order lose a step's tail, launches and kernels alike: a
+            // step whose CPU range ends after the last event the file kept is unfinished.
+            let last_seen = (0..host.len())
+                .filter(|&h| host.input[h] as usize == input)
+                .map(|h| host.ts_ns[h])
+                .chain(
+                    (0..trace.activities.len())
+                        .filter(|&a| trace.activities.input[a] as usize == input)
+                        .map(|a| trace.activities.ts_ns[a]),
+                )
+                .max()
+                .unwrap_or(i64::MAX);
+            if let Some(k) = steps.iter().position(|s| s.cpu_end_ns > last_seen) {
+                first_unfinished = Some(first_unfinished.map_or(k, |f| f.min(k)));
+            }
+            if let Some(f) = first_unfinished {
+                let mut numbers = Vec::new();
+                for (step, kept) in steps[f..].iter().zip(&mut self.selected[input][f..]) {
+                    if *kept {
+                        *kept = false;
+                        numbers.push(step.number);
+                    }
+                }
+                if !numbers.is_empty() {
+                    out.push((input, numbers));
+                }
+            }
+        }
+        out
+    }
+
     /// The kept steps of one input.
     pub fn kept(&self, input: usize) -> impl Iterator<Item = (usize, &StepWindow)> {
         self.per_input[input]

@@ -212,3 +212,87 @@ fn a_decompression_bomb_is_refused() {
     assert!(!err.contains("decompression bomb"), "{err}");
     assert!(err.contains("truncated"), "{err}");
 }
+
+/// Every h100 trace cut at 50% and at 99% of its bytes: every output format says it is
+/// truncated, and at 99% the bucket shares stay within 2 points of the whole trace's.
+#[test]
+fn every_h100_trace_cut_short_is_reported_as_truncated() {
+    use std::io::Read;
+    let Some(shared) = crate::common::shared() else {
+        eprintln!("skipped: ../shared is absent");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut traces: Vec<_> = std::fs::read_dir(shared.join("traces/h100"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    traces.sort();
+    assert!(traces.len() >= 9);
+    let shares = |feed: &serde_json::Value| -> std::collections::BTreeMap<String, f64> {
+        feed["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    b["bucket"].as_str().unwrap().to_string(),
+                    b["pct"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let run = |path: &std::path::Path| -> (serde_json::Value, [String; 3]) {
+        let out = |ext: &str| dir.path().join(format!("out.{ext}"));
+        let table = crate::common::bin()
+            .arg(path)
+            .args(["--color", "never", "--json"])
+            .arg(out("json"))
+            .arg("--markdown")
+            .arg(out("md"))
+            .arg("--html")
+            .arg(out("html"))
+            .output()
+            .unwrap();
+        assert_eq!(table.status.code(), Some(0), "{}", path.display());
+        let read = |p: std::path::PathBuf| std::fs::read_to_string(p).unwrap();
+        let feed = crate::common::assert_valid_feed(read(out("json")).as_bytes());
+        (
+            feed,
+            [
+                String::from_utf8(table.stdout).unwrap(),
+                read(out("md")),
+                read(out("html")),
+            ],
+        )
+    };
+    for trace in &traces {
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(trace).unwrap())
+            .read_to_end(&mut text)
+            .unwrap();
+        let (whole, _) = run(trace);
+        assert_eq!(whole["inputs"][0]["truncated"], false);
+        for pct in [50, 99] {
+            let cut = dir.path().join(format!("cut{pct}.json"));
+            std::fs::write(&cut, &text[..text.len() * pct / 100]).unwrap();
+            let (feed, reports) = run(&cut);
+            let name = trace.file_name().unwrap().to_string_lossy();
+            assert_eq!(feed["inputs"][0]["truncated"], true, "{name} at {pct}%");
+            for (r, what) in reports.iter().zip(["table", "markdown", "html"]) {
+                assert!(
+                    r.to_lowercase().contains("truncated"),
+                    "{name} at {pct}%: {what}"
+                );
+            }
+            if pct == 99 {
+                let (a, b) = (shares(&whole), shares(&feed));
+                for (bucket, p) in &a {
+                    let q = b.get(bucket).copied().unwrap_or(0.0);
+                    assert!((p - q).abs() <= 2.0, "{name}: {bucket} {p} vs {q} at 99%");
+                }
+            }
+        }
+    }
+}
