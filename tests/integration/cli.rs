@@ -466,3 +466,65 @@ fn feeds_do_not_depend_on_the_scanner_window() {
         }
     }
 }
+
+/// Rules safety: a user rule with an invalid or pathological (oversized) regex, a duplicate
+/// id, an unknown bucket or a failing example is rejected, naming the file, the rule and why,
+/// both by `rules check` and when analyzing with `--rules`.
+#[test]
+fn unsafe_user_rules_are_rejected_with_file_rule_and_reason() {
+    let rule = |id: &str, bucket: &str, pattern: &str, example: &str| {
+        format!(
+            "[[rule]]\nid = '{id}'\nbucket = '{bucket}'\nfamily = 'f'\npattern = '{pattern}'\npriority = 50\nmatch = ['{example}']\n"
+        )
+    };
+    let cases: Vec<(&str, String, &[&str])> = vec![
+        (
+            "invalid regex",
+            rule("u.bad-regex", "gemm", "(unclosed", "x"),
+            &["u.bad-regex", "pattern"],
+        ),
+        (
+            "pathological regex",
+            rule("u.huge", "gemm", "(a{1000}){1000}", "a"),
+            &["u.huge", "pattern"],
+        ),
+        (
+            "unknown bucket",
+            rule("u.bucket", "gpu", "^x", "x"),
+            &["bucket"],
+        ),
+        (
+            "failing example",
+            rule("u.example", "gemm", "^mygemm", "notmygemm"),
+            &["u.example", "notmygemm"],
+        ),
+        (
+            "duplicate id",
+            format!(
+                "{}{}",
+                rule("u.twice", "gemm", "^a", "a"),
+                rule("u.twice", "gemm", "^b", "b")
+            ),
+            &["u.twice", "duplicate"],
+        ),
+    ];
+    for (what, body, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mine.toml"), format!("schema = 1\n{body}")).unwrap();
+        for args in [vec!["rules", "check"], vec![]] {
+            let mut cmd = bin();
+            cmd.args(&args);
+            if args.is_empty() {
+                cmd.arg(fixture(MANUAL)).arg("--rules");
+            }
+            let out = cmd.arg(dir.path()).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{what} {args:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("mine.toml"), "{what}: {err}");
+            for e in expected {
+                assert!(err.contains(e), "{what}: {e} not in {err}");
+            }
+            assert!(out.stdout.is_empty(), "{what}: no report on a rules error");
+        }
+    }
+}
