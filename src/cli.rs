@@ -430,6 +430,14 @@ fn analyze_and_keep(
     };
     let read_done = std::time::Instant::now();
     let mut analysis = analyze_with_ranks(&trace, &rules, &opts);
+    // What the analysis added (steps a cut left unfinished), on stderr like the readers' warnings.
+    if !global.quiet {
+        for (before, after) in trace.inputs.iter().zip(&analysis.inputs) {
+            for w in after.warnings.iter().skip(before.warnings.len()) {
+                eprintln!("warning: {}: {w}", after.path);
+            }
+        }
+    }
     if !logs.is_empty() {
         let joined =
             crate::analysis::compile_log::join(&logs, (!paths.is_empty()).then_some(&trace));

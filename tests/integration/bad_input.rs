@@ -296,3 +296,36 @@ fn every_h100_trace_cut_short_is_reported_as_truncated() {
         }
     }
 }
+
+/// The step a 99% cut leaves unfinished is left out, and stderr says so (a fixture, so this
+/// runs without ../shared).
+#[test]
+fn the_unfinished_step_of_a_cut_trace_is_named_on_stderr() {
+    use std::io::Read;
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(fixture("kineto/h100/train_eager_fp32.json.gz")).unwrap(),
+    )
+    .read_to_end(&mut text)
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.json");
+    std::fs::write(&cut, &text[..text.len() * 99 / 100]).unwrap();
+    let out = crate::common::bin()
+        .arg(&cut)
+        .args(["--json", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("left out 1 step(s) the cut left unfinished"),
+        "{err}"
+    );
+    let feed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let whole = crate::common::analyze_path(&fixture("kineto/h100/train_eager_fp32.json.gz"));
+    assert_eq!(
+        feed["summary"]["steps"].as_u64().unwrap() as usize,
+        whole.summary.steps - 1
+    );
+}
