@@ -252,6 +252,16 @@ pub fn ops(
         if host.input_dims[h] != NameId::NONE {
             *e.shapes.entry(host.input_dims[h]).or_default() += 1;
         }
+        // The peaks of the device this activity ran on (one lookup per device).
+        let peaks = *device_peaks
+            .entry((acts.input[a], acts.device[a]))
+            .or_insert_with(|| {
+                trace.inputs[acts.input[a] as usize]
+                    .devices
+                    .iter()
+                    .find(|d| d.id == acts.device[a])
+                    .and_then(|d| efficiency::find_device(devices, &d.name))
+            });
         let call = calls.entry(h).or_insert_with(|| {
             let dims = host.input_dims[h];
             let flops = (dims != NameId::NONE)
@@ -259,26 +269,11 @@ pub fn ops(
                     efficiency::gemm_flops(trace.names.get(host.name[h]), trace.names.get(dims))
                 })
                 .flatten()?;
-            let dtype = efficiency::dtype_of(trace.names.get(host.input_types[h]))?;
-            let peaks = *device_peaks
-                .entry((acts.input[a], acts.device[a]))
-                .or_insert_with(|| {
-                    trace.inputs[acts.input[a] as usize]
-                        .devices
-                        .iter()
-                        .find(|d| d.id == acts.device[a])
-                        .and_then(|d| efficiency::find_device(devices, &d.name))
-                });
-            // fp32 inputs run on tensor cores as TF32 unless the kernel is a SIMT fp32 GEMM.
-            let dtype = match dtype {
-                efficiency::Dtype::Fp32
-                    if classified.get(acts.name[a]).family != "gemm_fp32"
-                        && peaks.is_some_and(|p| p.tf32.is_some()) =>
-                {
-                    efficiency::Dtype::Tf32
-                }
-                d => d,
-            };
+            let dtype = efficiency::compute_dtype(
+                efficiency::dtype_of(trace.names.get(host.input_types[h]))?,
+                peaks,
+                classified.get(acts.name[a]).family == "gemm_fp32",
+            );
             Some(Call {
                 op: host.name[h],
                 dims,
@@ -315,22 +310,11 @@ pub fn ops(
                             )
                         })
                         .flatten()?;
-                    let dtype = efficiency::dtype_of(trace.names.get(host.input_types[outer]))?;
-                    let peaks = *device_peaks
-                        .entry((acts.input[a], acts.device[a]))
-                        .or_insert_with(|| {
-                            trace.inputs[acts.input[a] as usize]
-                                .devices
-                                .iter()
-                                .find(|d| d.id == acts.device[a])
-                                .and_then(|d| efficiency::find_device(devices, &d.name))
-                        });
-                    let dtype = match dtype {
-                        efficiency::Dtype::Fp32 if peaks.is_some_and(|p| p.tf32.is_some()) => {
-                            efficiency::Dtype::Tf32
-                        }
-                        d => d,
-                    };
+                    let dtype = efficiency::compute_dtype(
+                        efficiency::dtype_of(trace.names.get(host.input_types[outer]))?,
+                        peaks,
+                        false,
+                    );
                     Some(Call {
                         op: name,
                         dims,

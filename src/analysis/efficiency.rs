@@ -101,6 +101,15 @@ impl DevicePeaks {
     }
 }
 
+/// The type the work runs in: fp32 inputs run on tensor/matrix cores as TF32 where the device
+/// has a TF32 peak, unless the kernel is a SIMT fp32 GEMM.
+pub fn compute_dtype(input: Dtype, peaks: Option<&DevicePeaks>, simt_fp32: bool) -> Dtype {
+    match input {
+        Dtype::Fp32 if !simt_fp32 && peaks.is_some_and(|p| p.tf32.is_some()) => Dtype::Tf32,
+        d => d,
+    }
+}
+
 /// The data type of an op from its `Input type` list (the first typed input); fp32 inputs are
 /// `Fp32` (the caller decides whether tensor cores ran them as TF32).
 pub fn dtype_of(input_types: &str) -> Option<Dtype> {

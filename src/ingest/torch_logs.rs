@@ -71,6 +71,16 @@ struct Message {
     lines: Vec<String>,
 }
 
+/// The time of a glog line (month, day and time; glog prints no year).
+pub(super) fn glog_time(c: &regex::Captures<'_>) -> LogTime {
+    LogTime {
+        year: None,
+        month: c[2].parse().unwrap_or(0),
+        day: c[3].parse().unwrap_or(0),
+        micros: micros(&c[4], &c[5], &c[6], c[7].parse().unwrap_or(0)),
+    }
+}
+
 fn micros(h: &str, m: &str, s: &str, frac_us: i64) -> i64 {
     let n = |x: &str| x.parse::<i64>().unwrap_or(0);
     ((n(h) * 60 + n(m)) * 60 + n(s)) * 1_000_000 + frac_us
@@ -112,12 +122,7 @@ fn split_messages(text: &str) -> Vec<Message> {
             out.push(Message {
                 line: i + 1,
                 pid: c[8].parse().ok(),
-                time: LogTime {
-                    year: None,
-                    month: c[2].parse().unwrap_or(0),
-                    day: c[3].parse().unwrap_or(0),
-                    micros: micros(&c[4], &c[5], &c[6], c[7].parse().unwrap_or(0)),
-                },
+                time: glog_time(&c),
                 compile_id,
                 channel,
                 level: c[1].to_string(),

@@ -9,7 +9,7 @@
 //! `str` table its file names index. A payload that should be JSON and is not is counted and
 //! skipped, as tlparse does; the rest of the log is still read.
 
-use super::torch_logs::{break_part, glog, guard_entry};
+use super::torch_logs::{break_part, glog, glog_time, guard_entry};
 use crate::model::compile_log::{
     CodeLocation, CompileId, CompileLog, LogEvent, LogFormat, LogRecord, LogTime, Recompile,
 };
@@ -64,16 +64,10 @@ pub fn parse(text: &str, path: &str) -> CompileLog {
         }
         let parsed = glog(raw).and_then(|c| {
             let json: Value = serde_json::from_str(&c[10]).ok()?;
-            let n = |k: usize| c[k].parse::<i64>().unwrap_or(0);
             Some(Envelope {
                 line: i + 1,
                 pid: c[8].parse().ok(),
-                time: LogTime {
-                    year: None,
-                    month: c[2].parse().unwrap_or(0),
-                    day: c[3].parse().unwrap_or(0),
-                    micros: ((n(4) * 60 + n(5)) * 60 + n(6)) * 1_000_000 + n(7),
-                },
+                time: glog_time(&c),
                 json,
                 payload: None,
             })
