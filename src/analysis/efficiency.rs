@@ -221,41 +221,54 @@ pub fn gemm_bytes(op: &str, input_dims: &str, dtype: Dtype) -> Option<f64> {
     Some(elem * (rows * k + weights + rows * n) as f64)
 }
 
+/// The attention ops whose FLOPs their shapes give: (name, index of the query among the
+/// inputs, index of `is_causal`, FLOPs as a multiple of the forward's). Compiled code calls
+/// the `_scaled_dot_product_*` ops without the public one around them, so both are listed.
+/// Backward counts 2.5 forwards (dV, dP, dQ, dK and the recomputed scores: five matmuls to
+/// the forward's two), the convention of FlashAttention's own benchmarks.
+const ATTENTION_OPS: &[(&str, usize, usize, f64)] = &[
+    ("aten::scaled_dot_product_attention", 0, 5, 1.0),
+    ("aten::_scaled_dot_product_flash_attention", 0, 4, 1.0),
+    ("aten::_scaled_dot_product_efficient_attention", 0, 6, 1.0),
+    ("aten::_scaled_dot_product_cudnn_attention", 0, 6, 1.0),
+    ("aten::_scaled_dot_product_flash_attention_backward", 1, 11, 2.5),
+    ("aten::_scaled_dot_product_efficient_attention_backward", 1, 11, 2.5),
+    ("aten::_scaled_dot_product_cudnn_attention_backward", 1, 14, 2.5),
+];
+
 /// Ops [`composite_flops`] knows.
 pub fn is_composite(op: &str) -> bool {
-    matches!(
-        op,
-        "aten::scaled_dot_product_attention" | "aten::convolution"
-    )
+    matches!(op, "aten::convolution" | "aten::convolution_backward")
+        || ATTENTION_OPS.iter().any(|(name, ..)| *name == op)
 }
 
-/// FLOPs of one call of a composite op whose kernels its children launch: the forward of
-/// `aten::scaled_dot_product_attention` (QKᵀ and PV; causal masking halves the pairs; grouped
-/// K/V heads count the query heads) and `aten::convolution` (not transposed).
+/// FLOPs of one call of a composite op whose kernels its children launch: attention
+/// ([`ATTENTION_OPS`]: QKᵀ and PV; causal masking halves the pairs; grouped K/V heads count
+/// the query heads) and convolution, forward and backward (not transposed).
 pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64> {
     let dims = dims_of(input_dims)?;
     let args = concrete_of(concrete);
-    match op {
-        "aten::scaled_dot_product_attention" => {
-            // (query [B,H,L,E], key [B,Hk,S,E], value [B,Hk,S,Ev], mask, dropout_p, is_causal, …)
-            let (q, k, v) = (dims.first()?, dims.get(1)?, dims.get(2)?);
-            if q.len() < 3 || k.len() < 3 || v.len() < 3 {
-                return None;
-            }
-            let (l, e) = (q[q.len() - 2], q[q.len() - 1]);
-            let (s, ev) = (k[k.len() - 2], v[v.len() - 1]);
-            let heads: i64 = q[..q.len() - 2].iter().product();
-            // Without `Concrete Inputs` (older traces) causality is unknown: no number.
-            let causal = args.get(5)? == "True";
-            let pairs = if causal && l == s {
-                (l * (l + 1) / 2) as f64
-            } else if causal {
-                (l * s) as f64 / 2.0
-            } else {
-                (l * s) as f64
-            };
-            Some(2.0 * heads as f64 * pairs * (e + ev) as f64)
+    if let Some(&(_, q_at, causal_at, factor)) = ATTENTION_OPS.iter().find(|(n, ..)| *n == op) {
+        // (…, query [B,H,L,E], key [B,Hk,S,E], value [B,Hk,S,Ev], …, is_causal, …)
+        let (q, k, v) = (dims.get(q_at)?, dims.get(q_at + 1)?, dims.get(q_at + 2)?);
+        if q.len() < 3 || k.len() < 3 || v.len() < 3 {
+            return None;
         }
+        let (l, e) = (q[q.len() - 2], q[q.len() - 1]);
+        let (s, ev) = (k[k.len() - 2], v[v.len() - 1]);
+        let heads: i64 = q[..q.len() - 2].iter().product();
+        // Without `Concrete Inputs` (older traces) causality is unknown: no number.
+        let causal = args.get(causal_at)? == "True";
+        let pairs = if causal && l == s {
+            (l * (l + 1) / 2) as f64
+        } else if causal {
+            (l * s) as f64 / 2.0
+        } else {
+            (l * s) as f64
+        };
+        return Some(factor * 2.0 * heads as f64 * pairs * (e + ev) as f64);
+    }
+    match op {
         "aten::convolution" => {
             // (input [N,C,*in], weight [K,C/g,*kernel], bias, stride, padding, dilation,
             //  transposed, output_padding, groups)
@@ -286,6 +299,26 @@ pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64
             }
             let kernel: i64 = w[1..].iter().product(); // C/g · R · S
             Some(2.0 * (x[0] * w[0]) as f64 * outputs as f64 * kernel as f64)
+        }
+        "aten::convolution_backward" => {
+            // (grad_output [N,K,*out], input [N,C,*in], weight [K,C/g,*kernel], bias_sizes,
+            //  stride, padding, dilation, transposed, output_padding, groups, output_mask).
+            // The output size is grad_output's; each of grad_input and grad_weight costs one
+            // forward, and `output_mask` says which were asked for (no mask: no number).
+            let (dy, w) = (dims.first()?, dims.get(2)?);
+            if args.get(7).is_some_and(|t| t == "True") || dy.len() < 3 || w.len() != dy.len() {
+                return None;
+            }
+            let mask = args.get(10)?;
+            let mask: Vec<&str> = mask
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .map(str::trim)
+                .collect();
+            let grads = mask.iter().take(2).filter(|m| **m == "True").count();
+            let outputs: i64 = dy[2..].iter().product();
+            let kernel: i64 = w[1..].iter().product();
+            Some(grads as f64 * 2.0 * (dy[0] * w[0]) as f64 * outputs as f64 * kernel as f64)
         }
         _ => None,
     }
@@ -377,5 +410,32 @@ mod tests {
             r#"["", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "False", "[0, 0]", "1"]"#,
         );
         assert_eq!(conv, Some(2.0 * 512.0 * 64.0 * 112.0 * 112.0 * 3.0 * 49.0));
+    }
+
+    #[test]
+    fn backward_flops() {
+        // The H100 training trace's efficient-attention backward: 2.5 causal forwards.
+        let bwd = composite_flops(
+            "aten::_scaled_dot_product_efficient_attention_backward",
+            "[[4,8,256,64],[4,8,256,64],[4,8,256,64],[4,8,256,64],[],[4,8,256,64],[4,8,256],[],[],[],[],[],[]]",
+            r#"["", "", "", "", "", "", "", "", "", "0.", "[True, True, True, False]", "True", ""]"#,
+        );
+        assert_eq!(bwd, Some(2.5 * 2.0 * 32.0 * (256.0 * 257.0 / 2.0) * 128.0));
+        // ResNet-18 (MI300X) 3x3 layer: grad_input and grad_weight, each one forward.
+        let dims = "[[512,512,7,7],[512,512,7,7],[512,512,3,3],[],[],[],[],[],[],[],[]]";
+        let args = |mask: &str| {
+            format!(r#"["", "", "", "[0]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "{mask}"]"#)
+        };
+        let forward = 2.0 * 512.0 * 512.0 * 49.0 * 512.0 * 9.0;
+        let both = composite_flops("aten::convolution_backward", dims, &args("[True, True, False]"));
+        assert_eq!(both, Some(2.0 * forward));
+        let weight_only =
+            composite_flops("aten::convolution_backward", dims, &args("[False, True, False]"));
+        assert_eq!(weight_only, Some(forward), "the first layer needs no grad_input");
+        assert_eq!(
+            composite_flops("aten::convolution_backward", dims, "[]"),
+            None,
+            "no output mask, no number"
+        );
     }
 }

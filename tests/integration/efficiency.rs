@@ -290,3 +290,71 @@ fn op_shapes_give_each_gemm_shape_its_rate() {
         .sum();
     assert_eq!(ns, mm.self_ns);
 }
+
+/// Every call of `name` in a raw trace: (`Input Dims`, `Concrete Inputs`).
+fn calls_with_args(path: &Path, name: &str) -> Vec<(Vec<Vec<i64>>, Vec<String>)> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "cpu_op" && e["name"] == name && e["ph"] == "X")
+        .map(|e| {
+            (
+                serde_json::from_value(e["args"]["Input Dims"].clone()).unwrap(),
+                serde_json::from_value(e["args"]["Concrete Inputs"].clone()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Backward: the H100 training trace's causal efficient-attention backward counts 2.5
+/// forwards (five matmuls to two), and MI300X ResNet-18's `convolution_backward` one forward
+/// per gradient its output mask asks for; both checked by hand, and the backward rate lies
+/// near the forward's (same kernels' family, same shapes).
+#[test]
+fn backward_attention_and_convolution_checked_by_hand() {
+    let path = fixture("kineto/h100/train_eager_fp32.json.gz");
+    let a = analyze_path(&path);
+    let name = "aten::_scaled_dot_product_efficient_attention_backward";
+    let row = op(&a.ops, name);
+    let flops: f64 = calls_with_args(&path, name)
+        .iter()
+        .map(|(d, args)| {
+            let q = &d[1]; // (grad_out, query, key, value, …): [B, H, L, E]
+            let (bh, l, e) = ((q[0] * q[1]) as f64, q[2] as f64, q[3] as f64);
+            assert_eq!(args[11], "True", "the trace's attention is causal");
+            2.5 * 2.0 * bh * (l * (l + 1.0) / 2.0) * 2.0 * e
+        })
+        .sum();
+    assert!(flops > 0.0);
+    let by_hand = flops / row.total_ns as f64 / 1e3;
+    assert!((row.tflops.unwrap() - by_hand).abs() <= by_hand * 1e-3, "{row:?} vs {by_hand}");
+    with_shared!(shared => {
+        let path = shared.join("corpus/tracelens/train_resnet18.json.gz");
+        let a = analyze_path(&path);
+        let row = op(&a.ops, "aten::convolution_backward");
+        let flops: f64 = calls_with_args(&path, "aten::convolution_backward")
+            .iter()
+            .map(|(d, args)| {
+                let (dy, w) = (&d[0], &d[2]);
+                // output_mask = [grad_input, grad_weight, grad_bias]
+                let grads = args[10].split(',').take(2).filter(|m| m.contains("True")).count();
+                let forward = 2.0 * (dy[0] * w[0]) as f64
+                    * dy[2..].iter().product::<i64>() as f64
+                    * w[1..].iter().product::<i64>() as f64;
+                grads as f64 * forward
+            })
+            .sum();
+        let by_hand = flops / row.total_ns as f64 / 1e3;
+        assert!((row.tflops.unwrap() - by_hand).abs() <= by_hand * 1e-3, "{by_hand}");
+        let forward = op(&a.ops, "aten::convolution").tflops.unwrap();
+        let ratio = row.tflops.unwrap() / forward;
+        assert!((0.5..2.0).contains(&ratio), "backward {ratio}x the forward's rate");
+        assert!(row.pct_of_peak.unwrap() < 100.0);
+    });
+}
