@@ -19,6 +19,9 @@ pub struct DevicePeaks {
     pub fp16: Option<f64>,
     pub fp8: Option<f64>,
     pub hbm_gbps: Option<f64>,
+    /// Strides that are multiples of this many bytes hotspot memory channels (MI300).
+    #[serde(default)]
+    pub stride_hotspot_bytes: Option<i64>,
     pub source: String,
 }
 
@@ -87,6 +90,17 @@ pub enum Dtype {
     Bf16,
     Fp16,
     Fp8,
+}
+
+impl Dtype {
+    /// Bytes per element of the operands.
+    pub fn bytes(self) -> i64 {
+        match self {
+            Dtype::Fp8 => 1,
+            Dtype::Bf16 | Dtype::Fp16 => 2,
+            Dtype::Fp32 | Dtype::Tf32 => 4,
+        }
+    }
 }
 
 impl DevicePeaks {
@@ -213,12 +227,7 @@ pub fn gemm_bytes(op: &str, input_dims: &str, dtype: Dtype) -> Option<f64> {
     );
     let rows: i64 = a[..a.len().checked_sub(1)?].iter().product();
     let weights: i64 = b.iter().product();
-    let elem = match dtype {
-        Dtype::Fp8 => 1.0,
-        Dtype::Bf16 | Dtype::Fp16 => 2.0,
-        Dtype::Fp32 | Dtype::Tf32 => 4.0,
-    };
-    Some(elem * (rows * k + weights + rows * n) as f64)
+    Some((dtype.bytes() * (rows * k + weights + rows * n)) as f64)
 }
 
 /// The attention ops whose FLOPs their shapes give: (name, index of the query among the
@@ -231,9 +240,24 @@ const ATTENTION_OPS: &[(&str, usize, usize, f64)] = &[
     ("aten::_scaled_dot_product_flash_attention", 0, 4, 1.0),
     ("aten::_scaled_dot_product_efficient_attention", 0, 6, 1.0),
     ("aten::_scaled_dot_product_cudnn_attention", 0, 6, 1.0),
-    ("aten::_scaled_dot_product_flash_attention_backward", 1, 11, 2.5),
-    ("aten::_scaled_dot_product_efficient_attention_backward", 1, 11, 2.5),
-    ("aten::_scaled_dot_product_cudnn_attention_backward", 1, 14, 2.5),
+    (
+        "aten::_scaled_dot_product_flash_attention_backward",
+        1,
+        11,
+        2.5,
+    ),
+    (
+        "aten::_scaled_dot_product_efficient_attention_backward",
+        1,
+        11,
+        2.5,
+    ),
+    (
+        "aten::_scaled_dot_product_cudnn_attention_backward",
+        1,
+        14,
+        2.5,
+    ),
 ];
 
 /// Ops [`composite_flops`] knows.
@@ -424,14 +448,27 @@ mod tests {
         // ResNet-18 (MI300X) 3x3 layer: grad_input and grad_weight, each one forward.
         let dims = "[[512,512,7,7],[512,512,7,7],[512,512,3,3],[],[],[],[],[],[],[],[]]";
         let args = |mask: &str| {
-            format!(r#"["", "", "", "[0]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "{mask}"]"#)
+            format!(
+                r#"["", "", "", "[0]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "{mask}"]"#
+            )
         };
         let forward = 2.0 * 512.0 * 512.0 * 49.0 * 512.0 * 9.0;
-        let both = composite_flops("aten::convolution_backward", dims, &args("[True, True, False]"));
+        let both = composite_flops(
+            "aten::convolution_backward",
+            dims,
+            &args("[True, True, False]"),
+        );
         assert_eq!(both, Some(2.0 * forward));
-        let weight_only =
-            composite_flops("aten::convolution_backward", dims, &args("[False, True, False]"));
-        assert_eq!(weight_only, Some(forward), "the first layer needs no grad_input");
+        let weight_only = composite_flops(
+            "aten::convolution_backward",
+            dims,
+            &args("[False, True, False]"),
+        );
+        assert_eq!(
+            weight_only,
+            Some(forward),
+            "the first layer needs no grad_input"
+        );
         assert_eq!(
             composite_flops("aten::convolution_backward", dims, "[]"),
             None,

@@ -173,33 +173,34 @@ pub fn no_matrix_cores(ctx: &Context) -> Vec<Finding> {
 /// Below this share of the device's dense peak a GEMM op is worth tuning.
 const SLOW_GEMM_PCT: f64 = 30.0;
 
-/// Why a GEMM shape runs slowly: dimensions that leave tiles empty.
-fn shape_reasons(op: &str, shapes: &str) -> Vec<String> {
-    let dims: Vec<Vec<i64>> = serde_json::from_str(shapes).unwrap_or_default();
+/// (batch, M, K, N) of a GEMM op's most frequent `Input Dims`.
+fn gemm_mkn(op: &str, shapes: &str) -> Option<(i64, i64, i64, i64)> {
+    let dims: Vec<Vec<i64>> = serde_json::from_str(shapes).ok()?;
     // (a, b) = the two matrix operands.
     let (a, b) = match op {
-        "aten::addmm" | "aten::baddbmm" => (dims.get(1), dims.get(2)),
-        _ => (dims.first(), dims.get(1)),
+        "aten::addmm" | "aten::baddbmm" => (dims.get(1)?, dims.get(2)?),
+        _ => (dims.first()?, dims.get(1)?),
     };
-    let (Some(a), Some(b)) = (a, b) else {
-        return Vec::new();
-    };
-    let (Some(&k), Some(&n)) = (
-        a.last(),
-        if op == "aten::linear" {
-            b.first()
-        } else {
-            b.last()
-        },
-    ) else {
-        return Vec::new();
+    let k = *a.last()?;
+    let n = *if op == "aten::linear" {
+        b.first()?
+    } else {
+        b.last()?
     };
     // Batched ops keep their batch apart; linear/mm fold every leading dim into M.
     let batched = matches!(op, "aten::bmm" | "aten::baddbmm" | "aten::matmul") && a.len() >= 3;
-    let (batch, m): (i64, i64) = if batched {
-        (a[..a.len() - 2].iter().product(), a[a.len() - 2])
+    Some(if batched {
+        (a[..a.len() - 2].iter().product(), a[a.len() - 2], k, n)
     } else {
-        (1, a[..a.len().saturating_sub(1)].iter().product())
+        (1, a[..a.len().saturating_sub(1)].iter().product(), k, n)
+    })
+}
+
+/// Why a GEMM shape runs far from peak. `hotspot` = (bytes per element, the device's
+/// stride hotspot in bytes) on devices that have one (MI300: 512, seeds/003).
+fn shape_reasons(op: &str, shapes: &str, hotspot: Option<(i64, i64)>) -> Vec<String> {
+    let Some((batch, m, k, n)) = gemm_mkn(op, shapes) else {
+        return Vec::new();
     };
     let mut out = Vec::new();
     let tiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
@@ -221,7 +222,39 @@ fn shape_reasons(op: &str, shapes: &str) -> Vec<String> {
             ));
         }
     }
+    // A contiguous operand's leading stride is K (A row-major, B transposed: the TN case of
+    // seeds/003); a multiple of the hotspot puts every row on the same memory channel.
+    if let Some((elem, hot)) = hotspot {
+        if hot > 0 && (k * elem) % hot == 0 {
+            out.push(format!(
+                "K = {k}: rows of {} bytes, a multiple of {hot} bytes, hotspot one memory channel on this GPU (seeds/003); pad the leading dimension to K + 128",
+                k * elem
+            ));
+        }
+    }
     out
+}
+
+/// (bytes per element, stride hotspot) for a slow op: the hotspot of the first device of the
+/// trace that has one, the element size from the `Input type` of a call with the op's shapes.
+fn hotspot(ctx: &Context, op: &crate::analysis::attribution::OpRow) -> Option<(i64, i64)> {
+    let hot = ctx
+        .trace
+        .inputs
+        .iter()
+        .flat_map(|i| &i.devices)
+        .find_map(|d| {
+            crate::analysis::efficiency::find_device(&ctx.rules.devices, &d.name)?
+                .stride_hotspot_bytes
+        })?;
+    let shapes = op.shapes.as_deref()?;
+    let (names, host) = (&ctx.trace.names, &ctx.trace.host);
+    let call = (0..host.len()).find(|&h| {
+        names.get(host.name[h]) == op.name
+            && crate::analysis::attribution::compact_dims(names.get(host.input_dims[h])) == shapes
+    })?;
+    let dtype = crate::analysis::efficiency::dtype_of(names.get(host.input_types[call]))?;
+    Some((dtype.bytes(), hot))
 }
 
 /// GEMM ops (FLOPs from `Input Dims`, time from their kernels) under 30% of the device peak
@@ -231,8 +264,12 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
     let slow: Vec<&crate::analysis::attribution::OpRow> = ctx
         .ops
         .iter()
+        // GEMM ops only: attention and convolution rates are in the op view, but the shape
+        // reasons and the GEMM tuning this finding leads to do not apply to them.
         .filter(|o| {
-            o.pct_of_peak.is_some_and(|p| p < SLOW_GEMM_PCT) && pct(o.self_ns, total) >= 5.0
+            !crate::analysis::efficiency::is_composite(&o.name)
+                && o.pct_of_peak.is_some_and(|p| p < SLOW_GEMM_PCT)
+                && pct(o.self_ns, total) >= 5.0
         })
         .collect();
     if slow.is_empty() {
@@ -269,8 +306,14 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
                 "self_ns": o.self_ns,
                 "tflops": o.tflops,
                 "pct_of_peak": o.pct_of_peak,
-                "why": o.shapes.as_deref().map(|s| shape_reasons(&o.name, s)).unwrap_or_default(),
+                "why": o.shapes.as_deref().map(|s| shape_reasons(&o.name, s, hotspot(ctx, o))).unwrap_or_default(),
             })).collect::<Vec<_>>(),
+            // Set when a shape's rows hit the device's stride hotspot (arch.gemm-stride-padding).
+            "stride_hotspot_bytes": slow.iter().find_map(|o| {
+                let (elem, hot) = hotspot(ctx, o)?;
+                let (_, _, k, _) = gemm_mkn(&o.name, o.shapes.as_deref()?)?;
+                ((k * elem) % hot == 0).then_some(hot)
+            }),
         }),
     )]
 }

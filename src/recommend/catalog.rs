@@ -70,6 +70,9 @@ pub struct RecDef {
     /// Only findings whose `evidence.kind` is this.
     #[serde(default)]
     pub finding_kind: Option<String>,
+    /// Only findings whose evidence has this key set (not null, false or empty).
+    #[serde(default)]
+    pub evidence_key: Option<String>,
     /// Only on these vendors (empty: all).
     #[serde(default)]
     pub vendors: Vec<String>,

@@ -11,6 +11,7 @@ use crate::detect::Finding;
 use crate::model::Vendor;
 use regex::Regex;
 use serde::Serialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// One action of a recommendation, as the feed carries it.
@@ -139,6 +140,15 @@ fn triggered<'a>(rec: &RecDef, a: &'a Analysis) -> Option<Vec<&'a Finding>> {
             rec.finding_kind
                 .as_deref()
                 .is_none_or(|k| f.evidence["kind"].as_str() == Some(k))
+        })
+        .filter(|f| {
+            rec.evidence_key
+                .as_deref()
+                .is_none_or(|k| match &f.evidence[k] {
+                    Value::Null | Value::Bool(false) => false,
+                    Value::Array(v) => !v.is_empty(),
+                    _ => true,
+                })
         })
         .collect();
     (!hits.is_empty()).then_some(hits)

@@ -183,6 +183,24 @@ pub fn render(a: &Analysis) -> String {
         }
         let _ = writeln!(out, "\n</details>");
     }
+    if !a.op_shapes.is_empty() {
+        let _ = writeln!(out, "\n<details><summary>Efficiency by shape</summary>\n\n| op | shapes | calls | time | TFLOP/s | % of peak | GB/s |\n|---|---|---:|---:|---:|---:|---:|");
+        let opt = super::opt_num;
+        for r in a.op_shapes.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {:.1} | {} | {} |",
+                code(&r.op),
+                code(&shorten_tail(&r.shapes, 50)),
+                r.calls,
+                fmt_ns(r.ns),
+                r.tflops,
+                opt(r.pct_of_peak, 1),
+                opt(r.gbps, 0)
+            );
+        }
+        let _ = writeln!(out, "\n</details>");
+    }
     if !a.kernel_counters.is_empty() {
         let _ = writeln!(out, "\n<details><summary>Hardware counters per kernel</summary>\n\n| kernel | bound | pipe | TFLOP/s | % of peak | HBM GB/s | % of peak | FLOP/byte | waves/SIMD |\n|---|---|---|---:|---:|---:|---:|---:|---|");
         let opt = super::opt_num;

@@ -298,6 +298,29 @@ fn render_attribution(out: &mut String, a: &Analysis, opts: &TableOptions) {
             "Top ops by GPU time (self: kernels they launched themselves)\n{t}\n"
         );
     }
+    if !a.op_shapes.is_empty() {
+        let mut t = new_table(opts);
+        t.set_header(
+            ["op", "shapes", "calls", "time", "TFLOP/s", "% peak", "GB/s"]
+                .map(|h| header_cell(h, opts)),
+        );
+        t.set_content_arrangement(ContentArrangement::Disabled);
+        for r in a.op_shapes.iter().take(10) {
+            t.add_row(vec![
+                Cell::new(shorten_tail(&r.op, 40)),
+                Cell::new(shorten_tail(&r.shapes, 44)),
+                num(r.calls.to_string()),
+                num(fmt_ns(r.ns)),
+                num(format!("{:.1}", r.tflops)),
+                num(opt(r.pct_of_peak, 1)),
+                num(opt(r.gbps, 0)),
+            ]);
+        }
+        let _ = writeln!(
+            out,
+            "Efficiency by shape (GEMM, attention, convolution)\n{t}\n"
+        );
+    }
     for (rows, what) in [(&a.modules, "modules"), (&a.sources, "source lines")] {
         if rows.is_empty() {
             continue;

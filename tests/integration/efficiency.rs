@@ -163,6 +163,14 @@ fn every_report_shows_the_ops_and_their_efficiency() {
         let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
         assert!(out.contains(heading), "{flag}");
         assert!(out.contains(&tflops), "{flag}: {tflops} missing");
+        // The per-shape rows: the top shape and its own rate.
+        let top = &a.op_shapes[0];
+        let rate = format!("{:.1}", top.tflops);
+        let row = out
+            .lines()
+            .find(|l| l.contains(&top.shapes) && l.contains(&rate))
+            .unwrap_or_else(|| panic!("{flag}: no row for {} at {rate}", top.shapes));
+        assert!(row.contains(&top.calls.to_string()), "{flag}: {row}");
     }
 }
 
@@ -195,6 +203,9 @@ fn a_tiny_gemm_is_a_low_efficiency_finding_with_its_reasons() {
         "{why:?}"
     );
     assert!(why.iter().any(|w| w.starts_with("M = 16 rows")), "{why:?}");
+    // Its 512-byte rows (K = 256, bf16) hotspot nothing on an H100: no stride reason.
+    assert!(!why.iter().any(|w| w.contains("bytes")), "{why:?}");
+    assert!(f.evidence["stride_hotspot_bytes"].is_null());
     // The well-shaped GEMMs of the manual-attention trace (70% of peak) are not in it.
     let b = analyze_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
     let f = b
@@ -333,7 +344,10 @@ fn backward_attention_and_convolution_checked_by_hand() {
         .sum();
     assert!(flops > 0.0);
     let by_hand = flops / row.total_ns as f64 / 1e3;
-    assert!((row.tflops.unwrap() - by_hand).abs() <= by_hand * 1e-3, "{row:?} vs {by_hand}");
+    assert!(
+        (row.tflops.unwrap() - by_hand).abs() <= by_hand * 1e-3,
+        "{row:?} vs {by_hand}"
+    );
     with_shared!(shared => {
         let path = shared.join("corpus/tracelens/train_resnet18.json.gz");
         let a = analyze_path(&path);
@@ -357,4 +371,42 @@ fn backward_attention_and_convolution_checked_by_hand() {
         assert!((0.5..2.0).contains(&ratio), "backward {ratio}x the forward's rate");
         assert!(row.pct_of_peak.unwrap() < 100.0);
     });
+}
+
+/// On MI300X, a slow GEMM whose rows are a multiple of 512 bytes gets that reason (seeds/003)
+/// and the stride-padding recommendation; xDiT Flux's mm [512, 4096] x [4096, 4096] in bf16
+/// has rows of 8192 bytes. A slow GEMM on another device keeps the recommendation away.
+#[test]
+fn mi300x_stride_hotspot_reason_and_padding() {
+    with_shared!(shared => {
+        let path = shared.join("corpus/tracelens/profile_trace_rank_0.json.gz");
+        let feed = feed_of_path(&path);
+        let f = feed["findings"].as_array().unwrap().iter()
+            .find(|f| f["id"] == "low_gemm_efficiency").expect("fires");
+        assert_eq!(f["evidence"]["stride_hotspot_bytes"], 512);
+        let row = f["evidence"]["ops"].as_array().unwrap().iter()
+            .find(|o| o["shapes"] == "[[512,4096],[4096,4096]]").expect("the mm");
+        let why = row["why"].to_string();
+        assert!(why.contains("K = 4096: rows of 8192 bytes, a multiple of 512 bytes"), "{why}");
+        let recs: Vec<&str> = feed["recommendations"].as_array().unwrap().iter()
+            .map(|r| r["id"].as_str().unwrap()).collect();
+        assert!(recs.contains(&"arch.gemm-stride-padding"), "{recs:?}");
+    });
+    let feed = feed_of_path(&fixture("kineto/h100/eager_launch_bound.json.gz"));
+    let recs: Vec<&str> = feed["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert!(!recs.contains(&"arch.gemm-stride-padding"), "{recs:?}");
+}
+
+fn feed_of_path(path: &Path) -> serde_json::Value {
+    let out = crate::common::bin()
+        .arg(path)
+        .args(["--json", "-"])
+        .assert()
+        .success();
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
 }

@@ -383,7 +383,8 @@ fn counter_findings_and_their_recommendations() {
         let recs: Vec<(&str, i64)> = feed["recommendations"].as_array().unwrap().iter()
             .map(|r| (r["id"].as_str().unwrap(), r["level"].as_i64().unwrap())).collect();
         assert!(recs.contains(&("kernel.gemm-tiles", 4)), "{recs:?}");
-        assert!(recs.contains(&("arch.gemm-stride-padding", 5)), "{recs:?}");
+        // Counters carry no shapes: nothing shows a 512-byte stride, so no padding advice.
+        assert!(!recs.iter().any(|(id, _)| *id == "arch.gemm-stride-padding"), "{recs:?}");
         // A rocprof profile cannot show torch.compile: level 2 is unknown, so nothing waits on it.
         assert_eq!(feed["ladder"][1]["status"], "unknown");
         assert!(feed["recommendations"].as_array().unwrap().iter().all(|r| r["blocked_by_level"].is_null()));
