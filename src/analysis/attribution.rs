@@ -76,7 +76,7 @@ impl<'t> Owners<'t> {
         }
     }
     fn of(&mut self, trace: &Trace, links: &Links, a: usize) -> Option<(ThreadKey, usize)> {
-        let call = links.launch[a]?;
+        let call = links.owner_call(a)?;
         let threads = self.threads;
         *self.cache.entry(call).or_insert_with(|| {
             let c = call as usize;
@@ -135,6 +135,8 @@ fn threads_of(
 pub struct OpIndex {
     threads: BTreeMap<ThreadKey, Thread>,
     owner: Vec<Option<(ThreadKey, usize)>>,
+    /// Graph-replayed activities owned by a captured op: activity → its graph launch call.
+    replay: HashMap<u32, u32>,
 }
 
 impl OpIndex {
@@ -148,7 +150,18 @@ impl OpIndex {
                 .map(|a| owners.of(trace, links, a))
                 .collect()
         };
-        OpIndex { threads, owner }
+        let replay = links.replays();
+        OpIndex {
+            threads,
+            owner,
+            replay,
+        }
+    }
+
+    /// Which execution of its op's work activity `a` is: the graph launch that replayed it,
+    /// or `u32::MAX` for work launched directly (one execution per call).
+    fn execution(&self, a: usize) -> u32 {
+        self.replay.get(&(a as u32)).copied().unwrap_or(u32::MAX)
     }
 }
 
@@ -224,9 +237,10 @@ pub fn ops(
         peak_tflops: Option<f64>,
         ns: i64,
     }
-    let mut calls: BTreeMap<usize, Option<Call>> = BTreeMap::new();
-    // Composite ops (SDPA, convolution) around the launching op, by call.
-    let mut composites: BTreeMap<usize, Option<Call>> = BTreeMap::new();
+    // By (call, execution): a captured call runs once per graph replay, each time its FLOPs.
+    let mut calls: BTreeMap<(usize, u32), Option<Call>> = BTreeMap::new();
+    // Composite ops (SDPA, convolution) around the launching op, by call and execution.
+    let mut composites: BTreeMap<(usize, u32), Option<Call>> = BTreeMap::new();
     let composite_name = trace.names.per_name(efficiency::is_composite);
     let mut device_peaks: HashMap<(u32, u32), Option<&efficiency::DevicePeaks>> =
         HashMap::default();
@@ -262,7 +276,8 @@ pub fn ops(
                     .find(|d| d.id == acts.device[a])
                     .and_then(|d| efficiency::find_device(devices, &d.name))
             });
-        let call = calls.entry(h).or_insert_with(|| {
+        let execution = index.execution(a);
+        let call = calls.entry((h, execution)).or_insert_with(|| {
             let dims = host.input_dims[h];
             let flops = (dims != NameId::NONE)
                 .then(|| {
@@ -299,7 +314,7 @@ pub fn ops(
             // launched by the ops inside it, are its time.
             let outer = t.ops[i];
             if composite_name[name.index()] {
-                let composite = composites.entry(outer).or_insert_with(|| {
+                let composite = composites.entry((outer, execution)).or_insert_with(|| {
                     let dims = host.input_dims[outer];
                     let flops = (dims != NameId::NONE)
                         .then(|| {

@@ -1,12 +1,15 @@
 //! How host events relate to GPU activities: the launch call of each activity (by correlation
 //! id; one graph launch correlates to many kernels), and which host calls block or compile.
 
-use crate::model::{HostKind, Trace};
+use crate::model::{ActivityKind, HostKind, Trace};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Per GPU activity, the index (into `trace.host`) of the runtime or driver call that launched it.
 pub struct Links {
     pub launch: Vec<Option<u32>>,
+    /// Activities replayed by a graph launch whose capture lies in the trace: the call that
+    /// launched the same work during the capture (its cpu_op is the one that owns the work).
+    captured: HashMap<u32, u32>,
 }
 
 impl Links {
@@ -23,19 +26,130 @@ impl Links {
             }
         }
         let acts = &trace.activities;
-        let launch = (0..acts.len())
+        let launch: Vec<Option<u32>> = (0..acts.len())
             .map(|a| match acts.correlation[a] {
                 0 => None,
                 c => by_corr.get(&(acts.input[a], c)).copied(),
             })
             .collect();
-        Links { launch }
+        let captured = captured_launches(trace, &launch);
+        Links { launch, captured }
+    }
+
+    /// Graph-replayed activities attributed to a capture: activity → its graph launch call.
+    pub fn replays(&self) -> HashMap<u32, u32> {
+        self.captured
+            .keys()
+            .filter_map(|&a| Some((a, self.launch[a as usize]?)))
+            .collect()
+    }
+
+    /// The call whose host context (thread, enclosing ops) owns activity `a`: the launch
+    /// during the capture for graph-replayed work, else its own launch call.
+    pub fn owner_call(&self, a: usize) -> Option<u32> {
+        self.captured.get(&(a as u32)).copied().or(self.launch[a])
     }
 
     /// When activity `a` was launched: its launch call's start, or its own start without one.
     pub fn launch_ts(&self, trace: &Trace, a: usize) -> i64 {
         self.launch[a].map_or(trace.activities.ts_ns[a], |h| trace.host.ts_ns[h as usize])
     }
+}
+
+/// What a call issued during a stream capture puts into the graph, if anything.
+fn captured_kind(name: &str) -> Option<ActivityKind> {
+    if name.contains("LaunchKernel") || name.contains("LaunchCooperativeKernel") {
+        Some(ActivityKind::Kernel)
+    } else if name.contains("Memset") {
+        Some(ActivityKind::Memset)
+    } else if name.contains("Memcpy") && name.contains("Async") {
+        Some(ActivityKind::Memcpy)
+    } else {
+        None
+    }
+}
+
+/// Graph replays matched to a capture in the trace: per thread, the kernel, memset and copy
+/// calls between `*StreamBeginCapture` and `*StreamEndCapture` are the graph's nodes in capture
+/// order; a graph launch whose activities (in start order) have the same kinds in the same
+/// order replays the latest such capture before it, node by node. Anything that does not line
+/// up (several streams reordering nodes, captures outside the window) keeps the graph launch.
+fn captured_launches(trace: &Trace, launch: &[Option<u32>]) -> HashMap<u32, u32> {
+    let (host, acts) = (&trace.host, &trace.activities);
+    let name = |h: usize| trace.names.get(host.name[h]);
+    let is_call = |h: usize| matches!(host.kind[h], HostKind::Runtime | HostKind::Driver);
+    let begins: Vec<usize> = (0..host.len())
+        .filter(|&h| is_call(h) && name(h).ends_with("StreamBeginCapture"))
+        .collect();
+    let mut out = HashMap::default();
+    if begins.is_empty() {
+        return out;
+    }
+    // Each capture: (input, end time, node calls in capture order with their kinds).
+    let mut captures: Vec<(u32, i64, Vec<(u32, ActivityKind)>)> = Vec::new();
+    for &b in &begins {
+        let same_thread = |h: usize| host.input[h] == host.input[b] && host.tid[h] == host.tid[b];
+        let Some(end) = (0..host.len())
+            .filter(|&h| {
+                is_call(h)
+                    && same_thread(h)
+                    && host.ts_ns[h] > host.ts_ns[b]
+                    && name(h).ends_with("StreamEndCapture")
+            })
+            .min_by_key(|&h| host.ts_ns[h])
+        else {
+            continue;
+        };
+        let mut nodes: Vec<(i64, u32, ActivityKind)> = (0..host.len())
+            .filter(|&h| {
+                is_call(h)
+                    && same_thread(h)
+                    && host.ts_ns[h] > host.ts_ns[b]
+                    && host.ts_ns[h] < host.ts_ns[end]
+            })
+            .filter_map(|h| Some((host.ts_ns[h], h as u32, captured_kind(name(h))?)))
+            .collect();
+        nodes.sort_unstable();
+        captures.push((
+            host.input[b],
+            host.ts_ns[end],
+            nodes.into_iter().map(|(_, h, k)| (h, k)).collect(),
+        ));
+    }
+    // The activities of each graph launch, in start order.
+    let mut replays: std::collections::BTreeMap<u32, Vec<(i64, u32)>> = Default::default();
+    for (a, l) in launch.iter().enumerate() {
+        if let Some(h) = *l {
+            if is_graph_launch(name(h as usize)) {
+                replays
+                    .entry(h)
+                    .or_default()
+                    .push((acts.ts_ns[a], a as u32));
+            }
+        }
+    }
+    for (h, mut replayed) in replays {
+        replayed.sort_unstable();
+        let at = host.ts_ns[h as usize];
+        let capture = captures
+            .iter()
+            .filter(|(input, end, nodes)| {
+                *input == host.input[h as usize]
+                    && *end <= at
+                    && nodes.len() == replayed.len()
+                    && nodes
+                        .iter()
+                        .zip(&replayed)
+                        .all(|((_, k), (_, a))| acts.kind[*a as usize] == *k)
+            })
+            .max_by_key(|(_, end, _)| *end);
+        if let Some((_, _, nodes)) = capture {
+            for ((call, _), (_, a)) in nodes.iter().zip(&replayed) {
+                out.insert(*a, *call);
+            }
+        }
+    }
+    out
 }
 
 /// Host calls that block until the GPU catches up (the host waits: idle, not dispatching).

@@ -10,6 +10,7 @@ mod compile_logs;
 mod corpus;
 mod diagnosis;
 mod efficiency;
+mod graphs;
 mod h100;
 mod ranks;
 mod recommend;
