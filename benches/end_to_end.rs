@@ -10,7 +10,8 @@
 //! input, the median wall time of the runs, MB/s (uncompressed bytes / 10^6 / s) and the peak RSS
 //! of the process (from wait4), plus the one-thread serde_json skeleton parse of big_eager.
 //!
-//! `BENCH_RUNS=N` sets the runs per input (default 3); `BENCH_MAX_MB=N` skips larger inputs.
+//! `BENCH_RUNS=N` sets the runs per input (default 3); `BENCH_MAX_MB=N` skips larger inputs;
+//! `BENCH_ONLY=attribution` runs only the attribution on/off comparison on big_eager.
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -330,6 +331,28 @@ fn generate(what: &str) {
     }
 }
 
+/// The cost of attributing GPU time to ops, modules and source lines: big_eager with and
+/// without it, runs interleaved so machine noise hits both alike.
+fn attribution_cost(big: &Path, runs: usize) {
+    let on_args = ["-q", "--json", "/dev/null"];
+    let off_args = ["-q", "--no-attribution", "--json", "/dev/null"];
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for _ in 0..runs.max(3) {
+        on.push(run_once(&on_args, big).0);
+        off.push(run_once(&off_args, big).0);
+    }
+    on.sort();
+    off.sort();
+    let (on, off) = (on[on.len() / 2], off[off.len() / 2]);
+    println!(
+        "big_eager with attribution {:.3} s, without {:.3} s: {:.2}x (median of {})",
+        on.as_secs_f64(),
+        off.as_secs_f64(),
+        on.as_secs_f64() / off.as_secs_f64(),
+        runs.max(3)
+    );
+}
+
 fn main() {
     if let Ok(what) = std::env::var("BENCH_GENERATE") {
         return generate(&what);
@@ -356,6 +379,10 @@ fn main() {
     let big = dir.join("big_eager.json");
     if !big.exists() {
         generate_in_child("gunzip", &big, &src_gz, 0);
+    }
+    attribution_cost(&big, runs);
+    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "attribution") {
+        return;
     }
     let mut generated = Vec::new();
     for mb in [50u64, 200, 1000, 2000] {

@@ -158,6 +158,15 @@ impl OpIndex {
         }
     }
 
+    /// No ops: every activity keeps its kernel-name bucket (`--no-attribution`).
+    pub fn empty(trace: &Trace) -> OpIndex {
+        OpIndex {
+            threads: BTreeMap::new(),
+            owner: vec![None; trace.activities.len()],
+            replay: HashMap::default(),
+        }
+    }
+
     /// Which execution of its op's work activity `a` is: the graph launch that replayed it,
     /// or `u32::MAX` for work launched directly (one execution per call).
     fn execution(&self, a: usize) -> u32 {

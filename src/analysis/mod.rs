@@ -33,6 +33,8 @@ pub struct AnalysisOptions {
     pub skip_warmup: bool,
     /// Host gaps shorter than this between profiled host events still count as dispatching.
     pub dispatch_threshold_ns: i64,
+    /// Attribute GPU time to ops, modules and source lines (op-aware buckets, efficiency).
+    pub attribution: bool,
 }
 
 impl Default for AnalysisOptions {
@@ -42,6 +44,7 @@ impl Default for AnalysisOptions {
             steps: None,
             skip_warmup: false,
             dispatch_threshold_ns: 50_000,
+            attribution: true,
         }
     }
 }
@@ -255,7 +258,13 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     let links = Links::build(trace);
     // Independent indexes over the host events, built side by side.
     let (op_index, (steps, timelines)) = rayon::join(
-        || attribution::OpIndex::build(trace, &links),
+        || {
+            if opts.attribution {
+                attribution::OpIndex::build(trace, &links)
+            } else {
+                attribution::OpIndex::empty(trace)
+            }
+        },
         || {
             rayon::join(
                 || Steps::find(trace, &links),
@@ -473,14 +482,18 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         bucket_view: if op_view { "ops" } else { "kernels" },
     };
     let kernel_counters = hardware::kernel_counters(trace, &classified);
-    let (ops, op_shapes) = attribution::ops(
-        trace,
-        &op_index,
-        &rules.devices,
-        &classified,
-        &activity_buckets,
-        &in_scope,
-    );
+    let (ops, op_shapes) = if opts.attribution {
+        attribution::ops(
+            trace,
+            &op_index,
+            &rules.devices,
+            &classified,
+            &activity_buckets,
+            &in_scope,
+        )
+    } else {
+        Default::default()
+    };
     drop(op_index);
     let ctx = Context {
         trace,
@@ -507,6 +520,9 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     let (findings, (modules, sources)) = rayon::join(
         || detect::run_all(&ctx),
         || {
+            if !opts.attribution {
+                return Default::default();
+            }
             rayon::join(
                 || attribution::frames(trace, &ctx.links, &ctx.in_scope, true),
                 || attribution::frames(trace, &ctx.links, &ctx.in_scope, false),

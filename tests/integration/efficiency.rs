@@ -410,3 +410,62 @@ fn feed_of_path(path: &Path) -> serde_json::Value {
         .success();
     serde_json::from_slice(&out.get_output().stdout).unwrap()
 }
+
+/// `--no-attribution` drops the op, module and source views and the op-aware buckets: the
+/// buckets are the kernel names' (`bucket_view: kernels`), and the GPU total is unchanged.
+#[test]
+fn no_attribution_keeps_the_kernel_name_view() {
+    let path = fixture("kineto/h100/train_eager_fp32.json.gz");
+    let run = |extra: &[&str]| {
+        let out = crate::common::bin()
+            .arg(&path)
+            .args(["--top", "100000", "--json", "-"])
+            .args(extra)
+            .assert()
+            .success();
+        crate::common::assert_valid_feed(&out.get_output().stdout)
+    };
+    let (on, off) = (run(&[]), run(&["--no-attribution"]));
+    assert_eq!(on["summary"]["bucket_view"], "ops");
+    assert_eq!(off["summary"]["bucket_view"], "kernels");
+    assert!(!on["ops"].as_array().unwrap().is_empty());
+    for view in ["ops", "modules", "sources", "op_shapes"] {
+        assert!(off[view].as_array().is_none_or(|v| v.is_empty()), "{view}");
+    }
+    assert_eq!(on["summary"]["kernel_ns"], off["summary"]["kernel_ns"]);
+    // Without ops each kernel keeps its name's bucket: the buckets add up the kernel table's.
+    let mut by_kernel = std::collections::BTreeMap::<String, i64>::new();
+    for k in off["top_kernels"].as_array().unwrap() {
+        *by_kernel
+            .entry(k["bucket"].as_str().unwrap().into())
+            .or_default() += k["total_ns"].as_i64().unwrap();
+    }
+    for b in off["buckets"].as_array().unwrap() {
+        let ns = b["kernel_ns"].as_i64().unwrap();
+        assert_eq!(
+            by_kernel
+                .get(b["bucket"].as_str().unwrap())
+                .copied()
+                .unwrap_or(0),
+            ns,
+            "{b}"
+        );
+    }
+    // With ops, the kernels under SDPA's backward join attention.
+    let attention = |feed: &serde_json::Value| {
+        feed["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["bucket"] == "attention")
+            .unwrap()["pct"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        attention(&on) >= attention(&off),
+        "{} vs {}",
+        attention(&on),
+        attention(&off)
+    );
+}
