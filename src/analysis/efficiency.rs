@@ -93,6 +93,15 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dtype::Fp32 => "fp32",
+            Dtype::Tf32 => "tf32",
+            Dtype::Bf16 => "bf16",
+            Dtype::Fp16 => "fp16",
+            Dtype::Fp8 => "fp8",
+        }
+    }
     /// Bytes per element of the operands.
     pub fn bytes(self) -> i64 {
         match self {

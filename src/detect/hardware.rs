@@ -2,6 +2,8 @@
 //! or inefficient GEMMs, and matrix work done without matrix cores (seeds/003).
 
 use super::{pct, round2, Finding, Severity};
+use crate::analysis::attribution::{compact_dims, OpRow};
+use crate::analysis::efficiency::{dtype_of, find_device, Dtype};
 use crate::analysis::hardware::{share_pct, total_ns, Bound, KernelCounters};
 use crate::analysis::Context;
 use crate::classify::Bucket;
@@ -196,9 +198,14 @@ fn gemm_mkn(op: &str, shapes: &str) -> Option<(i64, i64, i64, i64)> {
     })
 }
 
-/// Why a GEMM shape runs far from peak. `hotspot` = (bytes per element, the device's
-/// stride hotspot in bytes) on devices that have one (MI300: 512, seeds/003).
-fn shape_reasons(op: &str, shapes: &str, hotspot: Option<(i64, i64)>) -> Vec<String> {
+/// Why a GEMM shape runs far from peak. `hotspot`: the device's stride hotspot in bytes, on
+/// devices that have one (MI300: 512, seeds/003).
+fn shape_reasons(
+    op: &str,
+    shapes: &str,
+    dtype: Option<Dtype>,
+    hotspot: Option<i64>,
+) -> Vec<String> {
     let Some((batch, m, k, n)) = gemm_mkn(op, shapes) else {
         return Vec::new();
     };
@@ -224,7 +231,7 @@ fn shape_reasons(op: &str, shapes: &str, hotspot: Option<(i64, i64)>) -> Vec<Str
     }
     // A contiguous operand's leading stride is K (A row-major, B transposed: the TN case of
     // seeds/003); a multiple of the hotspot puts every row on the same memory channel.
-    if let Some((elem, hot)) = hotspot {
+    if let (Some(hot), Some(elem)) = (hotspot, dtype.map(Dtype::bytes)) {
         if hot > 0 && (k * elem) % hot == 0 {
             out.push(format!(
                 "K = {k}: rows of {} bytes, a multiple of {hot} bytes, hotspot one memory channel on this GPU (seeds/003); pad the leading dimension to K + 128",
@@ -232,36 +239,39 @@ fn shape_reasons(op: &str, shapes: &str, hotspot: Option<(i64, i64)>) -> Vec<Str
             ));
         }
     }
+    if matches!(dtype, Some(Dtype::Fp32 | Dtype::Tf32)) {
+        out.push(
+            "fp32 operands: bf16 or fp16 doubles the matrix peak and halves the bytes (torch.autocast(dtype=torch.bfloat16), or model.to(torch.bfloat16) where accuracy allows)"
+                .to_string(),
+        );
+    }
     out
 }
 
-/// (bytes per element, stride hotspot) for a slow op: the hotspot of the first device of the
-/// trace that has one, the element size from the `Input type` of a call with the op's shapes.
-fn hotspot(ctx: &Context, op: &crate::analysis::attribution::OpRow) -> Option<(i64, i64)> {
-    let hot = ctx
-        .trace
+/// The stride hotspot of the first device of the trace that has one (`devices.toml`).
+fn device_hotspot(ctx: &Context) -> Option<i64> {
+    ctx.trace
         .inputs
         .iter()
         .flat_map(|i| &i.devices)
-        .find_map(|d| {
-            crate::analysis::efficiency::find_device(&ctx.rules.devices, &d.name)?
-                .stride_hotspot_bytes
-        })?;
+        .find_map(|d| find_device(&ctx.rules.devices, &d.name)?.stride_hotspot_bytes)
+}
+
+/// The data type of an op's calls at its most frequent shapes (their `Input type`).
+fn op_dtype(ctx: &Context, op: &OpRow) -> Option<Dtype> {
     let shapes = op.shapes.as_deref()?;
     let (names, host) = (&ctx.trace.names, &ctx.trace.host);
     let call = (0..host.len()).find(|&h| {
-        names.get(host.name[h]) == op.name
-            && crate::analysis::attribution::compact_dims(names.get(host.input_dims[h])) == shapes
+        names.get(host.name[h]) == op.name && compact_dims(names.get(host.input_dims[h])) == shapes
     })?;
-    let dtype = crate::analysis::efficiency::dtype_of(names.get(host.input_types[call]))?;
-    Some((dtype.bytes(), hot))
+    dtype_of(names.get(host.input_types[call]))
 }
 
 /// GEMM ops (FLOPs from `Input Dims`, time from their kernels) under 30% of the device peak
 /// that hold at least 5% of the GPU time.
 fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
     let total = ctx.summary.kernel_ns;
-    let slow: Vec<&crate::analysis::attribution::OpRow> = ctx
+    let slow: Vec<&OpRow> = ctx
         .ops
         .iter()
         // GEMM ops only: attention and convolution rates are in the op view, but the shape
@@ -284,6 +294,62 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
             (o.self_ns as f64 * (1.0 - p / SLOW_GEMM_PCT)).round() as i64
         })
         .sum();
+    let hot = device_hotspot(ctx);
+    let rows: Vec<(&OpRow, Option<Dtype>, Option<(i64, i64, i64, i64)>)> = slow
+        .iter()
+        .map(|o| {
+            let mkn = o.shapes.as_deref().and_then(|s| gemm_mkn(&o.name, s));
+            (*o, op_dtype(ctx, o), mkn)
+        })
+        .collect();
+    let hits_hotspot = |dtype: Option<Dtype>, mkn: Option<(i64, i64, i64, i64)>| {
+        let (hot, dtype, (_, _, k, _)) = (hot?, dtype?, mkn?);
+        ((k * dtype.bytes()) % hot == 0).then_some(hot)
+    };
+    // The shapes to tune, as tuners take them: M, N, K and the data type.
+    let shapes: Vec<String> = rows
+        .iter()
+        .filter_map(|(o, dtype, mkn)| {
+            let (batch, m, k, n) = (*mkn)?;
+            Some(format!(
+                "M={m} N={n} K={k}{}{} ({}, {:.1}% of peak)",
+                if batch > 1 {
+                    format!(" batch={batch}")
+                } else {
+                    String::new()
+                },
+                dtype.map_or(String::new(), |d| format!(" {}", d.as_str())),
+                o.name,
+                o.pct_of_peak.unwrap_or(0.0)
+            ))
+        })
+        .collect();
+    let mut fixes = Vec::new();
+    if !shapes.is_empty() {
+        fixes.push(json!({
+            "kind": "env",
+            "for": "tuning.gemm-shapes",
+            "text": format!(
+                "PYTORCH_TUNABLEOP_ENABLED=1 PYTORCH_TUNABLEOP_TUNING=1 PYTORCH_TUNABLEOP_FILENAME=tunableop.csv python3 your_script.py   # tunes each GEMM shape on first sight, these among them: {}; then run with PYTORCH_TUNABLEOP_TUNING=0",
+                shapes.join("; ")
+            ),
+        }));
+        if ctx
+            .trace
+            .inputs
+            .iter()
+            .any(|i| i.vendor == crate::model::Vendor::Amd)
+        {
+            fixes.push(json!({
+                "kind": "command",
+                "for": "tuning.gemm-shapes",
+                "text": format!(
+                    "AITER_TUNE_GEMM=1 python3 your_script.py   # records the untuned shapes ({}); tune them with aiter's GemmTuner and add the CSV to AITER_CONFIG_GEMM_BF16",
+                    shapes.join("; ")
+                ),
+            }));
+        }
+    }
     let worst = slow[0];
     vec![Finding::new(
         "low_gemm_efficiency",
@@ -300,20 +366,18 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
         stake,
         json!({
             "kind": "ops",
-            "ops": slow.iter().map(|o| json!({
+            "ops": rows.iter().map(|(o, dtype, _)| json!({
                 "op": o.name,
                 "shapes": o.shapes,
+                "dtype": dtype.map(Dtype::as_str),
                 "self_ns": o.self_ns,
                 "tflops": o.tflops,
                 "pct_of_peak": o.pct_of_peak,
-                "why": o.shapes.as_deref().map(|s| shape_reasons(&o.name, s, hotspot(ctx, o))).unwrap_or_default(),
+                "why": o.shapes.as_deref().map(|s| shape_reasons(&o.name, s, *dtype, hot)).unwrap_or_default(),
             })).collect::<Vec<_>>(),
             // Set when a shape's rows hit the device's stride hotspot (arch.gemm-stride-padding).
-            "stride_hotspot_bytes": slow.iter().find_map(|o| {
-                let (elem, hot) = hotspot(ctx, o)?;
-                let (_, _, k, _) = gemm_mkn(&o.name, o.shapes.as_deref()?)?;
-                ((k * elem) % hot == 0).then_some(hot)
-            }),
+            "stride_hotspot_bytes": rows.iter().find_map(|(_, dtype, mkn)| hits_hotspot(*dtype, *mkn)),
+            "fixes": fixes,
         }),
     )]
 }

@@ -178,6 +178,10 @@ pub fn plan(a: &Analysis, catalog: &Catalog, env: Option<&EnvListing>) -> Plan {
                 let (Some(kind), Some(text)) = (fix["kind"].as_str(), fix["text"].as_str()) else {
                     continue;
                 };
+                // A fix meant for one recommendation goes to that one only.
+                if fix["for"].as_str().is_some_and(|id| id != rec.id) {
+                    continue;
+                }
                 if !actions.iter().any(|a| a.text == text) {
                     actions.push(ActionOut {
                         kind: kind.to_string(),

@@ -391,6 +391,15 @@ fn mi300x_stride_hotspot_reason_and_padding() {
         let recs: Vec<&str> = feed["recommendations"].as_array().unwrap().iter()
             .map(|r| r["id"].as_str().unwrap()).collect();
         assert!(recs.contains(&"arch.gemm-stride-padding"), "{recs:?}");
+        // Tuning names exactly that shape, for TunableOp and for aiter on AMD.
+        let tuning = feed["recommendations"].as_array().unwrap().iter()
+            .find(|r| r["id"] == "tuning.gemm-shapes").expect("shape tuning");
+        assert_eq!(tuning["level"], 4);
+        let actions: Vec<&str> = tuning["actions"].as_array().unwrap().iter()
+            .map(|a| a["text"].as_str().unwrap()).collect();
+        assert!(actions[0].starts_with("PYTORCH_TUNABLEOP_ENABLED=1") && actions[0].contains("M=512 N=4096 K=4096 bf16"), "{actions:?}");
+        assert!(actions.iter().any(|a| a.starts_with("AITER_TUNE_GEMM=1") && a.contains("M=512 N=4096 K=4096")), "{actions:?}");
+        assert_eq!(actions.iter().filter(|a| a.contains("PYTORCH_TUNABLEOP_TUNING=1")).count(), 1, "the generic one is dropped");
     });
     let feed = feed_of_path(&fixture("kineto/h100/eager_launch_bound.json.gz"));
     let recs: Vec<&str> = feed["recommendations"]
@@ -468,4 +477,33 @@ fn no_attribution_keeps_the_kernel_name_view() {
         attention(&on),
         attention(&off)
     );
+}
+
+/// fp32 GEMMs under the peak say so among their reasons: the H100 trace that runs its linears
+/// in fp32 (TF32 allowed) reaches ~21% of the TF32 peak.
+#[test]
+fn an_fp32_gemm_is_told_to_use_bf16() {
+    let feed = feed_of_path(&fixture("kineto/h100/eager_fp32_tf32.json.gz"));
+    let f = feed["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "low_gemm_efficiency")
+        .expect("fires");
+    let row = &f["evidence"]["ops"][0];
+    assert_eq!(row["dtype"], "fp32");
+    assert!(
+        row["why"]
+            .to_string()
+            .contains("fp32 operands: bf16 or fp16 doubles the matrix peak"),
+        "{row}"
+    );
+    // NVIDIA: TunableOp, no aiter.
+    let tuning = feed["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "tuning.gemm-shapes")
+        .expect("shape tuning");
+    assert!(!tuning["actions"].to_string().contains("AITER"));
 }
