@@ -97,6 +97,11 @@ fn no_efficiency_above_the_peak_on_any_trace() {
         }
     };
     add_dir(&fixture("kineto/h100"));
+    add_dir(&fixture("kineto/h200_graphs"));
+    add_dir(&fixture("kineto/h100_torch_trace"));
+    for run in ["balanced", "host_straggler", "gpu_straggler"] {
+        add_dir(&fixture("kineto/h100x2").join(run));
+    }
     if let Some(shared) = shared() {
         for d in [
             "traces/h100",
