@@ -531,8 +531,9 @@ fn rocprof_classify_progress(bar: indicatif::ProgressBar) -> crate::ingest::Prog
     crate::ingest::Progress(std::sync::Arc::new(move |n| bar.inc(n)))
 }
 
-fn run_analyze(cli: &Cli) -> Result<Status> {
-    let (trace, analysis) = analyze_and_keep(&cli.paths, &cli.analysis, &cli.global)?;
+/// `--export-parquet` / `--export-csv`: the classified activity table, through polars.
+#[cfg(feature = "polars")]
+fn export_tables(cli: &Cli, trace: &crate::model::Trace) -> Result<()> {
     for (path, format) in [
         (
             &cli.trace_output.export_parquet,
@@ -547,12 +548,29 @@ fn run_analyze(cli: &Cli) -> Result<Status> {
         let rules = load_rules(&cli.global.rules)?;
         let file =
             std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
-        let rows = report::export::write(&trace, &rules, format, std::io::BufWriter::new(file))
+        let rows = report::export::write(trace, &rules, format, std::io::BufWriter::new(file))
             .with_context(|| format!("writing {}", path.display()))?;
         if !cli.global.quiet {
             eprintln!("export: wrote {} ({rows} GPU activities)", path.display());
         }
     }
+    Ok(())
+}
+
+/// Builds without polars (the fuzzing build) cannot write Parquet or CSV tables.
+#[cfg(not(feature = "polars"))]
+fn export_tables(cli: &Cli, _trace: &crate::model::Trace) -> Result<()> {
+    if cli.trace_output.export_parquet.is_some() || cli.trace_output.export_csv.is_some() {
+        bail!(
+            "--export-parquet and --export-csv need the `polars` feature, which this build lacks"
+        );
+    }
+    Ok(())
+}
+
+fn run_analyze(cli: &Cli) -> Result<Status> {
+    let (trace, analysis) = analyze_and_keep(&cli.paths, &cli.analysis, &cli.global)?;
+    export_tables(cli, &trace)?;
     drop(trace);
     let json = || report::json::render(&analysis);
     let markdown = || report::markdown::render(&analysis).into_bytes();

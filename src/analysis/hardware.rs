@@ -96,22 +96,23 @@ pub fn occupancy(r: &KernelResources, d: &DeviceSpec) -> Option<Occupancy> {
     let simd = d.simd_per_cu.max(1);
     let wave = r.wave_size.max(1);
     let waves_per_wg = r.workgroup_size.div_ceil(wave);
-    let round = |v: u32, g: u32| v.div_ceil(g) * g;
+    let round = |v: u32, g: u32| v.div_ceil(g).saturating_mul(g);
     // seeds/003: 512 VGPRs per lane per SIMD, allocated in units of 16 on MI300; gfx90a
     // allocates in 8s; gfx908 has separate 256-entry arch and accumulation files.
     let (vgprs, budget, granule): (u32, u32, u32) = if d.unified_vgprs() {
         let g = if d.arch.starts_with("gfx90a") { 8 } else { 16 };
-        (round(r.arch_vgpr + r.accum_vgpr, g), 512, g)
+        (round(r.arch_vgpr.saturating_add(r.accum_vgpr), g), 512, g)
     } else {
         (round(r.arch_vgpr.max(r.accum_vgpr), 4), 256, 4)
     };
     let vgpr_waves = budget.checked_div(vgprs).map_or(max, |w| w.min(max));
-    let wg_by_vgpr = vgpr_waves * simd / waves_per_wg;
+    // Counter files are user input: absurd resource values saturate instead of overflowing.
+    let wg_by_vgpr = vgpr_waves.saturating_mul(simd) / waves_per_wg;
     let wg_by_lds = d
         .lds_bytes_per_cu
         .checked_div(r.lds_per_workgroup)
         .unwrap_or(u32::MAX);
-    let wg_by_max = max * simd / waves_per_wg;
+    let wg_by_max = max.saturating_mul(simd) / waves_per_wg;
     let wgs = wg_by_vgpr.min(wg_by_lds).min(wg_by_max);
     let limiter = if wgs == wg_by_max && wg_by_max <= wg_by_vgpr.min(wg_by_lds) {
         "none"
@@ -120,12 +121,12 @@ pub fn occupancy(r: &KernelResources, d: &DeviceSpec) -> Option<Occupancy> {
     } else {
         "vgpr"
     };
-    let waves_per_simd = (wgs * waves_per_wg) as f64 / simd as f64;
+    let waves_per_simd = wgs as f64 * waves_per_wg as f64 / simd as f64;
     let vgprs_for_next_wave = (vgpr_waves < max)
         .then(|| budget / (vgpr_waves + 1) / granule * granule)
         .filter(|&v| v > 0);
     let grid_waves = r.grid_size.div_ceil(wave as u64) as f64;
-    let simds = (d.cu_count.max(1) * simd) as f64;
+    let simds = d.cu_count.max(1) as f64 * simd as f64;
     Some(Occupancy {
         waves_per_simd,
         max_waves_per_simd: max,

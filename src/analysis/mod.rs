@@ -252,6 +252,36 @@ fn busy_ends(trace: &Trace, links: &Links) -> Vec<i64> {
     ends
 }
 
+/// Activities that start more than 1 µs before the previous one on their (device, stream)
+/// ends, per input: (count, largest overlap). One stream runs one thing at a time, so these
+/// are clock skew or corruption; real traces have none or one.
+fn stream_overlaps(trace: &Trace) -> BTreeMap<u32, (u64, i64)> {
+    const TOLERANCE_NS: i64 = 1_000;
+    let acts = &trace.activities;
+    let mut streams: HashMap<(u32, u32, u32), Vec<u32>> = HashMap::default();
+    for a in 0..acts.len() {
+        streams
+            .entry((acts.input[a], acts.device[a], acts.stream[a]))
+            .or_default()
+            .push(a as u32);
+    }
+    let mut out: BTreeMap<u32, (u64, i64)> = BTreeMap::new();
+    for ((input, ..), mut list) in streams {
+        list.sort_unstable_by_key(|&a| (acts.ts_ns[a as usize], a));
+        let mut end = i64::MIN;
+        for a in list.into_iter().map(|a| a as usize) {
+            let overlap = end.saturating_sub(acts.ts_ns[a]);
+            if overlap > TOLERANCE_NS {
+                let e = out.entry(input).or_default();
+                e.0 += 1;
+                e.1 = e.1.max(overlap);
+            }
+            end = end.max(acts.ts_ns[a].saturating_add(acts.dur_ns[a]));
+        }
+    }
+    out
+}
+
 /// Classifies, aggregates and runs the detectors.
 pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analysis {
     let classified = rules.classify_trace(trace);
@@ -278,6 +308,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     let mut selecting = steps.select(opts.steps, opts.skip_warmup);
     // A cut trace's last steps lack their GPU work: leave them out, and say so.
     let unfinished = steps.drop_unfinished(trace, &links);
+    let overlaps = stream_overlaps(trace);
     selecting |= !unfinished.is_empty();
     let acts = &trace.activities;
     let in_scope: Vec<bool> = (0..acts.len())
@@ -530,6 +561,12 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         },
     );
     let mut inputs = trace.inputs.clone();
+    for (input, (count, worst)) in &overlaps {
+        inputs[*input as usize].warnings.push(format!(
+            "{count} GPU activities start before the previous one on their stream ends (by up to {}): clock skew or a corrupt trace; busy time counts their union",
+            crate::report::table::fmt_ns(*worst)
+        ));
+    }
     for (input, numbers) in &unfinished {
         inputs[*input].warnings.push(format!(
             "left out {} step(s) the cut left unfinished (#{}{}): their kernels are missing",

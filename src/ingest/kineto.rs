@@ -302,8 +302,15 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
             }
         }
     };
-    if ev.ph.as_deref() != Some("X") {
-        return Parsed::Skip;
+    match ev.ph.as_deref() {
+        Some("X") => {}
+        Some(_) => return Parsed::Skip,
+        None => {
+            return Parsed::Bad {
+                at,
+                why: "event without \"ph\"".into(),
+            }
+        }
     }
     let cat = match ev.cat.as_deref().map(category) {
         Some(c @ (Category::Gpu(_) | Category::Host(_))) => c,
@@ -312,7 +319,13 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
     let Some(ts_ns) = ev.ts.and_then(|r| micros_to_ns(r.get())) else {
         return Parsed::Bad {
             at,
-            why: "missing or non-numeric \"ts\"".into(),
+            why: match ev.ts {
+                None => "missing \"ts\"".into(),
+                Some(r) => format!(
+                    "\"ts\" is not a time in µs within range: {}",
+                    r.get().chars().take(40).collect::<String>()
+                ),
+            },
         };
     };
     let dur_ns = match ev.dur.map(|r| micros_to_ns(r.get())) {
@@ -326,7 +339,7 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
         Some(None) => {
             return Parsed::Bad {
                 at,
-                why: "non-numeric \"dur\"".into(),
+                why: "\"dur\" is not a time in µs within range".into(),
             }
         }
         None => {
@@ -343,7 +356,8 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
         .unwrap_or(0);
     let correlation = num(args.correlation).unwrap_or(0);
     let rank = num(args.rank).map(|r| r as u32);
-    let name = ev.name.unwrap_or(Cow::Borrowed(""));
+    // A nameless event keeps its time under a name that says so.
+    let name = ev.name.unwrap_or(Cow::Borrowed("(unnamed)"));
     match cat {
         Category::Gpu(kind) => {
             let device = num(args.device)

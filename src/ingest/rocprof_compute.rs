@@ -336,7 +336,6 @@ struct PmcColumns {
 }
 
 fn load_pmc_columns(path: &Path, label: &str) -> Result<PmcColumns, IngestError> {
-    use polars::prelude::{CsvReadOptions, DataType, PlSmallStr, SerReader};
     use std::io::Read;
     let mut bytes = Vec::new();
     super::open(path)?
@@ -368,6 +367,21 @@ fn load_pmc_columns(path: &Path, label: &str) -> Result<PmcColumns, IngestError>
         .map(str::to_string)
         .collect();
     let wanted = wanted_columns(&all);
+    let (headers, columns, rows) = project(bytes, &wanted, label)?;
+    Ok(PmcColumns {
+        headers,
+        columns,
+        rows,
+        truncated,
+    })
+}
+
+type Projected = (Vec<String>, Vec<Vec<Option<String>>>, usize);
+
+/// The `wanted` columns of a CSV as text, through polars' projecting reader.
+#[cfg(feature = "polars")]
+fn project(bytes: Vec<u8>, wanted: &[String], label: &str) -> Result<Projected, IngestError> {
+    use polars::prelude::{CsvReadOptions, DataType, PlSmallStr, SerReader};
     let names: std::sync::Arc<[PlSmallStr]> = wanted
         .iter()
         .map(|h| PlSmallStr::from(h.as_str()))
@@ -405,12 +419,43 @@ fn load_pmc_columns(path: &Path, label: &str) -> Result<PmcColumns, IngestError>
                 .collect(),
         );
     }
-    Ok(PmcColumns {
-        headers,
+    Ok((headers, columns, df.height()))
+}
+
+/// The `wanted` columns of a CSV as text, through the csv crate (builds without polars).
+#[cfg(not(feature = "polars"))]
+fn project(bytes: Vec<u8>, wanted: &[String], label: &str) -> Result<Projected, IngestError> {
+    let mut reader = csv::ReaderBuilder::new().from_reader(&bytes[..]);
+    let header = reader
+        .headers()
+        .map_err(|e| IngestError::Csv {
+            path: label.into(),
+            line: 1,
+            message: e.to_string(),
+        })?
+        .clone();
+    let at: Vec<usize> = wanted
+        .iter()
+        .filter_map(|w| header.iter().position(|h| h == w))
+        .collect();
+    let mut columns = vec![Vec::new(); at.len()];
+    let mut rows = 0;
+    for (line, record) in reader.records().enumerate() {
+        let record = record.map_err(|e| IngestError::Csv {
+            path: label.into(),
+            line: line as u64 + 2,
+            message: e.to_string(),
+        })?;
+        for (c, &i) in at.iter().enumerate() {
+            columns[c].push(record.get(i).filter(|v| !v.is_empty()).map(str::to_string));
+        }
+        rows += 1;
+    }
+    Ok((
+        at.iter().map(|&i| header[i].to_string()).collect(),
         columns,
-        rows: df.height(),
-        truncated,
-    })
+        rows,
+    ))
 }
 
 /// The columns of a `pmc_perf.csv` header the analysis reads, in header order, each once.

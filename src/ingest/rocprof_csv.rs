@@ -152,8 +152,9 @@ fn stats_format(kind: CsvKind, head: &[u8]) -> Format {
     }
 }
 
-/// Most launches one statistics row may expand to (its timeline is synthetic anyway).
-const MAX_STATS_LAUNCHES: u64 = 5_000_000;
+/// Most launches one statistics file may expand to (one synthetic activity per call): a few
+/// hundred bytes claiming millions of calls must not take gigabytes.
+const MAX_STATS_LAUNCHES: u64 = 1_000_000;
 
 /// Aggregate statistics (`Name,Calls,TotalDurationNs,…`): each row becomes `Calls` activities of
 /// the average duration (the remainder spread so the total is exact), laid end to end: buckets,
@@ -180,6 +181,8 @@ fn read_stats(
     // Numbers after the name: Calls, TotalDurationNs, AverageNs, Percentage (+ MinNs, MaxNs, StdDev).
     let numbers = width - 1;
     let mut clock = 0i64;
+    let mut expanded = 0u64;
+    let mut rows: Vec<(String, u64, i64)> = Vec::new();
     for rec in rdr.records() {
         let rec = rec.map_err(|e| IngestError::Csv {
             path: label.into(),
@@ -215,15 +218,21 @@ fn read_stats(
         if api {
             continue;
         }
-        if calls > MAX_STATS_LAUNCHES {
+        // Each call becomes one synthetic activity: the file's total is capped (checked before
+        // anything is expanded), so a small file cannot ask for unbounded memory.
+        expanded = expanded.saturating_add(calls);
+        if expanded > MAX_STATS_LAUNCHES {
             return Err(IngestError::Csv {
                 path: label.into(),
                 line,
                 message: format!(
-                    "{calls} calls in one row: more than this tool expands ({MAX_STATS_LAUNCHES})"
+                    "{expanded} calls up to this row: more than this tool expands from one statistics file ({MAX_STATS_LAUNCHES})"
                 ),
             });
         }
+        rows.push((name.trim().to_string(), calls, total));
+    }
+    for (name, calls, total) in rows {
         let kind = if copies || name.starts_with("Copy") {
             ActivityKind::Memcpy
         } else if name == "FillBuffer" {
@@ -231,7 +240,7 @@ fn read_stats(
         } else {
             ActivityKind::Kernel
         };
-        let id = trace.names.intern(name.trim());
+        let id = trace.names.intern(&name);
         let (each, extra) = if calls == 0 {
             (0, 0)
         } else {
@@ -299,7 +308,13 @@ impl InputState {
                 name: String::new(),
             })
             .collect();
-        meta.warnings = self.warnings;
+        // A warning about the input's own file need not name it again (a directory's do).
+        let own = format!("{}: ", meta.path);
+        meta.warnings = self
+            .warnings
+            .into_iter()
+            .map(|w| w.strip_prefix(&own).map_or(w.clone(), str::to_string))
+            .collect();
         meta.truncated = self.truncated;
     }
 }
@@ -436,6 +451,9 @@ pub(super) fn read_csv(
     let mut zero_len = 0u64;
     let mut short_row: Option<u64> = None;
     let mut skipped = 0u64;
+    let mut first_skipped: Option<u64> = None;
+    let mut long_rows = (0u64, 0u64); // (count, first line)
+    let mut bad_times: Option<(u64, u64, String)> = None; // (count, first line, message)
     loop {
         let more = match rdr.read_record(&mut record) {
             Ok(m) => m,
@@ -455,13 +473,21 @@ pub(super) fn read_csv(
         // A short row is a row cut mid-write when it is the last one (checked at the end), else
         // a malformed row to skip.
         if record.len() < width {
-            if short_row.replace(line).is_some() {
+            if let Some(previous) = short_row.replace(line) {
                 skipped += 1;
+                first_skipped.get_or_insert(previous);
             }
             continue;
         }
-        if short_row.take().is_some() {
+        if let Some(previous) = short_row.take() {
             skipped += 1;
+            first_skipped.get_or_insert(previous);
+        }
+        if record.len() > width {
+            long_rows.0 += 1;
+            if long_rows.1 == 0 {
+                long_rows.1 = line;
+            }
         }
         let get = |c: usize| record.get(c).unwrap_or("");
         if kind == CsvKind::V3Counters {
@@ -481,8 +507,26 @@ pub(super) fn read_csv(
                 message: format!("column '{what}': not a time: {:?}", get(c)),
             })
         };
-        let start = time(c_start, &headers.get(c_start).cloned().unwrap_or_default())?;
-        let end = time(c_end, &headers.get(c_end).cloned().unwrap_or_default())?;
+        // A row whose times do not read is skipped (and counted), unless `--strict`.
+        let times =
+            time(c_start, &headers.get(c_start).cloned().unwrap_or_default()).and_then(|start| {
+                Ok((
+                    start,
+                    time(c_end, &headers.get(c_end).cloned().unwrap_or_default())?,
+                ))
+            });
+        let (start, end) = match times {
+            Ok(t) => t,
+            Err(e) if opts.strict => return Err(e),
+            Err(e) => {
+                let text = match &e {
+                    IngestError::Csv { line, message, .. } => format!("line {line}: {message}"),
+                    other => other.to_string(),
+                };
+                bad_times.get_or_insert((0, line, text)).0 += 1;
+                continue;
+            }
+        };
         if c_start != usize::MAX && (get(c_start).contains(['e', 'E'])) {
             exponent_times = true;
         }
@@ -569,7 +613,19 @@ pub(super) fn read_csv(
     }
     if skipped > 0 {
         state.warnings.push(format!(
-            "{label}: skipped {skipped} rows with fewer fields than the header"
+            "{label}: skipped {skipped} rows with fewer fields than the header (first at line {})",
+            first_skipped.unwrap_or(0)
+        ));
+    }
+    if long_rows.0 > 0 {
+        state.warnings.push(format!(
+            "{label}: {} rows have more fields than the header (first at line {}): the extra fields were ignored",
+            long_rows.0, long_rows.1
+        ));
+    }
+    if let Some((count, _, first)) = bad_times {
+        state.warnings.push(format!(
+            "skipped {count} rows whose times do not read (first: {first})"
         ));
     }
     if exponent_times {

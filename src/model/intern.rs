@@ -13,6 +13,11 @@ impl NameId {
     }
 }
 
+/// A control character other than tab and line breaks (which pretty-printed JSON keeps).
+fn is_hostile_control(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
+}
+
 /// Append-only string table.
 #[derive(Debug, Clone)]
 pub struct Interner {
@@ -38,7 +43,18 @@ impl Interner {
         }
         let id =
             NameId(u32::try_from(self.strings.len()).expect("more than 4 billion distinct names"));
-        self.strings.push(s.into());
+        // Terminal control characters (an escape sequence in a kernel name) are kept out of
+        // every report; lookups still go by the name as written.
+        if s.chars().any(is_hostile_control) {
+            self.strings.push(
+                s.chars()
+                    .map(|c| if is_hostile_control(c) { '\u{fffd}' } else { c })
+                    .collect::<String>()
+                    .into(),
+            );
+        } else {
+            self.strings.push(s.into());
+        }
         self.ids.insert(s.into(), id);
         id
     }

@@ -3,6 +3,7 @@
 
 pub mod charts;
 pub mod diff;
+#[cfg(feature = "polars")]
 pub mod export;
 pub mod html;
 pub mod json;

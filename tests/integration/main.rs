@@ -4,12 +4,14 @@ mod common;
 
 mod amd;
 mod bad_input;
+mod bad_input_matrix;
 mod browser;
 mod cli;
 mod compile_logs;
 mod corpus;
 mod diagnosis;
 mod efficiency;
+mod fuzz_regressions;
 mod graphs;
 mod h100;
 mod ranks;

@@ -191,9 +191,21 @@ fn csv_errors_name_line_and_column() {
 
     let bad_time = dir.path().join("bad_time.csv");
     std::fs::write(&bad_time, good.replacen("1300", "soon", 1)).unwrap();
-    bin().arg(&bad_time).assert().code(2).stderr(
-        predicate::str::contains("line 4").and(predicate::str::contains("start_timestamp")),
+    // A row whose time does not read is skipped with a warning naming its line and column;
+    // --strict refuses the file.
+    bin().arg(&bad_time).assert().code(0).stderr(
+        predicate::str::contains("skipped 1 rows whose times do not read")
+            .and(predicate::str::contains("line 4"))
+            .and(predicate::str::contains("start_timestamp")),
     );
+    bin()
+        .arg(&bad_time)
+        .arg("--strict")
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("line 4").and(predicate::str::contains("start_timestamp")),
+        );
 
     let missing = dir.path().join("missing.csv");
     std::fs::write(&missing, good.replace("\"End_Timestamp\"", "\"Other\"")).unwrap();
