@@ -120,11 +120,13 @@ fn no_color_means_no_escape_codes() {
 /// Every trace fixture: the single-GPU traces and the two-rank directories.
 fn every_trace_fixture() -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
-    for dir in ["kineto/h100", "kineto/h100x2"] {
+    for dir in ["kineto/h100", "kineto/h100x2", "kineto/h200_graphs", "kineto/h100_torch_trace"] {
         let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(fixture(dir))
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.is_dir() || p.to_string_lossy().ends_with(".json.gz"))
+            // The TORCH_TRACE log is an input only beside its trace.
+            .filter(|p| !p.to_string_lossy().ends_with("torch_trace_log.gz"))
             .collect();
         entries.sort();
         out.extend(entries);
@@ -526,5 +528,69 @@ fn unsafe_user_rules_are_rejected_with_file_rule_and_reason() {
             }
             assert!(out.stdout.is_empty(), "{what}: no report on a rules error");
         }
+    }
+}
+
+/// Every input format, not only Kineto: `--threads 1`, `--threads 4` and a second `--threads 4`
+/// run give byte-identical JSON, Markdown and HTML; and an input named by a relative path leaves
+/// no absolute path (the working directory) in any report.
+#[test]
+fn every_format_is_deterministic_and_path_free() {
+    let mut inputs: Vec<(std::path::PathBuf, Vec<String>)> = vec![(
+        fixture("kineto/h100_torch_trace/recompiles_traced.json.gz"),
+        vec!["--torch-logs".into(), fixture("kineto/h100_torch_trace/torch_trace_log.gz").display().to_string()],
+    )];
+    if let Some(shared) = crate::common::shared() {
+        for rel in [
+            "corpus/rocpd/15_results.db",
+            "corpus/rocprofv3_sdk_docs_2025",
+            "corpus/tracelens_rocprof/908_results.json.gz",
+            "corpus/rocprof1_batched_gemm/results.json",
+            "corpus/rocprof_compute_v3_bmm1/MI300X_A1",
+            "corpus/torch_logs/recompiles_2024_pytorch_pr130043.txt",
+        ] {
+            inputs.push((shared.join(rel), vec![]));
+        }
+    } else {
+        eprintln!("skipped the rocprof formats: ../shared is absent");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (input, extra) in &inputs {
+        let run = |threads: &str, tag: &str| -> Vec<Vec<u8>> {
+            let out = |ext: &str| dir.path().join(format!("{tag}.{ext}"));
+            bin()
+                .args(["--threads", threads, "--json"])
+                .arg(out("json"))
+                .arg("--markdown")
+                .arg(out("md"))
+                .arg("--html")
+                .arg(out("html"))
+                .args(extra)
+                .arg(input)
+                .assert()
+                .success();
+            ["json", "md", "html"].iter().map(|e| std::fs::read(out(e)).unwrap()).collect()
+        };
+        let (one, four, again) = (run("1", "a"), run("4", "b"), run("4", "c"));
+        for (k, what) in ["json", "markdown", "html"].iter().enumerate() {
+            assert!(one[k] == four[k], "{}: {what} differs between 1 and 4 threads", input.display());
+            assert!(four[k] == again[k], "{}: {what} differs between two runs", input.display());
+        }
+    }
+    // Relative paths stay relative: the working directory appears in no report.
+    let cwd = crate::common::root();
+    let out = bin()
+        .current_dir(&cwd)
+        .args(["fixtures/kineto/h100/eager_manual_attn.json.gz", "--json", "-"])
+        .output()
+        .unwrap();
+    let html = bin()
+        .current_dir(&cwd)
+        .args(["fixtures/kineto/h100/eager_manual_attn.json.gz", "--html", "-"])
+        .output()
+        .unwrap();
+    let abs = cwd.canonicalize().unwrap().display().to_string();
+    for (what, bytes) in [("json", &out.stdout), ("html", &html.stdout)] {
+        assert!(!String::from_utf8_lossy(bytes).contains(&abs), "{what} holds {abs}");
     }
 }
