@@ -367,7 +367,7 @@ fn load_pmc_columns(path: &Path, label: &str) -> Result<PmcColumns, IngestError>
         .map(str::to_string)
         .collect();
     let wanted = wanted_columns(&all);
-    let (headers, columns, rows) = project(bytes, &wanted, label)?;
+    let (headers, columns, rows) = project(bytes, &all, &wanted, label)?;
     Ok(PmcColumns {
         headers,
         columns,
@@ -380,7 +380,12 @@ type Projected = (Vec<String>, Vec<Vec<Option<String>>>, usize);
 
 /// The `wanted` columns of a CSV as text, through polars' projecting reader.
 #[cfg(feature = "polars")]
-fn project(bytes: Vec<u8>, wanted: &[String], label: &str) -> Result<Projected, IngestError> {
+fn project(
+    bytes: Vec<u8>,
+    _header: &[String],
+    wanted: &[String],
+    label: &str,
+) -> Result<Projected, IngestError> {
     use polars::prelude::{CsvReadOptions, DataType, PlSmallStr, SerReader};
     let names: std::sync::Arc<[PlSmallStr]> = wanted
         .iter()
@@ -424,16 +429,13 @@ fn project(bytes: Vec<u8>, wanted: &[String], label: &str) -> Result<Projected, 
 
 /// The `wanted` columns of a CSV as text, through the csv crate (builds without polars).
 #[cfg(not(feature = "polars"))]
-fn project(bytes: Vec<u8>, wanted: &[String], label: &str) -> Result<Projected, IngestError> {
+fn project(
+    bytes: Vec<u8>,
+    header: &[String],
+    wanted: &[String],
+    label: &str,
+) -> Result<Projected, IngestError> {
     let mut reader = csv::ReaderBuilder::new().from_reader(&bytes[..]);
-    let header = reader
-        .headers()
-        .map_err(|e| IngestError::Csv {
-            path: label.into(),
-            line: 1,
-            message: e.to_string(),
-        })?
-        .clone();
     let at: Vec<usize> = wanted
         .iter()
         .filter_map(|w| header.iter().position(|h| h == w))

@@ -120,7 +120,12 @@ fn no_color_means_no_escape_codes() {
 /// Every trace fixture: the single-GPU traces and the two-rank directories.
 fn every_trace_fixture() -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
-    for dir in ["kineto/h100", "kineto/h100x2", "kineto/h200_graphs", "kineto/h100_torch_trace"] {
+    for dir in [
+        "kineto/h100",
+        "kineto/h100x2",
+        "kineto/h200_graphs",
+        "kineto/h100_torch_trace",
+    ] {
         let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(fixture(dir))
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -135,33 +140,43 @@ fn every_trace_fixture() -> Vec<std::path::PathBuf> {
     out
 }
 
+/// One run's JSON, Markdown and HTML (written under `dir` as `tag.*`) and terminal table.
+fn reports(
+    dir: &std::path::Path,
+    threads: &str,
+    tag: &str,
+    input: &std::path::Path,
+    extra: &[String],
+) -> Vec<Vec<u8>> {
+    let out = |ext: &str| dir.join(format!("{tag}.{ext}"));
+    let table = bin()
+        .args(["--threads", threads, "--json"])
+        .arg(out("json"))
+        .arg("--markdown")
+        .arg(out("md"))
+        .arg("--html")
+        .arg(out("html"))
+        .args(extra)
+        .arg(input)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let mut all: Vec<Vec<u8>> = ["json", "md", "html"]
+        .iter()
+        .map(|e| std::fs::read(out(e)).unwrap())
+        .collect();
+    all.push(table);
+    all
+}
+
 #[test]
 fn thread_count_does_not_change_the_output() {
     let dir = tempfile::tempdir().unwrap();
     for f in every_trace_fixture() {
         // JSON, Markdown, HTML and the terminal table of one run per thread count.
-        let run = |threads: &str| -> Vec<Vec<u8>> {
-            let out = |ext: &str| dir.path().join(format!("{threads}.{ext}"));
-            let table = bin()
-                .args(["--threads", threads, "--json"])
-                .arg(out("json"))
-                .arg("--markdown")
-                .arg(out("md"))
-                .arg("--html")
-                .arg(out("html"))
-                .arg(&f)
-                .assert()
-                .success()
-                .get_output()
-                .stdout
-                .clone();
-            let mut all: Vec<Vec<u8>> = ["json", "md", "html"]
-                .iter()
-                .map(|e| std::fs::read(out(e)).unwrap())
-                .collect();
-            all.push(table);
-            all
-        };
+        let run = |threads: &str| reports(dir.path(), threads, threads, &f, &[]);
         let (one, four) = (run("1"), run("4"));
         for (k, what) in ["json", "markdown", "html", "table"].iter().enumerate() {
             assert!(one[k] == four[k], "{}: {what} differs", f.display());
@@ -538,7 +553,12 @@ fn unsafe_user_rules_are_rejected_with_file_rule_and_reason() {
 fn every_format_is_deterministic_and_path_free() {
     let mut inputs: Vec<(std::path::PathBuf, Vec<String>)> = vec![(
         fixture("kineto/h100_torch_trace/recompiles_traced.json.gz"),
-        vec!["--torch-logs".into(), fixture("kineto/h100_torch_trace/torch_trace_log.gz").display().to_string()],
+        vec![
+            "--torch-logs".into(),
+            fixture("kineto/h100_torch_trace/torch_trace_log.gz")
+                .display()
+                .to_string(),
+        ],
     )];
     if let Some(shared) = crate::common::shared() {
         for rel in [
@@ -556,41 +576,46 @@ fn every_format_is_deterministic_and_path_free() {
     }
     let dir = tempfile::tempdir().unwrap();
     for (input, extra) in &inputs {
-        let run = |threads: &str, tag: &str| -> Vec<Vec<u8>> {
-            let out = |ext: &str| dir.path().join(format!("{tag}.{ext}"));
-            bin()
-                .args(["--threads", threads, "--json"])
-                .arg(out("json"))
-                .arg("--markdown")
-                .arg(out("md"))
-                .arg("--html")
-                .arg(out("html"))
-                .args(extra)
-                .arg(input)
-                .assert()
-                .success();
-            ["json", "md", "html"].iter().map(|e| std::fs::read(out(e)).unwrap()).collect()
-        };
+        let run = |threads: &str, tag: &str| reports(dir.path(), threads, tag, input, extra);
         let (one, four, again) = (run("1", "a"), run("4", "b"), run("4", "c"));
         for (k, what) in ["json", "markdown", "html"].iter().enumerate() {
-            assert!(one[k] == four[k], "{}: {what} differs between 1 and 4 threads", input.display());
-            assert!(four[k] == again[k], "{}: {what} differs between two runs", input.display());
+            assert!(
+                one[k] == four[k],
+                "{}: {what} differs between 1 and 4 threads",
+                input.display()
+            );
+            assert!(
+                four[k] == again[k],
+                "{}: {what} differs between two runs",
+                input.display()
+            );
         }
     }
     // Relative paths stay relative: the working directory appears in no report.
     let cwd = crate::common::root();
     let out = bin()
         .current_dir(&cwd)
-        .args(["fixtures/kineto/h100/eager_manual_attn.json.gz", "--json", "-"])
+        .args([
+            "fixtures/kineto/h100/eager_manual_attn.json.gz",
+            "--json",
+            "-",
+        ])
         .output()
         .unwrap();
     let html = bin()
         .current_dir(&cwd)
-        .args(["fixtures/kineto/h100/eager_manual_attn.json.gz", "--html", "-"])
+        .args([
+            "fixtures/kineto/h100/eager_manual_attn.json.gz",
+            "--html",
+            "-",
+        ])
         .output()
         .unwrap();
     let abs = cwd.canonicalize().unwrap().display().to_string();
     for (what, bytes) in [("json", &out.stdout), ("html", &html.stdout)] {
-        assert!(!String::from_utf8_lossy(bytes).contains(&abs), "{what} holds {abs}");
+        assert!(
+            !String::from_utf8_lossy(bytes).contains(&abs),
+            "{what} holds {abs}"
+        );
     }
 }
