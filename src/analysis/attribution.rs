@@ -316,41 +316,12 @@ pub fn ops(
         }
         // total_ns: this op and every distinct op name enclosing it.
         let mut seen: Vec<NameId> = Vec::new();
+        let mut composite_chain: Vec<usize> = Vec::new();
         let mut cur = Some(k);
         while let Some(i) = cur {
             let name = host.name[t.ops[i]];
-            // A composite op (SDPA, convolution) whose FLOPs its shapes give: its kernels,
-            // launched by the ops inside it, are its time.
-            let outer = t.ops[i];
             if composite_name[name.index()] {
-                let composite = composites.entry((outer, execution)).or_insert_with(|| {
-                    let dims = host.input_dims[outer];
-                    let flops = (dims != NameId::NONE)
-                        .then(|| {
-                            efficiency::composite_flops(
-                                trace.names.get(name),
-                                trace.names.get(dims),
-                                trace.names.get(host.concrete_inputs[outer]),
-                            )
-                        })
-                        .flatten()?;
-                    let dtype = efficiency::compute_dtype(
-                        efficiency::dtype_of(trace.names.get(host.input_types[outer]))?,
-                        peaks,
-                        false,
-                    );
-                    Some(Call {
-                        op: name,
-                        dims,
-                        flops,
-                        bytes: None,
-                        peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
-                        ns: 0,
-                    })
-                });
-                if let Some(c) = composite {
-                    c.ns += dur;
-                }
+                composite_chain.push(t.ops[i]);
             }
             if !seen.contains(&name) {
                 seen.push(name);
@@ -359,6 +330,41 @@ pub fn ops(
                 *e.total_by_bucket.entry(bucket).or_default() += dur;
             }
             cur = t.parent[i];
+        }
+        // A composite op (SDPA, convolution) whose FLOPs its shapes give: its kernels, launched
+        // by the ops inside it, are its time. Only the outermost one with a number counts, so
+        // eager SDPA around its flash/efficient op is one call, not two.
+        for &outer in composite_chain.iter().rev() {
+            let name = host.name[outer];
+            let composite = composites.entry((outer, execution)).or_insert_with(|| {
+                let dims = host.input_dims[outer];
+                let flops = (dims != NameId::NONE)
+                    .then(|| {
+                        efficiency::composite_flops(
+                            trace.names.get(name),
+                            trace.names.get(dims),
+                            trace.names.get(host.concrete_inputs[outer]),
+                        )
+                    })
+                    .flatten()?;
+                let dtype = efficiency::compute_dtype(
+                    efficiency::dtype_of(trace.names.get(host.input_types[outer]))?,
+                    peaks,
+                    false,
+                );
+                Some(Call {
+                    op: name,
+                    dims,
+                    flops,
+                    bytes: None,
+                    peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
+                    ns: 0,
+                })
+            });
+            if let Some(c) = composite {
+                c.ns += dur;
+                break;
+            }
         }
     }
     #[derive(Default)]
@@ -371,10 +377,18 @@ pub fn ops(
         peak_flops: f64,
     }
     let mut by_shape: BTreeMap<(NameId, NameId), ShapeAcc> = BTreeMap::new();
+    // A call faster than the device's peak (or with no finite count) has shapes that do not
+    // describe its kernels: it gets no rate rather than an impossible one.
+    let plausible = |c: &Call| {
+        c.flops.is_finite()
+            && c.peak_tflops
+                .is_none_or(|p| c.flops <= c.ns as f64 * p * 1e3)
+    };
     for c in calls
         .into_values()
         .chain(composites.into_values())
         .flatten()
+        .filter(plausible)
     {
         let sh = by_shape.entry((c.op, c.dims)).or_default();
         sh.calls += 1;

@@ -147,6 +147,11 @@ pub fn dtype_of(input_types: &str) -> Option<Dtype> {
     })
 }
 
+/// The product of dimensions in f64: shapes are input, and an i64 product can overflow.
+fn fprod(dims: &[i64]) -> f64 {
+    dims.iter().map(|&d| d as f64).product()
+}
+
 /// FLOPs of one call of a GEMM op from its `Input Dims` (a multiply-add counts 2), or None for
 /// another op or shapes that do not fit.
 pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {
@@ -166,9 +171,8 @@ pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {
             return None;
         }
         let (m, k, n) = (a[ra - 2], a[ra - 1], b[rb - 1]);
-        let batch = |x: &[i64]| x[..x.len() - 2].iter().product::<i64>();
-        let b = batch(a).max(batch(b));
-        Some(2.0 * (b as f64) * (m as f64) * (k as f64) * (n as f64))
+        let b = fprod(&a[..ra - 2]).max(fprod(&b[..rb - 2]));
+        Some(2.0 * b * (m as f64) * (k as f64) * (n as f64))
     };
     match op {
         "aten::mm" | "aten::bmm" | "aten::matmul" => mm(dims.first()?, dims.get(1)?),
@@ -182,8 +186,8 @@ pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {
             if w.len() != 2 || w[1] != k {
                 return None;
             }
-            let rows: i64 = x[..x.len() - 1].iter().product();
-            Some(2.0 * rows as f64 * k as f64 * w[0] as f64)
+            let rows = fprod(&x[..x.len() - 1]);
+            Some(2.0 * rows * k as f64 * w[0] as f64)
         }
         _ => None,
     }
@@ -234,9 +238,9 @@ pub fn gemm_bytes(op: &str, input_dims: &str, dtype: Dtype) -> Option<f64> {
             *b.last()?
         },
     );
-    let rows: i64 = a[..a.len().checked_sub(1)?].iter().product();
-    let weights: i64 = b.iter().product();
-    Some((dtype.bytes() * (rows * k + weights + rows * n)) as f64)
+    let rows = fprod(&a[..a.len().checked_sub(1)?]);
+    let weights = fprod(b);
+    Some(dtype.bytes() as f64 * (rows * k as f64 + weights + rows * n as f64))
 }
 
 /// The attention ops whose FLOPs their shapes give: (name, index of the query among the
@@ -289,17 +293,18 @@ pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64
         }
         let (l, e) = (q[q.len() - 2], q[q.len() - 1]);
         let (s, ev) = (k[k.len() - 2], v[v.len() - 1]);
-        let heads: i64 = q[..q.len() - 2].iter().product();
+        let heads = fprod(&q[..q.len() - 2]);
         // Without `Concrete Inputs` (older traces) causality is unknown: no number.
         let causal = args.get(causal_at)? == "True";
+        let (l, s) = (l as f64, s as f64);
         let pairs = if causal && l == s {
-            (l * (l + 1) / 2) as f64
+            l * (l + 1.0) / 2.0
         } else if causal {
-            (l * s) as f64 / 2.0
+            l * s / 2.0
         } else {
-            (l * s) as f64
+            l * s
         };
-        return Some(factor * 2.0 * heads as f64 * pairs * (e + ev) as f64);
+        return Some(factor * 2.0 * heads * pairs * (e as f64 + ev as f64));
     }
     match op {
         "aten::convolution" => {
@@ -320,18 +325,23 @@ pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64
             if stride.len() != spatial || padding.len() != spatial || dilation.len() != spatial {
                 return None;
             }
-            let mut outputs = 1i64;
+            let mut outputs = 1.0;
             for i in 0..spatial {
-                let o = (x[2 + i] + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1)
-                    / stride[i].max(1)
-                    + 1;
+                // i128: shapes and strides are input, and must not overflow.
+                let (xi, p, d, k) = (
+                    i128::from(x[2 + i]),
+                    i128::from(padding[i]),
+                    i128::from(dilation[i]),
+                    i128::from(w[2 + i]),
+                );
+                let o = (xi + 2 * p - d * (k - 1) - 1) / i128::from(stride[i].max(1)) + 1;
                 if o <= 0 {
                     return None;
                 }
-                outputs *= o;
+                outputs *= o as f64;
             }
-            let kernel: i64 = w[1..].iter().product(); // C/g · R · S
-            Some(2.0 * (x[0] * w[0]) as f64 * outputs as f64 * kernel as f64)
+            let kernel = fprod(&w[1..]); // C/g · R · S
+            Some(2.0 * x[0] as f64 * w[0] as f64 * outputs * kernel)
         }
         "aten::convolution_backward" => {
             // (grad_output [N,K,*out], input [N,C,*in], weight [K,C/g,*kernel], bias_sizes,
@@ -349,9 +359,8 @@ pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64
                 .map(str::trim)
                 .collect();
             let grads = mask.iter().take(2).filter(|m| **m == "True").count();
-            let outputs: i64 = dy[2..].iter().product();
-            let kernel: i64 = w[1..].iter().product();
-            Some(grads as f64 * 2.0 * (dy[0] * w[0]) as f64 * outputs as f64 * kernel as f64)
+            let (outputs, kernel) = (fprod(&dy[2..]), fprod(&w[1..]));
+            Some(grads as f64 * 2.0 * dy[0] as f64 * w[0] as f64 * outputs * kernel)
         }
         _ => None,
     }

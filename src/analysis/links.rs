@@ -71,50 +71,47 @@ fn captured_kind(name: &str) -> Option<ActivityKind> {
 
 /// Graph replays matched to a capture in the trace: per thread, the kernel, memset and copy
 /// calls between `*StreamBeginCapture` and `*StreamEndCapture` are the graph's nodes in capture
-/// order; a graph launch whose activities (in start order) have the same kinds in the same
-/// order replays the latest such capture before it, node by node. Anything that does not line
-/// up (several streams reordering nodes, captures outside the window) keeps the graph launch.
+/// order; a graph launch whose activities (in start order, all on one stream) have the same
+/// kinds in the same order as exactly one capture before it replays that capture, node by node.
+/// Anything ambiguous keeps the graph launch: several captures that fit (vLLM's per-batch-size
+/// graphs), replays spread over streams (their order need not be the capture's), captures
+/// outside the window.
 fn captured_launches(trace: &Trace, launch: &[Option<u32>]) -> HashMap<u32, u32> {
     let (host, acts) = (&trace.host, &trace.activities);
     let name = |h: usize| trace.names.get(host.name[h]);
     let is_call = |h: usize| matches!(host.kind[h], HostKind::Runtime | HostKind::Driver);
-    let begins: Vec<usize> = (0..host.len())
-        .filter(|&h| is_call(h) && name(h).ends_with("StreamBeginCapture"))
-        .collect();
     let mut out = HashMap::default();
-    if begins.is_empty() {
+    if !(0..host.len()).any(|h| is_call(h) && name(h).ends_with("StreamBeginCapture")) {
         return out;
+    }
+    // The runtime/driver calls of each thread, in time order: one sort, then every capture
+    // window is a slice of it.
+    let mut threads: std::collections::BTreeMap<(u32, u64), Vec<(i64, u32)>> = Default::default();
+    for h in (0..host.len()).filter(|&h| is_call(h)) {
+        threads
+            .entry((host.input[h], host.tid[h]))
+            .or_default()
+            .push((host.ts_ns[h], h as u32));
     }
     // Each capture: (input, end time, node calls in capture order with their kinds).
     let mut captures: Vec<(u32, i64, Vec<(u32, ActivityKind)>)> = Vec::new();
-    for &b in &begins {
-        let same_thread = |h: usize| host.input[h] == host.input[b] && host.tid[h] == host.tid[b];
-        let Some(end) = (0..host.len())
-            .filter(|&h| {
-                is_call(h)
-                    && same_thread(h)
-                    && host.ts_ns[h] > host.ts_ns[b]
-                    && name(h).ends_with("StreamEndCapture")
-            })
-            .min_by_key(|&h| host.ts_ns[h])
-        else {
-            continue;
-        };
-        let mut nodes: Vec<(i64, u32, ActivityKind)> = (0..host.len())
-            .filter(|&h| {
-                is_call(h)
-                    && same_thread(h)
-                    && host.ts_ns[h] > host.ts_ns[b]
-                    && host.ts_ns[h] < host.ts_ns[end]
-            })
-            .filter_map(|h| Some((host.ts_ns[h], h as u32, captured_kind(name(h))?)))
-            .collect();
-        nodes.sort_unstable();
-        captures.push((
-            host.input[b],
-            host.ts_ns[end],
-            nodes.into_iter().map(|(_, h, k)| (h, k)).collect(),
-        ));
+    for ((input, _), calls) in &mut threads {
+        calls.sort_unstable();
+        let mut open: Option<usize> = None;
+        for (i, &(_, h)) in calls.iter().enumerate() {
+            let n = name(h as usize);
+            if n.ends_with("StreamBeginCapture") {
+                open = Some(i);
+            } else if n.ends_with("StreamEndCapture") {
+                if let Some(b) = open.take() {
+                    let nodes = calls[b + 1..i]
+                        .iter()
+                        .filter_map(|&(_, c)| Some((c, captured_kind(name(c as usize))?)))
+                        .collect();
+                    captures.push((*input, calls[i].0, nodes));
+                }
+            }
+        }
     }
     // The activities of each graph launch, in start order.
     let mut replays: std::collections::BTreeMap<u32, Vec<(i64, u32)>> = Default::default();
@@ -130,20 +127,24 @@ fn captured_launches(trace: &Trace, launch: &[Option<u32>]) -> HashMap<u32, u32>
     }
     for (h, mut replayed) in replays {
         replayed.sort_unstable();
-        let at = host.ts_ns[h as usize];
-        let capture = captures
+        let stream = acts.stream[replayed[0].1 as usize];
+        if replayed
             .iter()
-            .filter(|(input, end, nodes)| {
-                *input == host.input[h as usize]
-                    && *end <= at
-                    && nodes.len() == replayed.len()
-                    && nodes
-                        .iter()
-                        .zip(&replayed)
-                        .all(|((_, k), (_, a))| acts.kind[*a as usize] == *k)
-            })
-            .max_by_key(|(_, end, _)| *end);
-        if let Some((_, _, nodes)) = capture {
+            .any(|&(_, a)| acts.stream[a as usize] != stream)
+        {
+            continue;
+        }
+        let at = host.ts_ns[h as usize];
+        let mut fits = captures.iter().filter(|(input, end, nodes)| {
+            *input == host.input[h as usize]
+                && *end <= at
+                && nodes.len() == replayed.len()
+                && nodes
+                    .iter()
+                    .zip(&replayed)
+                    .all(|((_, k), (_, a))| acts.kind[*a as usize] == *k)
+        });
+        if let (Some((_, _, nodes)), None) = (fits.next(), fits.next()) {
             for ((call, _), (_, a)) in nodes.iter().zip(&replayed) {
                 out.insert(*a, *call);
             }

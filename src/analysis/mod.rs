@@ -253,13 +253,21 @@ fn busy_ends(trace: &Trace, links: &Links) -> Vec<i64> {
 }
 
 /// Activities that start more than 1 µs before the previous one on their (device, stream)
-/// ends, per input: (count, largest overlap). One stream runs one thing at a time, so these
-/// are clock skew or corruption; real traces have none or one.
-fn stream_overlaps(trace: &Trace) -> BTreeMap<u32, (u64, i64)> {
+/// ends, per input: (count, largest overlap). A CUDA/HIP stream runs one thing at a time, so
+/// these are clock skew or corruption; real traces have none or one. Only Kineto traces name
+/// streams (rocprof's queues may run dispatches side by side), and graph replays are left out
+/// (their branches may run in parallel on the stream that launched them).
+fn stream_overlaps(trace: &Trace, links: &Links) -> BTreeMap<u32, (u64, i64)> {
     const TOLERANCE_NS: i64 = 1_000;
     let acts = &trace.activities;
+    let graph_launch = trace.names.per_name(links::is_graph_launch);
     let mut streams: HashMap<(u32, u32, u32), Vec<u32>> = HashMap::default();
     for a in 0..acts.len() {
+        if trace.inputs[acts.input[a] as usize].format != crate::model::Format::Kineto
+            || links.launch[a].is_some_and(|h| graph_launch[trace.host.name[h as usize].index()])
+        {
+            continue;
+        }
         streams
             .entry((acts.input[a], acts.device[a], acts.stream[a]))
             .or_default()
@@ -308,7 +316,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     let mut selecting = steps.select(opts.steps, opts.skip_warmup);
     // A cut trace's last steps lack their GPU work: leave them out, and say so.
     let unfinished = steps.drop_unfinished(trace, &links);
-    let overlaps = stream_overlaps(trace);
+    let overlaps = stream_overlaps(trace, &links);
     selecting |= !unfinished.is_empty();
     let acts = &trace.activities;
     let in_scope: Vec<bool> = (0..acts.len())

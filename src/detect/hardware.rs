@@ -191,10 +191,12 @@ fn gemm_mkn(op: &str, shapes: &str) -> Option<(i64, i64, i64, i64)> {
     };
     // Batched ops keep their batch apart; linear/mm fold every leading dim into M.
     let batched = matches!(op, "aten::bmm" | "aten::baddbmm" | "aten::matmul") && a.len() >= 3;
+    // Shapes are input: products saturate rather than overflow.
+    let product = |v: &[i64]| v.iter().fold(1i64, |p, &x| p.saturating_mul(x));
     Some(if batched {
-        (a[..a.len() - 2].iter().product(), a[a.len() - 2], k, n)
+        (product(&a[..a.len() - 2]), a[a.len() - 2], k, n)
     } else {
-        (1, a[..a.len().saturating_sub(1)].iter().product(), k, n)
+        (1, product(&a[..a.len().saturating_sub(1)]), k, n)
     })
 }
 
@@ -210,7 +212,9 @@ fn shape_reasons(
         return Vec::new();
     };
     let mut out = Vec::new();
-    let tiles = batch * ((m + 127) / 128) * ((n + 127) / 128);
+    let tiles = batch
+        .saturating_mul(m.saturating_add(127) / 128)
+        .saturating_mul(n.saturating_add(127) / 128);
     if tiles < 256 {
         out.push(format!(
             "{tiles} output tiles of 128x128 (M = {m}, N = {n}{}): too few to keep every compute unit busy; batch the calls, or tune smaller tiles for this shape",
@@ -232,10 +236,10 @@ fn shape_reasons(
     // A contiguous operand's leading stride is K (A row-major, B transposed: the TN case of
     // seeds/003); a multiple of the hotspot puts every row on the same memory channel.
     if let (Some(hot), Some(elem)) = (hotspot, dtype.map(Dtype::bytes)) {
-        if hot > 0 && (k * elem) % hot == 0 {
+        if hot > 0 && k.saturating_mul(elem) % hot == 0 {
             out.push(format!(
                 "K = {k}: rows of {} bytes, a multiple of {hot} bytes, hotspot one memory channel on this GPU (seeds/003); pad the leading dimension to K + 128",
-                k * elem
+                k.saturating_mul(elem)
             ));
         }
     }
@@ -255,6 +259,7 @@ fn device_hotspot(ctx: &Context) -> Option<i64> {
         .iter()
         .flat_map(|i| &i.devices)
         .find_map(|d| find_device(&ctx.rules.devices, &d.name)?.stride_hotspot_bytes)
+        .filter(|&hot| hot > 0)
 }
 
 /// The data type of an op's calls at its most frequent shapes (their `Input type`).
@@ -304,7 +309,7 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
         .collect();
     let hits_hotspot = |dtype: Option<Dtype>, mkn: Option<(i64, i64, i64, i64)>| {
         let (hot, dtype, (_, _, k, _)) = (hot?, dtype?, mkn?);
-        ((k * dtype.bytes()) % hot == 0).then_some(hot)
+        (k.saturating_mul(dtype.bytes()) % hot == 0).then_some(hot)
     };
     // The shapes to tune, as tuners take them: M, N, K and the data type.
     let shapes: Vec<String> = rows

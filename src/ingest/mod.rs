@@ -514,6 +514,17 @@ pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestEr
 
 /// Reads one file or output directory into `trace`.
 fn read_one(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(), IngestError> {
+    read_format(path, trace, opts)?;
+    // Device names are printed like kernel names: no terminal control characters either.
+    for device in trace.inputs.iter_mut().flat_map(|i| i.devices.iter_mut()) {
+        if let Some(clean) = crate::model::intern::without_controls(&device.name) {
+            device.name = clean;
+        }
+    }
+    Ok(())
+}
+
+fn read_format(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(), IngestError> {
     let readers = readers();
     // A rocprofv3 output directory is one input: its CSVs join on correlation ids.
     if path.is_dir() {

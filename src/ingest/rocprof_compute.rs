@@ -435,17 +435,20 @@ fn project(
     wanted: &[String],
     label: &str,
 ) -> Result<Projected, IngestError> {
-    let mut reader = csv::ReaderBuilder::new().from_reader(&bytes[..]);
+    // Flexible like polars' reader: a short row reads as missing values.
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(&bytes[..]);
     let at: Vec<usize> = wanted
         .iter()
         .filter_map(|w| header.iter().position(|h| h == w))
         .collect();
     let mut columns = vec![Vec::new(); at.len()];
     let mut rows = 0;
-    for (line, record) in reader.records().enumerate() {
+    for record in reader.records() {
         let record = record.map_err(|e| IngestError::Csv {
             path: label.into(),
-            line: line as u64 + 2,
+            line: e.position().map_or(0, |p| p.line()),
             message: e.to_string(),
         })?;
         for (c, &i) in at.iter().enumerate() {

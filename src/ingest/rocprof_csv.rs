@@ -259,7 +259,7 @@ fn read_stats(
                 correlation: 0,
                 external_id: 0,
             });
-            clock += dur;
+            clock = clock.saturating_add(dur);
         }
         state.devices.insert(0);
     }
@@ -625,7 +625,7 @@ pub(super) fn read_csv(
     }
     if let Some((count, _, first)) = bad_times {
         state.warnings.push(format!(
-            "skipped {count} rows whose times do not read (first: {first})"
+            "{label}: skipped {count} rows whose times do not read (first: {first})"
         ));
     }
     if exponent_times {

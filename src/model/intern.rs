@@ -18,6 +18,15 @@ fn is_hostile_control(c: char) -> bool {
     c.is_control() && !matches!(c, '\t' | '\n' | '\r')
 }
 
+/// `s` with its terminal control characters replaced by U+FFFD, or None when it has none.
+pub fn without_controls(s: &str) -> Option<String> {
+    s.chars().any(is_hostile_control).then(|| {
+        s.chars()
+            .map(|c| if is_hostile_control(c) { '\u{fffd}' } else { c })
+            .collect()
+    })
+}
+
 /// Append-only string table.
 #[derive(Debug, Clone)]
 pub struct Interner {
@@ -45,15 +54,9 @@ impl Interner {
             NameId(u32::try_from(self.strings.len()).expect("more than 4 billion distinct names"));
         // Terminal control characters (an escape sequence in a kernel name) are kept out of
         // every report; lookups still go by the name as written.
-        if s.chars().any(is_hostile_control) {
-            self.strings.push(
-                s.chars()
-                    .map(|c| if is_hostile_control(c) { '\u{fffd}' } else { c })
-                    .collect::<String>()
-                    .into(),
-            );
-        } else {
-            self.strings.push(s.into());
+        match without_controls(s) {
+            Some(clean) => self.strings.push(clean.into()),
+            None => self.strings.push(s.into()),
         }
         self.ids.insert(s.into(), id);
         id

@@ -6,7 +6,7 @@
 
 pub mod compile_log;
 mod counters;
-mod intern;
+pub mod intern;
 
 pub use counters::{DeviceSpec, DispatchCounters, KernelResources, PeakSource, Pipe, PipeOps};
 pub use intern::{Interner, NameId};

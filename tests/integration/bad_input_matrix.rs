@@ -271,6 +271,15 @@ fn control_characters_never_reach_the_terminal() {
     let doc = kineto_with(&kernel(
         r#","name":"k\u0001\u001b[31m2\u0007","ts":1400,"dur":5"#,
     ));
+    // …and a device name with an escape sequence.
+    let doc = String::from_utf8(doc)
+        .unwrap()
+        .replacen(
+            "{\"traceEvents\"",
+            r#"{"deviceProperties":[{"id":0,"name":"GPU\u001b]0;pwned\u0007"}],"traceEvents""#,
+            1,
+        )
+        .into_bytes();
     tolerated("control.json", &doc, &[]);
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "control.json", &doc);
@@ -529,4 +538,32 @@ fn a_statistics_file_asking_for_millions_of_launches_is_refused() {
         "{}",
         r.stderr
     );
+}
+
+#[test]
+fn absurd_shapes_do_not_overflow() {
+    // Input Dims near i64::MAX on a GEMM, an SDPA and a convolution: no number overflows (the
+    // test binary checks overflow), the rates come out as numbers or nothing.
+    let big = i64::MAX;
+    let ops = format!(
+        r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1011,"dur":40,"args":{{"External id":2,"Input Dims":[[{big},{big}],[{big},{big}]],"Input type":["c10::BFloat16","c10::BFloat16"]}}}},
+           {{"ph":"X","cat":"cpu_op","name":"aten::scaled_dot_product_attention","pid":1,"tid":1,"ts":1070,"dur":40,"args":{{"External id":3,"Input Dims":[[{big},{big},{big},{big}],[{big},{big},{big},{big}],[{big},{big},{big},{big}]],"Concrete Inputs":["","","","","0.","True"],"Input type":["float","float","float"]}}}},
+           {{"ph":"X","cat":"cpu_op","name":"aten::convolution","pid":1,"tid":1,"ts":1120,"dur":40,"args":{{"External id":4,"Input Dims":[[{big},{big},{big},{big}],[{big},{big},3,3]],"Concrete Inputs":["","","","[{big}, {big}]","[{big}, {big}]","[{big}, {big}]","False","[0, 0]","1"],"Input type":["float","float"]}}}},
+           {{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1080,"dur":5,"args":{{"correlation":8}}}},
+           {{"ph":"X","cat":"kernel","name":"flash_fwd_kernel","pid":0,"tid":7,"ts":1400,"dur":5,"args":{{"correlation":8,"device":0,"stream":7}}}},
+           {{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1130,"dur":5,"args":{{"correlation":9}}}},
+           {{"ph":"X","cat":"kernel","name":"implicit_convolve_sgemm","pid":0,"tid":7,"ts":1410,"dur":5,"args":{{"correlation":9,"device":0,"stream":7}}}}"#
+    );
+    let doc = String::from_utf8(kineto_with(&ops)).unwrap().replacen(
+        "{\"traceEvents\"",
+        r#"{"deviceProperties":[{"id":0,"name":"NVIDIA H100 80GB HBM3"}],"traceEvents""#,
+        1,
+    );
+    let feed = tolerated("shapes.json", doc.as_bytes(), &[]);
+    for o in feed["ops"].as_array().unwrap() {
+        assert!(
+            o["tflops"].is_null() || o["tflops"].as_f64().unwrap().is_finite(),
+            "{o}"
+        );
+    }
 }

@@ -96,3 +96,41 @@ fn replays_without_their_capture_stay_with_the_graph_launch() {
         .iter()
         .all(|o| o.name != "aten::mm" || o.launches == 0));
 }
+
+/// Two captures of the same length before one replay: which one it replays is unknown, so its
+/// kernels stay with the graph launch's op instead of taking the ops of either capture.
+#[test]
+fn a_replay_that_several_captures_fit_stays_with_its_launch() {
+    let capture = |t0: i64, begin: &str, op: &str, corr: u64| {
+        format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"{begin}","pid":1,"tid":1,"ts":{t0},"dur":1,"args":{{"correlation":{c0}}}}},
+               {{"ph":"X","cat":"cpu_op","name":"{op}","pid":1,"tid":1,"ts":{t1},"dur":10,"args":{{"External id":{c0}}}}},
+               {{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{t2},"dur":2,"args":{{"correlation":{corr}}}}},
+               {{"ph":"X","cat":"cuda_runtime","name":"cudaStreamEndCapture","pid":1,"tid":1,"ts":{t3},"dur":1,"args":{{"correlation":{c1}}}}}"#,
+            c0 = corr + 100,
+            c1 = corr + 200,
+            t1 = t0 + 2,
+            t2 = t0 + 4,
+            t3 = t0 + 20,
+        )
+    };
+    let doc = |second_begin: &str| {
+        format!(
+            r#"{{"traceEvents":[{},{},
+               {{"ph":"X","cat":"cpu_op","name":"replay_region","pid":1,"tid":1,"ts":200,"dur":50}},
+               {{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":210,"dur":5,"args":{{"correlation":77}}}},
+               {{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":220,"dur":30,"args":{{"correlation":77,"device":0,"stream":7}}}}]}}"#,
+            capture(100, "cudaStreamBeginCapture", "aten::mm", 1),
+            capture(150, second_begin, "aten::add", 2)
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two_captures.json");
+    std::fs::write(&path, doc("cudaStreamBeginCapture")).unwrap();
+    let a = analyze_path(&path);
+    assert_eq!(op(&a.ops, "replay_region").self_ns, 30_000, "{:?}", a.ops);
+    // Without the second capture, the one that fits claims the replay.
+    std::fs::write(&path, doc("cudaEventRecord")).unwrap();
+    let b = analyze_path(&path);
+    assert_eq!(op(&b.ops, "aten::mm").self_ns, 30_000, "{:?}", b.ops);
+}
