@@ -373,6 +373,7 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+#[cfg(feature = "polars")]
 fn exported_activity_tables_read_back_with_the_feeds_totals() {
     use polars::prelude::{CsvReadOptions, ParquetReader, SerReader};
     let dir = tempfile::tempdir().unwrap();
