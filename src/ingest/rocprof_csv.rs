@@ -152,7 +152,7 @@ fn stats_format(kind: CsvKind, head: &[u8]) -> Format {
     }
 }
 
-/// Most launches one statistics file may expand to (one synthetic activity per call): a few
+/// Most synthetic activities one statistics file expands to (one per call up to it): a few
 /// hundred bytes claiming millions of calls must not take gigabytes.
 const MAX_STATS_LAUNCHES: u64 = 1_000_000;
 
@@ -218,21 +218,26 @@ fn read_stats(
         if api {
             continue;
         }
-        // Each call becomes one synthetic activity: the file's total is capped (checked before
-        // anything is expanded), so a small file cannot ask for unbounded memory.
         expanded = expanded.saturating_add(calls);
-        if expanded > MAX_STATS_LAUNCHES {
-            return Err(IngestError::Csv {
-                path: label.into(),
-                line,
-                message: format!(
-                    "{expanded} calls up to this row: more than this tool expands from one statistics file ({MAX_STATS_LAUNCHES})"
-                ),
-            });
-        }
         rows.push((name.trim().to_string(), calls, total));
     }
+    // Each call becomes one synthetic activity, up to a budget per file (a few hundred bytes
+    // may claim millions of calls): past it, each row gets its share of the budget, its time
+    // spread over them exactly, and the launch counts are said to be scaled.
+    let scale = if expanded > MAX_STATS_LAUNCHES {
+        state.warnings.push(format!(
+            "{label}: {expanded} calls are more than the {MAX_STATS_LAUNCHES} synthetic launches one statistics file expands to: times are exact, launch counts scaled down"
+        ));
+        MAX_STATS_LAUNCHES as f64 / expanded as f64
+    } else {
+        1.0
+    };
     for (name, calls, total) in rows {
+        let calls = if scale < 1.0 {
+            ((calls as f64 * scale) as u64).max(u64::from(calls > 0))
+        } else {
+            calls
+        };
         let kind = if copies || name.starts_with("Copy") {
             ActivityKind::Memcpy
         } else if name == "FillBuffer" {

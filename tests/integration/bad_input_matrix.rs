@@ -525,18 +525,37 @@ fn csv_cut_mid_row() {
 }
 
 #[test]
-fn a_statistics_file_asking_for_millions_of_launches_is_refused() {
+fn a_statistics_file_claiming_millions_of_calls_is_scaled() {
     // rocprof v1 `results.stats.csv` rows are expanded into one activity per call; a tiny file
-    // claiming millions of calls (found by fuzzing) is refused instead of taking gigabytes.
+    // claiming millions of calls (found by fuzzing) gets at most 1,000,000 synthetic launches,
+    // its times exact, with a warning, instead of taking gigabytes.
     let dir = tempfile::tempdir().unwrap();
-    let text = "\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\"\n\"k\",600000,600000,1,50\n\"j\",600000,600000,1,50\n";
+    let text = "\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\"\n\"k\",1500000,3000000,2,75\n\"j\",500000,1000000,2,25\n";
     let path = write(dir.path(), "results.stats.csv", text.as_bytes());
     let r = run(&path);
-    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains("line 3") && r.stderr.contains("1200000 calls up to this row"),
+        r.stderr
+            .contains("2000000 calls are more than the 1000000 synthetic launches"),
         "{}",
         r.stderr
+    );
+    let feed = r.feed.unwrap();
+    assert_eq!(feed["summary"]["kernel_ns"], 4_000_000, "times stay exact");
+    let launches: Vec<(String, i64)> = feed["top_kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["name"].as_str().unwrap().to_string(),
+                k["launches"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        launches,
+        [("k".to_string(), 750_000), ("j".to_string(), 250_000)]
     );
 }
 
