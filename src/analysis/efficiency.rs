@@ -152,6 +152,20 @@ fn fprod(dims: &[i64]) -> f64 {
     dims.iter().map(|&d| d as f64).product()
 }
 
+/// The GEMM ops [`gemm_flops`] counts.
+pub fn is_gemm_op(op: &str) -> bool {
+    matches!(
+        op,
+        "aten::mm"
+            | "aten::bmm"
+            | "aten::matmul"
+            | "aten::addmm"
+            | "aten::baddbmm"
+            | "aten::_addmm_activation"
+            | "aten::linear"
+    )
+}
+
 /// FLOPs of one call of a GEMM op from its `Input Dims` (a multiply-add counts 2), or None for
 /// another op or shapes that do not fit.
 pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {

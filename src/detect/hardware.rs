@@ -200,14 +200,60 @@ fn gemm_mkn(op: &str, shapes: &str) -> Option<(i64, i64, i64, i64)> {
     })
 }
 
+/// What one call at an op's most frequent shapes says beyond its dims: its data type and the
+/// leading strides (elements) of its two matrix operands, when the trace recorded them.
+#[derive(Clone, Copy, Default)]
+struct CallFacts {
+    dtype: Option<Dtype>,
+    leading: Option<(i64, i64)>,
+}
+
+/// The leading strides of a GEMM call's two matrix operands from its `Input Strides`: the
+/// larger of each operand's last two strides (rows for row-major, columns for a transpose).
+fn leading_strides(op: &str, strides: &str) -> Option<(i64, i64)> {
+    let s: Vec<Vec<i64>> = serde_json::from_str(strides).ok()?;
+    let (a, b) = match op {
+        "aten::addmm" | "aten::baddbmm" | "aten::_addmm_activation" => (s.get(1)?, s.get(2)?),
+        _ => (s.first()?, s.get(1)?),
+    };
+    let ld = |v: &Vec<i64>| (v.len() >= 2).then(|| v[v.len() - 1].max(v[v.len() - 2]));
+    Some((ld(a)?, ld(b)?))
+}
+
+/// Operands whose rows start a multiple of `hot` bytes apart, said as reasons: from
+/// `Input Strides` when the trace has them, else estimated from K (the leading dimension of
+/// both operands of a contiguous TN GEMM, seeds/003's case).
+fn hotspot_rows(facts: CallFacts, k: i64, hot: i64) -> Vec<String> {
+    let Some(elem) = facts.dtype.map(Dtype::bytes) else {
+        return Vec::new();
+    };
+    if hot <= 0 {
+        return Vec::new();
+    }
+    match facts.leading {
+        Some((a, b)) => [("A", a), ("B", b)]
+            .into_iter()
+            .filter(|&(_, ld)| ld > 1 && ld.saturating_mul(elem) % hot == 0)
+            .map(|(which, ld)| {
+                format!(
+                    "{which}'s rows are {} bytes apart (leading stride {ld}), a multiple of {hot} bytes: they hotspot one memory channel on this GPU (seeds/003); pad the leading dimension (to {} for instance)",
+                    ld.saturating_mul(elem),
+                    ld.saturating_add(128)
+                )
+            })
+            .collect(),
+        None if k.saturating_mul(elem) % hot == 0 => vec![format!(
+            "K = {k}: rows of {} bytes, a multiple of {hot} bytes, hotspot one memory channel on this GPU (seeds/003; estimated from the shape, the trace has no Input Strides); pad the leading dimension to K + 128",
+            k.saturating_mul(elem)
+        )],
+        None => Vec::new(),
+    }
+}
+
 /// Why a GEMM shape runs far from peak. `hotspot`: the device's stride hotspot in bytes, on
 /// devices that have one (MI300: 512, seeds/003).
-fn shape_reasons(
-    op: &str,
-    shapes: &str,
-    dtype: Option<Dtype>,
-    hotspot: Option<i64>,
-) -> Vec<String> {
+fn shape_reasons(op: &str, shapes: &str, facts: CallFacts, hotspot: Option<i64>) -> Vec<String> {
+    let dtype = facts.dtype;
     let Some((batch, m, k, n)) = gemm_mkn(op, shapes) else {
         return Vec::new();
     };
@@ -233,15 +279,8 @@ fn shape_reasons(
             ));
         }
     }
-    // A contiguous operand's leading stride is K (A row-major, B transposed: the TN case of
-    // seeds/003); a multiple of the hotspot puts every row on the same memory channel.
-    if let (Some(hot), Some(elem)) = (hotspot, dtype.map(Dtype::bytes)) {
-        if hot > 0 && k.saturating_mul(elem) % hot == 0 {
-            out.push(format!(
-                "K = {k}: rows of {} bytes, a multiple of {hot} bytes, hotspot one memory channel on this GPU (seeds/003); pad the leading dimension to K + 128",
-                k.saturating_mul(elem)
-            ));
-        }
+    if let Some(hot) = hotspot {
+        out.extend(hotspot_rows(facts, k, hot));
     }
     if matches!(dtype, Some(Dtype::Fp32 | Dtype::Tf32)) {
         out.push(
@@ -262,14 +301,21 @@ fn device_hotspot(ctx: &Context) -> Option<i64> {
         .filter(|&hot| hot > 0)
 }
 
-/// The data type of an op's calls at its most frequent shapes (their `Input type`).
-fn op_dtype(ctx: &Context, op: &OpRow) -> Option<Dtype> {
-    let shapes = op.shapes.as_deref()?;
+/// The facts of a call at an op's most frequent shapes (`Input type`, `Input Strides`).
+fn call_facts(ctx: &Context, op: &OpRow) -> CallFacts {
     let (names, host) = (&ctx.trace.names, &ctx.trace.host);
-    let call = (0..host.len()).find(|&h| {
+    let Some(shapes) = op.shapes.as_deref() else {
+        return CallFacts::default();
+    };
+    let Some(call) = (0..host.len()).find(|&h| {
         names.get(host.name[h]) == op.name && compact_dims(names.get(host.input_dims[h])) == shapes
-    })?;
-    dtype_of(names.get(host.input_types[call]))
+    }) else {
+        return CallFacts::default();
+    };
+    CallFacts {
+        dtype: dtype_of(names.get(host.input_types[call])),
+        leading: leading_strides(&op.name, names.get(host.input_strides[call])),
+    }
 }
 
 /// GEMM ops (FLOPs from `Input Dims`, time from their kernels) under 30% of the device peak
@@ -300,21 +346,21 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
         })
         .sum();
     let hot = device_hotspot(ctx);
-    let rows: Vec<(&OpRow, Option<Dtype>, Option<(i64, i64, i64, i64)>)> = slow
+    let rows: Vec<(&OpRow, CallFacts, Option<(i64, i64, i64, i64)>)> = slow
         .iter()
         .map(|o| {
             let mkn = o.shapes.as_deref().and_then(|s| gemm_mkn(&o.name, s));
-            (*o, op_dtype(ctx, o), mkn)
+            (*o, call_facts(ctx, o), mkn)
         })
         .collect();
-    let hits_hotspot = |dtype: Option<Dtype>, mkn: Option<(i64, i64, i64, i64)>| {
-        let (hot, dtype, (_, _, k, _)) = (hot?, dtype?, mkn?);
-        (k.saturating_mul(dtype.bytes()) % hot == 0).then_some(hot)
+    let hits_hotspot = |facts: CallFacts, mkn: Option<(i64, i64, i64, i64)>| {
+        let (hot, (_, _, k, _)) = (hot?, mkn?);
+        (!hotspot_rows(facts, k, hot).is_empty()).then_some(hot)
     };
     // The shapes to tune, as tuners take them: M, N, K and the data type.
     let shapes: Vec<String> = rows
         .iter()
-        .filter_map(|(o, dtype, mkn)| {
+        .filter_map(|(o, facts, mkn)| {
             let (batch, m, k, n) = (*mkn)?;
             Some(format!(
                 "M={m} N={n} K={k}{}{} ({}, {:.1}% of peak)",
@@ -323,7 +369,9 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
                 } else {
                     String::new()
                 },
-                dtype.map_or(String::new(), |d| format!(" {}", d.as_str())),
+                facts
+                    .dtype
+                    .map_or(String::new(), |d| format!(" {}", d.as_str())),
                 o.name,
                 o.pct_of_peak.unwrap_or(0.0)
             ))
@@ -371,17 +419,17 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
         stake,
         json!({
             "kind": "ops",
-            "ops": rows.iter().map(|(o, dtype, _)| json!({
+            "ops": rows.iter().map(|(o, facts, _)| json!({
                 "op": o.name,
                 "shapes": o.shapes,
-                "dtype": dtype.map(Dtype::as_str),
+                "dtype": facts.dtype.map(Dtype::as_str),
                 "self_ns": o.self_ns,
                 "tflops": o.tflops,
                 "pct_of_peak": o.pct_of_peak,
-                "why": o.shapes.as_deref().map(|s| shape_reasons(&o.name, s, *dtype, hot)).unwrap_or_default(),
+                "why": o.shapes.as_deref().map(|s| shape_reasons(&o.name, s, *facts, hot)).unwrap_or_default(),
             })).collect::<Vec<_>>(),
             // Set when a shape's rows hit the device's stride hotspot (arch.gemm-stride-padding).
-            "stride_hotspot_bytes": rows.iter().find_map(|(_, dtype, mkn)| hits_hotspot(*dtype, *mkn)),
+            "stride_hotspot_bytes": rows.iter().find_map(|(_, facts, mkn)| hits_hotspot(*facts, *mkn)),
             "fixes": fixes,
         }),
     )]

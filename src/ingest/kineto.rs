@@ -192,6 +192,8 @@ struct RawArgs<'a> {
     input_types: Option<&'a RawValue>,
     #[serde(rename = "Concrete Inputs", borrow, default)]
     concrete_inputs: Option<&'a RawValue>,
+    #[serde(rename = "Input Strides", borrow, default)]
+    input_strides: Option<&'a RawValue>,
     /// Set per event by TraceLens when it merges ranks into one file.
     #[serde(borrow, default)]
     rank: Option<&'a RawValue>,
@@ -234,6 +236,7 @@ struct HostRow<'a> {
     input_dims: Option<&'a str>,
     input_types: Option<&'a str>,
     concrete_inputs: Option<&'a str>,
+    input_strides: Option<&'a str>,
     rank: Option<u32>,
 }
 
@@ -390,6 +393,7 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
             input_dims: args.input_dims.map(|r| r.get()),
             input_types: args.input_types.map(|r| r.get()),
             concrete_inputs: args.concrete_inputs.map(|r| r.get()),
+            input_strides: args.input_strides.map(|r| r.get()),
             rank,
         }),
         Category::Skip => Parsed::Skip,
@@ -559,6 +563,11 @@ impl<'t> KinetoSink<'t> {
                 let concrete_inputs = h
                     .concrete_inputs
                     .map_or(NameId::NONE, |d| self.trace.names.intern(d));
+                // Strides matter only to the GEMM efficiency reasons: kept for GEMM ops only.
+                let input_strides = h
+                    .input_strides
+                    .filter(|_| crate::analysis::efficiency::is_gemm_op(&h.name))
+                    .map_or(NameId::NONE, |d| self.trace.names.intern(d));
                 let pid = self.id_number(h.pid);
                 let tid = self.id_number(h.tid);
                 self.trace.host.push(HostEvent {
@@ -574,6 +583,7 @@ impl<'t> KinetoSink<'t> {
                     input_dims,
                     input_types,
                     concrete_inputs,
+                    input_strides,
                 });
             }
         }

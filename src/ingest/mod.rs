@@ -515,6 +515,21 @@ pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestEr
 /// Reads one file or output directory into `trace`.
 fn read_one(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(), IngestError> {
     read_format(path, trace, opts)?;
+    // Times no profiler writes (an hour-long kernel, a timestamp centuries away) are corrupt:
+    // left out with a warning, so no sum or difference of times can overflow downstream.
+    let gpu = trace.activities.drop_implausible();
+    let host = trace.host.drop_implausible();
+    for (input, meta) in trace.inputs.iter_mut().enumerate() {
+        let (g, h) = (
+            gpu.get(&(input as u32)).copied().unwrap_or(0),
+            host.get(&(input as u32)).copied().unwrap_or(0),
+        );
+        if g + h > 0 {
+            meta.warnings.push(format!(
+                "left out {g} GPU activities longer than an hour and {h} host events longer than a day or dated beyond 146 years of the epoch: corrupt times"
+            ));
+        }
+    }
     // Device names are printed like kernel names: no terminal control characters either.
     for device in trace.inputs.iter_mut().flat_map(|i| i.devices.iter_mut()) {
         if let Some(clean) = crate::model::intern::without_controls(&device.name) {

@@ -92,7 +92,7 @@ impl Reader for RocpdReader {
                     device,
                     stream,
                     ts_ns: start,
-                    dur_ns: (end - start).max(0),
+                    dur_ns: end.saturating_sub(start).max(0),
                     correlation: corr.max(0) as u64,
                     external_id: 0,
                 });
@@ -125,7 +125,7 @@ impl Reader for RocpdReader {
                     device: agent.max(0) as u32,
                     stream,
                     ts_ns: start,
-                    dur_ns: (end - start).max(0),
+                    dur_ns: end.saturating_sub(start).max(0),
                     correlation: corr.max(0) as u64,
                     external_id: 0,
                 });
@@ -167,12 +167,13 @@ impl Reader for RocpdReader {
                     pid: pid.max(0) as u64,
                     tid: tid.max(0) as u64,
                     ts_ns: start,
-                    dur_ns: (end - start).max(0),
+                    dur_ns: end.saturating_sub(start).max(0),
                     correlation: corr.max(0) as u64,
                     external_id: 0,
                     input_dims: NameId::NONE,
                     input_types: NameId::NONE,
                     concrete_inputs: NameId::NONE,
+                    input_strides: NameId::NONE,
                 });
             }
         }

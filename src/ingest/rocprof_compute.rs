@@ -575,7 +575,7 @@ fn read_pmc_perf(
                         device,
                         stream: 0,
                         ts_ns: start,
-                        dur_ns: (end - start).max(0),
+                        dur_ns: end.saturating_sub(start).max(0),
                         correlation: 0,
                         external_id: 0,
                     });
@@ -601,7 +601,7 @@ fn read_pmc_perf(
                     DispatchCounters {
                         input,
                         name,
-                        dur_ns: (end - start).max(0),
+                        dur_ns: end.saturating_sub(start).max(0),
                         resources,
                         ..Default::default()
                     },

@@ -535,7 +535,7 @@ pub(super) fn read_csv(
         if c_start != usize::MAX && (get(c_start).contains(['e', 'E'])) {
             exponent_times = true;
         }
-        let dur = (end - start).max(0);
+        let dur = end.saturating_sub(start).max(0);
         if dur == 0 && c_start != usize::MAX {
             zero_len += 1;
         }
@@ -579,6 +579,7 @@ pub(super) fn read_csv(
                     input_dims: NameId::NONE,
                     input_types: NameId::NONE,
                     concrete_inputs: NameId::NONE,
+                    input_strides: NameId::NONE,
                 });
             }
             _ => {

@@ -178,7 +178,7 @@ impl ScanSink for Sink<'_> {
                     device,
                     stream,
                     ts_ns: start,
-                    dur_ns: (end - start).max(0),
+                    dur_ns: end.saturating_sub(start).max(0),
                     correlation: 0,
                     external_id: 0,
                 });
@@ -200,12 +200,13 @@ impl ScanSink for Sink<'_> {
                     pid: 0,
                     tid,
                     ts_ns: start,
-                    dur_ns: (end - start).max(0),
+                    dur_ns: end.saturating_sub(start).max(0),
                     correlation: 0,
                     external_id: 0,
                     input_dims: NameId::NONE,
                     input_types: NameId::NONE,
                     concrete_inputs: NameId::NONE,
+                    input_strides: NameId::NONE,
                 });
             }
         }

@@ -265,6 +265,7 @@ impl Reader for RocprofV3JsonReader {
                     input_dims: NameId::NONE,
                     input_types: NameId::NONE,
                     concrete_inputs: NameId::NONE,
+                    input_strides: NameId::NONE,
                 });
             }
             let mut warnings = Vec::new();

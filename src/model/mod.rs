@@ -53,7 +53,49 @@ pub struct Activity {
     pub external_id: u64,
 }
 
+/// Keeps the elements of `column` whose index `keep` marks.
+fn retain_by<T>(column: &mut Vec<T>, keep: &[bool]) {
+    let mut i = 0;
+    column.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+}
+
+/// Times a trace can hold: within about 146 years of the epoch (2^62 ns), so that sums and
+/// differences of two of them never overflow an i64.
+pub const MAX_ABS_TS_NS: i64 = 1 << 62;
+/// The longest GPU activity kept (1 hour) and host event (1 day): longer ones are corrupt times.
+pub const MAX_ACTIVITY_NS: i64 = 3_600_000_000_000;
+pub const MAX_HOST_EVENT_NS: i64 = 86_400_000_000_000;
+
 impl GpuActivities {
+    /// Drops the activities whose times cannot be real ([`MAX_ACTIVITY_NS`], [`MAX_ABS_TS_NS`]);
+    /// returns how many, per input.
+    pub fn drop_implausible(&mut self) -> std::collections::BTreeMap<u32, u64> {
+        let keep: Vec<bool> = (0..self.len())
+            .map(|i| {
+                (0..=MAX_ACTIVITY_NS).contains(&self.dur_ns[i])
+                    && self.ts_ns[i].abs() <= MAX_ABS_TS_NS
+            })
+            .collect();
+        let mut dropped = std::collections::BTreeMap::new();
+        for (i, _) in keep.iter().enumerate().filter(|(_, k)| !**k) {
+            *dropped.entry(self.input[i]).or_default() += 1;
+        }
+        if !dropped.is_empty() {
+            retain_by(&mut self.kind, &keep);
+            retain_by(&mut self.name, &keep);
+            retain_by(&mut self.input, &keep);
+            retain_by(&mut self.device, &keep);
+            retain_by(&mut self.stream, &keep);
+            retain_by(&mut self.ts_ns, &keep);
+            retain_by(&mut self.dur_ns, &keep);
+            retain_by(&mut self.correlation, &keep);
+            retain_by(&mut self.external_id, &keep);
+        }
+        dropped
+    }
     pub fn len(&self) -> usize {
         self.name.len()
     }
@@ -140,6 +182,8 @@ pub struct HostEvents {
     pub input_types: Vec<NameId>,
     /// The raw `Concrete Inputs` JSON of a cpu_op (scalars: strides, `is_causal`, …), interned.
     pub concrete_inputs: Vec<NameId>,
+    /// The raw `Input Strides` JSON of a GEMM cpu_op (element strides per input), interned.
+    pub input_strides: Vec<NameId>,
 }
 
 /// One host event, as readers hand it to [`HostEvents::push`].
@@ -157,9 +201,40 @@ pub struct HostEvent {
     pub input_dims: NameId,
     pub input_types: NameId,
     pub concrete_inputs: NameId,
+    pub input_strides: NameId,
 }
 
 impl HostEvents {
+    /// Drops the host events whose times cannot be real ([`MAX_HOST_EVENT_NS`],
+    /// [`MAX_ABS_TS_NS`]); returns how many, per input.
+    pub fn drop_implausible(&mut self) -> std::collections::BTreeMap<u32, u64> {
+        let keep: Vec<bool> = (0..self.len())
+            .map(|i| {
+                (0..=MAX_HOST_EVENT_NS).contains(&self.dur_ns[i])
+                    && self.ts_ns[i].abs() <= MAX_ABS_TS_NS
+            })
+            .collect();
+        let mut dropped = std::collections::BTreeMap::new();
+        for (i, _) in keep.iter().enumerate().filter(|(_, k)| !**k) {
+            *dropped.entry(self.input[i]).or_default() += 1;
+        }
+        if !dropped.is_empty() {
+            retain_by(&mut self.kind, &keep);
+            retain_by(&mut self.name, &keep);
+            retain_by(&mut self.input, &keep);
+            retain_by(&mut self.pid, &keep);
+            retain_by(&mut self.tid, &keep);
+            retain_by(&mut self.ts_ns, &keep);
+            retain_by(&mut self.dur_ns, &keep);
+            retain_by(&mut self.correlation, &keep);
+            retain_by(&mut self.external_id, &keep);
+            retain_by(&mut self.input_dims, &keep);
+            retain_by(&mut self.input_types, &keep);
+            retain_by(&mut self.concrete_inputs, &keep);
+            retain_by(&mut self.input_strides, &keep);
+        }
+        dropped
+    }
     pub fn len(&self) -> usize {
         self.name.len()
     }
@@ -178,7 +253,9 @@ impl HostEvents {
         self.input_types
             .extend(o.input_types.into_iter().map(&name));
         self.concrete_inputs
-            .extend(o.concrete_inputs.into_iter().map(name));
+            .extend(o.concrete_inputs.into_iter().map(&name));
+        self.input_strides
+            .extend(o.input_strides.into_iter().map(name));
     }
     /// Row `i` as one value (the inverse of [`HostEvents::push`]).
     pub fn row(&self, i: usize) -> HostEvent {
@@ -195,6 +272,7 @@ impl HostEvents {
             input_dims: self.input_dims[i],
             input_types: self.input_types[i],
             concrete_inputs: self.concrete_inputs[i],
+            input_strides: self.input_strides[i],
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -213,6 +291,7 @@ impl HostEvents {
         self.input_dims.push(e.input_dims);
         self.input_types.push(e.input_types);
         self.concrete_inputs.push(e.concrete_inputs);
+        self.input_strides.push(e.input_strides);
     }
 }
 

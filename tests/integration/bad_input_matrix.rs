@@ -586,3 +586,22 @@ fn absurd_shapes_do_not_overflow() {
         );
     }
 }
+
+#[test]
+fn csv_times_no_profiler_writes_are_left_out() {
+    // Three dispatches spanning almost all of i64 (found by fuzzing: their durations overflowed
+    // the sums), beside one real one: the real one is analyzed, the three are left out, said.
+    let huge = V3_ROWS[1]
+        .replace("1550151853064037", "-9223372036854775000")
+        .replace("1550151853075237", "9223372036854775000");
+    let (r, path, _dir) = csv_run(&lines(&[V3_ROWS[0], &huge, &huge, &huge]), "\n", "");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&path.display().to_string())
+            && r.stderr
+                .contains("left out 3 GPU activities longer than an hour"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.feed.unwrap()["summary"]["kernel_ns"], 12_800);
+}

@@ -372,7 +372,7 @@ fn backward_attention_and_convolution_checked_by_hand() {
 
 /// On MI300X, a slow GEMM whose rows are a multiple of 512 bytes gets that reason (seeds/003)
 /// and the stride-padding recommendation; xDiT Flux's mm [512, 4096] x [4096, 4096] in bf16
-/// has rows of 8192 bytes. A slow GEMM on another device keeps the recommendation away.
+/// has rows of 8192 bytes (its `Input Strides` say so). A slow GEMM on another device keeps the recommendation away.
 #[test]
 fn mi300x_stride_hotspot_reason_and_padding() {
     with_shared!(shared => {
@@ -384,7 +384,9 @@ fn mi300x_stride_hotspot_reason_and_padding() {
         let row = f["evidence"]["ops"].as_array().unwrap().iter()
             .find(|o| o["shapes"] == "[[512,4096],[4096,4096]]").expect("the mm");
         let why = row["why"].to_string();
-        assert!(why.contains("K = 4096: rows of 8192 bytes, a multiple of 512 bytes"), "{why}");
+        // The trace has `Input Strides`: both operands' rows are 4096 bf16 = 8192 bytes apart.
+        assert!(why.contains("A's rows are 8192 bytes apart (leading stride 4096), a multiple of 512 bytes"), "{why}");
+        assert!(why.contains("B's rows are 8192 bytes apart"), "{why}");
         let recs: Vec<&str> = feed["recommendations"].as_array().unwrap().iter()
             .map(|r| r["id"].as_str().unwrap()).collect();
         assert!(recs.contains(&"arch.gemm-stride-padding"), "{recs:?}");
@@ -503,4 +505,75 @@ fn an_fp32_gemm_is_told_to_use_bf16() {
         .find(|r| r["id"] == "tuning.gemm-shapes")
         .expect("shape tuning");
     assert!(!tuning["actions"].to_string().contains("AITER"));
+}
+
+/// `Input Strides` tell padded rows apart (seeds/003's fix for MI300's 512-byte hotspot): a real
+/// H200 trace of the same [16, 4096] x [4096, 4096] bf16 GEMM as `aten::mm` on contiguous rows
+/// (8192 bytes apart) and as `aten::addmm` on views of tensors allocated K + 128 wide (8448
+/// bytes). With the device given MI300's hotspot by a user `devices.toml`, only the unpadded
+/// GEMM gets the reason; without strides in the trace, the estimate from K flags both.
+#[test]
+fn padded_rows_are_told_apart_by_input_strides() {
+    let rules = tempfile::tempdir().unwrap();
+    std::fs::write(
+        rules.path().join("devices.toml"),
+        "schema = 1\n[[device]]\nmodel = \"H200 with MI300's hotspot\"\nnames = [\"H200\"]\nbf16 = 989.4\nstride_hotspot_bytes = 512\nsource = \"test\"\n",
+    )
+    .unwrap();
+    let why_of = |path: &Path| -> std::collections::BTreeMap<String, String> {
+        let out = crate::common::bin()
+            .arg(path)
+            .arg("--rules")
+            .arg(rules.path())
+            .args(["--json", "-"])
+            .assert()
+            .success();
+        let feed: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        let f = feed["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "low_gemm_efficiency")
+            .expect("fires")
+            .clone();
+        f["evidence"]["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| (o["op"].as_str().unwrap().to_string(), o["why"].to_string()))
+            .collect()
+    };
+    let path = fixture("kineto/h200/padded_strides.json.gz");
+    let why = why_of(&path);
+    assert!(
+        why["aten::mm"].contains("A's rows are 8192 bytes apart (leading stride 4096)"),
+        "{why:?}"
+    );
+    assert!(
+        why["aten::mm"].contains("B's rows are 8192 bytes apart"),
+        "{why:?}"
+    );
+    assert!(
+        !why["aten::addmm"].contains("bytes apart"),
+        "padded: {why:?}"
+    );
+    // The same trace without `Input Strides`: K = 4096 bf16 flags both, as an estimate.
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let stripped = dir.path().join("no_strides.json");
+    std::fs::write(
+        &stripped,
+        text.replace("\"Input Strides\"", "\"Input Strides (dropped)\""),
+    )
+    .unwrap();
+    let why = why_of(&stripped);
+    for op in ["aten::mm", "aten::addmm"] {
+        assert!(
+            why[op].contains("K = 4096: rows of 8192 bytes") && why[op].contains("estimated"),
+            "{why:?}"
+        );
+    }
 }
