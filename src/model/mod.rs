@@ -62,6 +62,26 @@ fn retain_by<T>(column: &mut Vec<T>, keep: &[bool]) {
     });
 }
 
+/// Which rows have times a profiler can write (duration within `max_dur`, start within
+/// [`MAX_ABS_TS_NS`]), and how many rows per input do not.
+fn plausible(
+    ts: &[i64],
+    dur: &[i64],
+    input: &[u32],
+    max_dur: i64,
+) -> (Vec<bool>, std::collections::BTreeMap<u32, u64>) {
+    let keep: Vec<bool> = ts
+        .iter()
+        .zip(dur)
+        .map(|(t, d)| (0..=max_dur).contains(d) && t.abs() <= MAX_ABS_TS_NS)
+        .collect();
+    let mut dropped = std::collections::BTreeMap::new();
+    for (i, _) in keep.iter().enumerate().filter(|(_, k)| !**k) {
+        *dropped.entry(input[i]).or_default() += 1;
+    }
+    (keep, dropped)
+}
+
 /// Times a trace can hold: within about 146 years of the epoch (2^62 ns), so that sums and
 /// differences of two of them never overflow an i64.
 pub const MAX_ABS_TS_NS: i64 = 1 << 62;
@@ -73,16 +93,7 @@ impl GpuActivities {
     /// Drops the activities whose times cannot be real ([`MAX_ACTIVITY_NS`], [`MAX_ABS_TS_NS`]);
     /// returns how many, per input.
     pub fn drop_implausible(&mut self) -> std::collections::BTreeMap<u32, u64> {
-        let keep: Vec<bool> = (0..self.len())
-            .map(|i| {
-                (0..=MAX_ACTIVITY_NS).contains(&self.dur_ns[i])
-                    && self.ts_ns[i].abs() <= MAX_ABS_TS_NS
-            })
-            .collect();
-        let mut dropped = std::collections::BTreeMap::new();
-        for (i, _) in keep.iter().enumerate().filter(|(_, k)| !**k) {
-            *dropped.entry(self.input[i]).or_default() += 1;
-        }
+        let (keep, dropped) = plausible(&self.ts_ns, &self.dur_ns, &self.input, MAX_ACTIVITY_NS);
         if !dropped.is_empty() {
             retain_by(&mut self.kind, &keep);
             retain_by(&mut self.name, &keep);
@@ -208,16 +219,7 @@ impl HostEvents {
     /// Drops the host events whose times cannot be real ([`MAX_HOST_EVENT_NS`],
     /// [`MAX_ABS_TS_NS`]); returns how many, per input.
     pub fn drop_implausible(&mut self) -> std::collections::BTreeMap<u32, u64> {
-        let keep: Vec<bool> = (0..self.len())
-            .map(|i| {
-                (0..=MAX_HOST_EVENT_NS).contains(&self.dur_ns[i])
-                    && self.ts_ns[i].abs() <= MAX_ABS_TS_NS
-            })
-            .collect();
-        let mut dropped = std::collections::BTreeMap::new();
-        for (i, _) in keep.iter().enumerate().filter(|(_, k)| !**k) {
-            *dropped.entry(self.input[i]).or_default() += 1;
-        }
+        let (keep, dropped) = plausible(&self.ts_ns, &self.dur_ns, &self.input, MAX_HOST_EVENT_NS);
         if !dropped.is_empty() {
             retain_by(&mut self.kind, &keep);
             retain_by(&mut self.name, &keep);
