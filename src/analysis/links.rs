@@ -94,7 +94,8 @@ fn captured_launches(trace: &Trace, launch: &[Option<u32>]) -> HashMap<u32, u32>
             .push((host.ts_ns[h], h as u32));
     }
     // Each capture: (input, end time, node calls in capture order with their kinds).
-    let mut captures: Vec<(u32, i64, Vec<(u32, ActivityKind)>)> = Vec::new();
+    type Capture = (u32, i64, Vec<(u32, ActivityKind)>);
+    let mut captures: Vec<Capture> = Vec::new();
     for ((input, _), calls) in &mut threads {
         calls.sort_unstable();
         let mut open: Option<usize> = None;

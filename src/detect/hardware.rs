@@ -175,8 +175,11 @@ pub fn no_matrix_cores(ctx: &Context) -> Vec<Finding> {
 /// Below this share of the device's dense peak a GEMM op is worth tuning.
 const SLOW_GEMM_PCT: f64 = 30.0;
 
+/// (batch, M, K, N) of a GEMM.
+type Mkn = (i64, i64, i64, i64);
+
 /// (batch, M, K, N) of a GEMM op's most frequent `Input Dims`.
-fn gemm_mkn(op: &str, shapes: &str) -> Option<(i64, i64, i64, i64)> {
+fn gemm_mkn(op: &str, shapes: &str) -> Option<Mkn> {
     let dims: Vec<Vec<i64>> = serde_json::from_str(shapes).ok()?;
     // (a, b) = the two matrix operands.
     let (a, b) = match op {
@@ -346,14 +349,14 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
         })
         .sum();
     let hot = device_hotspot(ctx);
-    let rows: Vec<(&OpRow, CallFacts, Option<(i64, i64, i64, i64)>)> = slow
+    let rows: Vec<(&OpRow, CallFacts, Option<Mkn>)> = slow
         .iter()
         .map(|o| {
             let mkn = o.shapes.as_deref().and_then(|s| gemm_mkn(&o.name, s));
             (*o, call_facts(ctx, o), mkn)
         })
         .collect();
-    let hits_hotspot = |facts: CallFacts, mkn: Option<(i64, i64, i64, i64)>| {
+    let hits_hotspot = |facts: CallFacts, mkn: Option<Mkn>| {
         let (hot, (_, _, k, _)) = (hot?, mkn?);
         (!hotspot_rows(facts, k, hot).is_empty()).then_some(hot)
     };
