@@ -9,7 +9,7 @@ root=..
 shared=../../shared/corpus
 out=corpus
 rm -rf "$out"
-mkdir -p "$out"/{kineto,rocprof_csv,rocprof_json,rocpd,rocprof_compute,torch_logs,torch_trace,rules}
+mkdir -p "$out"/{kineto,rocprof_csv,rocprof_json,rocpd,rocpd_rows,rocprof_compute,torch_logs,torch_trace,rules}
 head_of() { # FILE BYTES DEST
   if [[ $1 == *.gz ]]; then (zcat -f "$1" || true) | head -c "$2" > "$3"; else head -c "$2" "$1" > "$3"; fi
 }
@@ -27,6 +27,18 @@ for f in "$root"/rules/*.toml; do
   case $(basename "$f") in ops.toml) b='\x01';; devices.toml) b='\x02';; ladder.toml) b='\x03';; *) b='\x00';; esac
   { printf "$b"; cat "$f"; } > "$out/rules/seed_$n"
 done
+# rocpd_rows: rows as its decoder reads them (kind, name, start, length, three ids), made here.
+python3 - "$out/rocpd_rows" <<'PY'
+import struct, sys
+def row(kind, name, start, length, a, b, c):
+    return bytes([kind, name]) + struct.pack("<qqqqq", start, length, a, b, c)
+agent = row(3, 6, 0, 0, 0, 0, 0)
+kernels = b"".join(row(0, i % 2, 1000 + 300 * i, 200, 0, i % 2, 10 + i) for i in range(8))
+calls = b"".join(row(2, 2, 950 + 300 * i, 20, 0, 1, 1) for i in range(8))
+copies = row(1, 6, 4000, 500, 0, 0, 99) + row(2, 3, 3990, 600, 0, 1, 1)
+for n, data in enumerate([agent + kernels, agent + kernels + calls, agent + kernels + calls + copies, kernels]):
+    open(f"{sys.argv[1]}/seed_{n}", "wb").write(data)
+PY
 if [[ -d $shared ]]; then
   for f in "$shared"/tracelens/*.json.gz "$shared"/hta/*.json.gz "$shared"/kineto_tb_plugin/*.json*; do
     [[ -f $f ]] && seed kineto "$f" 32768

@@ -82,3 +82,96 @@ pub fn rules(data: &[u8]) {
     }
     let _ = rocprof_classify::recommend::Catalog::load(&[dir]);
 }
+
+/// A rocpd database whose rows come from `data` (the `rocpd` target mutates SQLite pages and
+/// rarely gets past the header; this one reaches the reader's queries): the views `kernels`,
+/// `memory_copies` and `regions` over tables of the columns the reader selects, and the agent
+/// table, filled with names, times and ids decoded from the bytes.
+pub fn rocpd_rows(data: &[u8]) {
+    let dir = scratch("rocpd_rows");
+    let path = dir.join("rows_results.db");
+    if write_rocpd(&path, data).is_ok() {
+        read_and_analyze(&[path]);
+    }
+}
+
+fn write_rocpd(path: &Path, data: &[u8]) -> rusqlite::Result<()> {
+    let db = rusqlite::Connection::open(path)?;
+    db.execute_batch(
+        "CREATE TABLE k(id INTEGER PRIMARY KEY, name TEXT, start INTEGER, end INTEGER,
+           agent_log_index INTEGER, stream TEXT, queue TEXT, corr_id INTEGER);
+         CREATE TABLE m(id INTEGER PRIMARY KEY, name TEXT, start INTEGER, end INTEGER,
+           dst_agent_log_index INTEGER, stream_name TEXT, corr_id INTEGER);
+         CREATE TABLE r(id INTEGER PRIMARY KEY, category TEXT, name TEXT, pid INTEGER,
+           tid INTEGER, start INTEGER, end INTEGER, corr_id INTEGER);
+         CREATE TABLE rocpd_info_agent(logical_index INTEGER, type TEXT, product_name TEXT, name TEXT);
+         CREATE VIEW kernels AS SELECT * FROM k;
+         CREATE VIEW memory_copies AS SELECT * FROM m;
+         CREATE VIEW regions AS SELECT * FROM r;
+         BEGIN;",
+    )?;
+    let mut bytes = Bytes(data);
+    const NAMES: [&str; 8] = [
+        "Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI16x16x16x1",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>",
+        "hipLaunchKernel",
+        "hipMemcpyWithStream",
+        "hipDeviceSynchronize",
+        "ProfilerStep#1",
+        "MEMORY_COPY_HOST_TO_DEVICE",
+        "",
+    ];
+    while let Some(kind) = bytes.u8() {
+        let name = match bytes.u8() {
+            Some(b) if b < 200 => NAMES[b as usize % NAMES.len()].to_string(),
+            Some(b) => bytes.text(b as usize - 200),
+            None => break,
+        };
+        let (start, len) = (bytes.i64(), bytes.i64());
+        let (a, b, c) = (bytes.i64(), bytes.i64(), bytes.i64());
+        let end = start.wrapping_add(len);
+        match kind % 4 {
+            0 => db.execute(
+                "INSERT INTO k(name, start, end, agent_log_index, stream, queue, corr_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                rusqlite::params![name, start, end, a % 8, (b % 4).to_string(), (b % 3).to_string(), c],
+            )?,
+            1 => db.execute(
+                "INSERT INTO m(name, start, end, dst_agent_log_index, stream_name, corr_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                rusqlite::params![name, start, end, a % 8, (b % 4).to_string(), c],
+            )?,
+            2 => db.execute(
+                "INSERT INTO r(category, name, pid, tid, start, end, corr_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                rusqlite::params![["HIP_RUNTIME_API", "MARKER_CORE_API", "HSA", ""][(a & 3) as usize], name, b % 5, c % 5, start, end, a],
+            )?,
+            _ => db.execute(
+                "INSERT INTO rocpd_info_agent(logical_index, type, product_name, name) VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![a % 8, if b & 1 == 0 { "GPU" } else { "CPU" }, name, "gfx942"],
+            )?,
+        };
+    }
+    db.execute_batch("COMMIT;")
+}
+
+/// Reads values off the fuzz input, zero once it runs out.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn u8(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+    fn i64(&mut self) -> i64 {
+        let mut v = [0u8; 8];
+        let n = self.0.len().min(8);
+        v[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        i64::from_le_bytes(v)
+    }
+    fn text(&mut self, len: usize) -> String {
+        let n = self.0.len().min(len);
+        let s = String::from_utf8_lossy(&self.0[..n]).into_owned();
+        self.0 = &self.0[n..];
+        s
+    }
+}

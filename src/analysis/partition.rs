@@ -67,7 +67,8 @@ impl Partition {
             out[i] = v.floor() as i64;
             rem.push((v - v.floor(), i));
         }
-        let mut missing = total - out.iter().sum::<i64>();
+        // Saturating: the categories come from input times, which may be absurd.
+        let mut missing = total.saturating_sub(out.iter().fold(0i64, |a, &b| a.saturating_add(b)));
         rem.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         // Rounding leaves at most one nanosecond per category to hand out.
         for &(_, i) in rem
@@ -80,7 +81,7 @@ impl Partition {
         }
         // Anything more is time nothing accounted for: say so rather than guess.
         if missing > 0 {
-            out[IDLE_UNATTRIBUTED] += missing;
+            out[IDLE_UNATTRIBUTED] = out[IDLE_UNATTRIBUTED].saturating_add(missing);
         }
         out
     }

@@ -526,7 +526,7 @@ fn read_one(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(), In
         );
         if g + h > 0 {
             meta.warnings.push(format!(
-                "left out {g} GPU activities longer than an hour and {h} host events longer than a day or dated beyond 146 years of the epoch: corrupt times"
+                "left out {g} GPU activities longer than an hour and {h} host events longer than a day, or dated before the epoch or beyond 146 years after it: corrupt times"
             ));
         }
     }

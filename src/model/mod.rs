@@ -63,7 +63,7 @@ fn retain_by<T>(column: &mut Vec<T>, keep: &[bool]) {
 }
 
 /// Which rows have times a profiler can write (duration within `max_dur`, start within
-/// [`MAX_ABS_TS_NS`]), and how many rows per input do not.
+/// [`MAX_TS_NS`]), and how many rows per input do not.
 fn plausible(
     ts: &[i64],
     dur: &[i64],
@@ -73,7 +73,7 @@ fn plausible(
     let keep: Vec<bool> = ts
         .iter()
         .zip(dur)
-        .map(|(t, d)| (0..=max_dur).contains(d) && t.abs() <= MAX_ABS_TS_NS)
+        .map(|(t, d)| (0..=max_dur).contains(d) && (0..=MAX_TS_NS).contains(t))
         .collect();
     let mut dropped = std::collections::BTreeMap::new();
     for (i, _) in keep.iter().enumerate().filter(|(_, k)| !**k) {
@@ -82,15 +82,15 @@ fn plausible(
     (keep, dropped)
 }
 
-/// Times a trace can hold: within about 146 years of the epoch (2^62 ns), so that sums and
-/// differences of two of them never overflow an i64.
-pub const MAX_ABS_TS_NS: i64 = 1 << 62;
+/// Times a trace can hold: from 0 (the epoch, or boot) to about 146 years after it (2^62 ns),
+/// so that sums and differences of two of them never overflow an i64.
+pub const MAX_TS_NS: i64 = 1 << 62;
 /// The longest GPU activity kept (1 hour) and host event (1 day): longer ones are corrupt times.
 pub const MAX_ACTIVITY_NS: i64 = 3_600_000_000_000;
 pub const MAX_HOST_EVENT_NS: i64 = 86_400_000_000_000;
 
 impl GpuActivities {
-    /// Drops the activities whose times cannot be real ([`MAX_ACTIVITY_NS`], [`MAX_ABS_TS_NS`]);
+    /// Drops the activities whose times cannot be real ([`MAX_ACTIVITY_NS`], [`MAX_TS_NS`]);
     /// returns how many, per input.
     pub fn drop_implausible(&mut self) -> std::collections::BTreeMap<u32, u64> {
         let (keep, dropped) = plausible(&self.ts_ns, &self.dur_ns, &self.input, MAX_ACTIVITY_NS);
@@ -217,7 +217,7 @@ pub struct HostEvent {
 
 impl HostEvents {
     /// Drops the host events whose times cannot be real ([`MAX_HOST_EVENT_NS`],
-    /// [`MAX_ABS_TS_NS`]); returns how many, per input.
+    /// [`MAX_TS_NS`]); returns how many, per input.
     pub fn drop_implausible(&mut self) -> std::collections::BTreeMap<u32, u64> {
         let (keep, dropped) = plausible(&self.ts_ns, &self.dur_ns, &self.input, MAX_HOST_EVENT_NS);
         if !dropped.is_empty() {
