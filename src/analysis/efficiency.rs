@@ -169,15 +169,7 @@ pub fn is_gemm_op(op: &str) -> bool {
 /// FLOPs of one call of a GEMM op from its `Input Dims` (a multiply-add counts 2), or None for
 /// another op or shapes that do not fit.
 pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {
-    let dims: Vec<Vec<i64>> = serde_json::from_str::<Vec<serde_json::Value>>(input_dims)
-        .ok()?
-        .iter()
-        .map(|d| {
-            d.as_array()
-                .map(|a| a.iter().filter_map(|x| x.as_i64()).collect())
-                .unwrap_or_default()
-        })
-        .collect();
+    let dims = dims_of(input_dims)?;
     let mm = |a: &[i64], b: &[i64]| -> Option<f64> {
         // a: [..., M, K], b: [..., K, N] (b's batch broadcast); batch = the larger.
         let (ra, rb) = (a.len(), b.len());
@@ -208,7 +200,7 @@ pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {
 }
 
 /// `Input Dims` as lists of sizes (empty for non-tensors).
-fn dims_of(input_dims: &str) -> Option<Vec<Vec<i64>>> {
+pub fn dims_of(input_dims: &str) -> Option<Vec<Vec<i64>>> {
     Some(
         serde_json::from_str::<Vec<serde_json::Value>>(input_dims)
             .ok()?

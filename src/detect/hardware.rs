@@ -3,7 +3,7 @@
 
 use super::{pct, round2, Finding, Severity};
 use crate::analysis::attribution::{compact_dims, OpRow};
-use crate::analysis::efficiency::{dtype_of, find_device, Dtype};
+use crate::analysis::efficiency::{dims_of, dtype_of, find_device, Dtype};
 use crate::analysis::hardware::{share_pct, total_ns, Bound, KernelCounters};
 use crate::analysis::Context;
 use crate::classify::Bucket;
@@ -180,7 +180,7 @@ type Mkn = (i64, i64, i64, i64);
 
 /// (batch, M, K, N) of a GEMM op's most frequent `Input Dims`.
 fn gemm_mkn(op: &str, shapes: &str) -> Option<Mkn> {
-    let dims: Vec<Vec<i64>> = serde_json::from_str(shapes).ok()?;
+    let dims = dims_of(shapes)?;
     // (a, b) = the two matrix operands.
     let (a, b) = match op {
         "aten::addmm" | "aten::baddbmm" => (dims.get(1)?, dims.get(2)?),
@@ -310,9 +310,13 @@ fn call_facts(ctx: &Context, op: &OpRow) -> CallFacts {
     let Some(shapes) = op.shapes.as_deref() else {
         return CallFacts::default();
     };
-    let Some(call) = (0..host.len()).find(|&h| {
-        names.get(host.name[h]) == op.name && compact_dims(names.get(host.input_dims[h])) == shapes
-    }) else {
+    // Compare interned ids, not strings: the scan runs over every host event.
+    let Some(name) = names.lookup(&op.name) else {
+        return CallFacts::default();
+    };
+    let Some(call) = (0..host.len())
+        .find(|&h| host.name[h] == name && compact_dims(names.get(host.input_dims[h])) == shapes)
+    else {
         return CallFacts::default();
     };
     CallFacts {
