@@ -21,6 +21,9 @@ cd "$root/fixtures/kineto/h100"
 "$BIN" --color never compiled_graph_breaks.json.gz > "$OUT/compiled_graph_breaks.txt"
 "$BIN" diff --color never eager_sdpa_fused.json.gz compiled_clean.json.gz \
   --markdown "$OUT/diff_sdpa_to_compiled.md" --html "$OUT/diff_sdpa_to_compiled.html" > "$OUT/diff_sdpa_to_compiled.txt"
+# A real model with CUDA-graph replays: graph gaps in the partition and the steps.
+cd "$root/fixtures/kineto/zoo"
+"$BIN" --color never llama_decode_reduce_overhead.json.gz > "$OUT/llama_decode_reduce_overhead.txt"
 if [ -z "${NO_SCREENSHOTS:-}" ] && command -v chromium > /dev/null; then
   for page in eager_manual_attn diff_sdpa_to_compiled; do
     profile="$(mktemp -d)"

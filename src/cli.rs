@@ -421,6 +421,9 @@ fn analyze_and_keep(
         });
     }
     if !global.quiet {
+        for skipped in &trace.skipped {
+            eprintln!("warning: skipped {}: {}", skipped.path, skipped.reason);
+        }
         for input in &trace.inputs {
             for w in &input.warnings {
                 eprintln!("warning: {}: {w}", input.path);

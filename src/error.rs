@@ -26,6 +26,13 @@ pub enum IngestError {
         offset: u64,
         reason: String,
     },
+    /// A gzip file whose data does not decompress: a damaged trace, not a stray file.
+    #[error("{path}: corrupt gzip data at byte {offset}: {reason}")]
+    CorruptGzip {
+        path: String,
+        offset: u64,
+        reason: String,
+    },
     #[error("{path}: {format} input is recognized but not supported yet")]
     Unsupported { path: String, format: &'static str },
     #[error("{path}: malformed JSON at byte {offset}: {message}")]
@@ -56,6 +63,22 @@ pub enum IngestError {
     Database { path: String, message: String },
     #[error("{path}: no trace files found in this directory")]
     EmptyDir { path: String },
+    #[error("{path}: no file in this directory is a trace this tool reads ({skipped})")]
+    NoTraceInDir { path: String, skipped: String },
+}
+
+impl IngestError {
+    /// The file is not any input this tool reads (as opposed to one it reads but finds broken):
+    /// in a directory such a file is a note or a config, left out with a warning.
+    pub fn is_not_a_trace(&self) -> bool {
+        matches!(
+            self,
+            IngestError::Unrecognized { .. }
+                | IngestError::Unsupported { .. }
+                | IngestError::NoEvents { .. }
+                | IngestError::Empty { .. }
+        )
+    }
 }
 
 /// Loading or checking classification rules failed.

@@ -5,7 +5,7 @@
 use super::efficiency;
 use super::links::Links;
 use crate::classify::{Bucket, Classified, RuleSet};
-use crate::model::{HostKind, NameId, Trace};
+use crate::model::{ActivityKind, HostKind, NameId, Trace};
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -184,8 +184,17 @@ pub fn activity_buckets(
     classified: &Classified,
 ) -> (Vec<Bucket>, bool) {
     let acts = &trace.activities;
+    // Copies and fills are memory whatever they are called and whichever op launched them
+    // (FEED.md "memory"): a convolution's memset is not convolution work.
+    let is_copy = |a: usize| matches!(acts.kind[a], ActivityKind::Memcpy | ActivityKind::Memset);
     let mut out: Vec<Bucket> = (0..acts.len())
-        .map(|a| classified.get(acts.name[a]).bucket)
+        .map(|a| {
+            if is_copy(a) {
+                Bucket::Memory
+            } else {
+                classified.get(acts.name[a]).bucket
+            }
+        })
         .collect();
     if index.threads.is_empty() {
         return (out, false);
@@ -197,6 +206,10 @@ pub fn activity_buckets(
             continue;
         };
         applied = true;
+        // The runtime's copy/fill kernels (`__amd_rocclr_fillBuffer`) stay memory too.
+        if *bucket == Bucket::Memory {
+            continue;
+        }
         let t = &index.threads[&key];
         let mut cur = Some(k);
         while let Some(i) = cur {

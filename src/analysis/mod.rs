@@ -139,6 +139,8 @@ pub struct Analysis {
     pub sources: Vec<attribution::FrameRow>,
     /// Hardware-counter metrics per kernel (rocprof-compute workloads; empty otherwise).
     pub kernel_counters: Vec<hardware::KernelCounters>,
+    /// Files of input directories left out because they are not traces.
+    pub skipped_files: Vec<crate::model::SkippedFile>,
 }
 
 /// One rank's view (the feed's `ranks[]`).
@@ -227,29 +229,6 @@ impl Context<'_> {
     pub fn name(&self, id: NameId) -> &str {
         self.trace.names.get(id)
     }
-}
-
-/// Where each activity's busy time ends for the partition: its own end, except inside a CUDA/HIP
-/// graph replay, where a kernel stays busy until the next kernel of the same replay starts: the
-/// gaps inside one graph launch are the graph executing, not the host failing to dispatch.
-fn busy_ends(trace: &Trace, links: &Links) -> Vec<i64> {
-    let acts = &trace.activities;
-    let mut ends: Vec<i64> = (0..acts.len()).map(|a| acts.end_ns(a)).collect();
-    let mut replays: HashMap<(u32, u32), Vec<usize>> = HashMap::default();
-    for (a, l) in links.launch.iter().enumerate() {
-        if let Some(h) = *l {
-            if links::is_graph_launch(trace.names.get(trace.host.name[h as usize])) {
-                replays.entry((h, acts.stream[a])).or_default().push(a);
-            }
-        }
-    }
-    for list in replays.values_mut() {
-        list.sort_by_key(|&a| (acts.ts_ns[a], a));
-        for w in list.windows(2) {
-            ends[w[0]] = ends[w[0]].max(acts.ts_ns[w[1]]);
-        }
-    }
-    ends
 }
 
 /// Activities that start more than 1 µs before the previous one on their (device, stream)
@@ -360,14 +339,6 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             unclassified_ns = unclassified_ns.saturating_add(ns);
         }
     }
-    // The bucket of most of a name's time (the top-kernels table's bucket).
-    let mut name_bucket: HashMap<NameId, (Bucket, i64)> = HashMap::default();
-    for (&(bucket, name), &(_, ns)) in &per_name_bucket {
-        let e = name_bucket.entry(name).or_insert((bucket, -1));
-        if ns > e.1 {
-            *e = (bucket, ns);
-        }
-    }
     let mut buckets: Vec<BucketRow> = by_bucket
         .into_iter()
         .map(|(bucket, (ns, launches, distinct))| BucketRow {
@@ -384,20 +355,25 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             .then(a.bucket.as_str().cmp(b.bucket.as_str()))
     });
 
-    let mut kernels: Vec<(NameId, u64, i64)> =
-        per_name.iter().map(|(&n, &(l, ns))| (n, l, ns)).collect();
+    // One row per (name, bucket): the op that launched a kernel can put one name in two
+    // buckets, and the rows of a bucket then add up to its `buckets` row.
+    let mut kernels: Vec<(Bucket, NameId, u64, i64)> = per_name_bucket
+        .iter()
+        .map(|(&(b, n), &(l, ns))| (b, n, l, ns))
+        .collect();
     kernels.sort_by(|a, b| {
-        b.2.cmp(&a.2)
-            .then_with(|| trace.names.get(a.0).cmp(trace.names.get(b.0)))
+        b.3.cmp(&a.3)
+            .then_with(|| trace.names.get(a.1).cmp(trace.names.get(b.1)))
+            .then_with(|| a.0.as_str().cmp(b.0.as_str()))
     });
     let top_kernels = kernels
         .iter()
         .take(opts.top)
-        .map(|&(n, launches, ns)| {
+        .map(|&(bucket, n, launches, ns)| {
             let c = classified.get(n);
             KernelRow {
                 name: trace.names.get(n).to_string(),
-                bucket: name_bucket.get(&n).map_or(c.bucket, |b| b.0),
+                bucket,
                 family: c.family.clone(),
                 library: c.library.clone(),
                 rule_id: c.rule.map(|r| rules.rules[r].def.id.clone()),
@@ -408,15 +384,31 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         })
         .collect();
 
-    // Activities per (input, device), the window of each, and the partition.
-    let ends = busy_ends(trace, &links);
+    // Activities per (input, device), the window of each, and the partition; each graph
+    // replay's span per device, so the idle time inside it is `graph_gaps`.
+    let graph_launch = trace.names.per_name(links::is_graph_launch);
     let mut devices: BTreeMap<(u32, u32), DeviceActivities> = BTreeMap::new();
+    let mut replays: BTreeMap<(u32, u32, u32), (i64, i64)> = BTreeMap::new();
     for a in (0..acts.len()).filter(|&a| in_scope[a]) {
         let bucket = partition::bucket_index(activity_buckets[a]);
+        let (ts, end) = (acts.ts_ns[a], acts.end_ns(a));
         devices
             .entry((acts.input[a], acts.device[a]))
             .or_default()
-            .push(acts.ts_ns[a], ends[a], bucket);
+            .push(ts, end, bucket);
+        if let Some(h) =
+            links.launch[a].filter(|&h| graph_launch[trace.host.name[h as usize].index()])
+        {
+            let span = replays
+                .entry((acts.input[a], acts.device[a], h))
+                .or_insert((ts, end));
+            *span = (span.0.min(ts), span.1.max(end));
+        }
+    }
+    for ((input, device, _), (start, end)) in replays {
+        if let Some(dev) = devices.get_mut(&(input, device)) {
+            dev.push_graph_span(start, end);
+        }
     }
     // Per input: the window spanned by its kept steps, or None without steps.
     let step_span: Vec<Option<(i64, i64)>> = (0..trace.inputs.len())
@@ -424,7 +416,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             let kept: Vec<&StepWindow> = steps.kept(i).map(|(_, s)| s).collect();
             (!kept.is_empty()).then(|| {
                 (
-                    kept.iter().map(|s| s.cpu_start_ns).min().unwrap_or(0),
+                    kept.iter().map(|s| s.start_ns).min().unwrap_or(0),
                     kept.iter().map(|s| s.end_ns).max().unwrap_or(0),
                 )
             })
@@ -456,7 +448,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         busy += p.busy();
         total.add(&p);
         for (k, s) in steps.kept(input as usize) {
-            step_parts[input as usize][k].add(&dev.partition(s.cpu_start_ns, s.end_ns, host));
+            step_parts[input as usize][k].add(&dev.partition(s.start_ns, s.end_ns, host));
         }
     }
     for w in &mut input_windows {
@@ -471,11 +463,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         if !inputs_with_devices.contains(&(input as u32)) {
             let empty = DeviceActivities::default();
             for (k, s) in steps.kept(input) {
-                step_parts[input][k].add(&empty.partition(
-                    s.cpu_start_ns,
-                    s.end_ns,
-                    &timelines[input],
-                ));
+                step_parts[input][k].add(&empty.partition(s.start_ns, s.end_ns, &timelines[input]));
             }
         }
     }
@@ -496,7 +484,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             step_rows.push(StepRow {
                 rank: meta.rank,
                 step: s.number,
-                start_ns: s.cpu_start_ns,
+                start_ns: s.start_ns,
                 dur_ns: s.dur_ns(),
                 gpu_busy_ns: p.busy().round() as i64,
                 time_partition: partition::rows(p, s.dur_ns().saturating_mul(ndev)),
@@ -607,6 +595,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         modules,
         sources,
         kernel_counters: ctx.kernel_counters,
+        skipped_files: trace.skipped.clone(),
     }
 }
 

@@ -3,7 +3,8 @@
 //! so overlaps never double count); idle time goes to `launch_overhead` when the host was
 //! dispatching, to `host_idle` when it was outside any profiled event for longer than the dispatch
 //! threshold or blocked in a synchronize (or compiling), and to `idle_unattributed` when the input
-//! has no host events.
+//! has no host events. Idle time between the activities of one CUDA/HIP graph replay is
+//! `graph_gaps`: the graph is executing, the host is not in the way, and nothing ran.
 
 use super::links::{is_compile_event, is_sync_call};
 use crate::classify::Bucket;
@@ -11,7 +12,7 @@ use crate::model::{HostKind, Trace};
 use serde::Serialize;
 
 /// The partition's categories, in the feed's fixed order.
-pub const CATEGORIES: [&str; 10] = [
+pub const CATEGORIES: [&str; 11] = [
     "gemm",
     "attention",
     "conv",
@@ -22,10 +23,12 @@ pub const CATEGORIES: [&str; 10] = [
     "launch_overhead",
     "host_idle",
     "idle_unattributed",
+    "graph_gaps",
 ];
 pub const LAUNCH_OVERHEAD: usize = 7;
 pub const HOST_IDLE: usize = 8;
 pub const IDLE_UNATTRIBUTED: usize = 9;
+pub const GRAPH_GAPS: usize = 10;
 
 /// Index of a bucket among the first seven categories.
 pub fn bucket_index(b: Bucket) -> usize {
@@ -36,7 +39,7 @@ pub fn bucket_index(b: Bucket) -> usize {
 /// much of `host_idle` the host spent blocked (synchronizing or compiling) rather than outside
 /// any profiled event.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Partition(pub [f64; 10], pub f64);
+pub struct Partition(pub [f64; 11], pub f64);
 
 impl Partition {
     pub fn add(&mut self, other: &Partition) {
@@ -52,6 +55,7 @@ impl Partition {
     pub fn total(&self) -> f64 {
         self.0.iter().sum()
     }
+    /// Idle time attributed to the host (graph gaps are not: the host is not in their way).
     pub fn idle(&self) -> f64 {
         self.0[LAUNCH_OVERHEAD] + self.0[HOST_IDLE] + self.0[IDLE_UNATTRIBUTED]
     }
@@ -60,9 +64,9 @@ impl Partition {
     }
     /// Integer nanoseconds that add up exactly to `total` (largest remainder rounding), so the
     /// rows of the feed sum to the window.
-    pub fn rounded(&self, total: i64) -> [i64; 10] {
-        let mut out = [0i64; 10];
-        let mut rem: Vec<(f64, usize)> = Vec::with_capacity(10);
+    pub fn rounded(&self, total: i64) -> [i64; 11] {
+        let mut out = [0i64; 11];
+        let mut rem: Vec<(f64, usize)> = Vec::with_capacity(11);
         for (i, &v) in self.0.iter().enumerate() {
             out[i] = v.floor() as i64;
             rem.push((v - v.floor(), i));
@@ -74,7 +78,7 @@ impl Partition {
         for &(_, i) in rem
             .iter()
             .filter(|r| r.0 > 0.0)
-            .take(missing.clamp(0, 10) as usize)
+            .take(missing.clamp(0, 11) as usize)
         {
             out[i] += 1;
             missing -= 1;
@@ -232,13 +236,16 @@ fn combine(dispatch: &[(i64, i64)], blocked: &[(i64, i64)]) -> Vec<(i64, i64, Ho
     out
 }
 
-/// The activities of one (input, device), sorted by start.
+/// The activities of one (input, device), sorted by start, and the spans of its graph replays.
 #[derive(Default)]
 pub struct DeviceActivities {
     pub ts: Vec<i64>,
     pub end: Vec<i64>,
     pub bucket: Vec<u8>,
     pub max_dur: i64,
+    /// Each CUDA/HIP graph replay's span on this device, first activity's start to last one's
+    /// end; merged and sorted by [`DeviceActivities::sort`].
+    graph_spans: Vec<(i64, i64)>,
 }
 
 impl DeviceActivities {
@@ -248,8 +255,37 @@ impl DeviceActivities {
         self.bucket.push(bucket as u8);
         self.max_dur = self.max_dur.max(end - ts);
     }
+    /// Records one graph replay's span: idle time inside it is `graph_gaps`.
+    pub fn push_graph_span(&mut self, start: i64, end: i64) {
+        if end > start {
+            self.graph_spans.push((start, end));
+        }
+    }
+
+    /// Adds the idle span `[s, e)`: inside a graph replay to `graph_gaps`, the rest by what the
+    /// host was doing.
+    fn add_idle(&self, s: i64, e: i64, host: &HostTimeline, out: &mut Partition) {
+        let mut cur = s;
+        let mut k = self.graph_spans.partition_point(|g| g.1 <= s);
+        while k < self.graph_spans.len() && self.graph_spans[k].0 < e {
+            let (gs, ge) = (self.graph_spans[k].0.max(cur), self.graph_spans[k].1.min(e));
+            if gs > cur {
+                host.classify_idle(cur, gs, out);
+            }
+            if ge > gs {
+                out.0[GRAPH_GAPS] += (ge - gs) as f64;
+                cur = ge;
+            }
+            k += 1;
+        }
+        if e > cur {
+            host.classify_idle(cur, e, out);
+        }
+    }
+
     /// Sorts by start (stable, so equal starts keep file order).
     pub fn sort(&mut self) {
+        self.graph_spans = merge(std::mem::take(&mut self.graph_spans), 0);
         let mut idx: Vec<usize> = (0..self.ts.len()).collect();
         idx.sort_by_key(|&i| (self.ts[i], self.end[i]));
         self.ts = idx.iter().map(|&i| self.ts[i]).collect();
@@ -297,7 +333,7 @@ impl DeviceActivities {
                         }
                     }
                 } else {
-                    host.classify_idle(cur, t, &mut out);
+                    self.add_idle(cur, t, host, &mut out);
                 }
                 cur = t;
             }
@@ -309,7 +345,7 @@ impl DeviceActivities {
             }
         }
         if b > cur {
-            host.classify_idle(cur, b, &mut out);
+            self.add_idle(cur, b, host, &mut out);
         }
         out
     }
@@ -360,6 +396,27 @@ mod tests {
     }
 
     #[test]
+    fn idle_inside_a_graph_replay_is_a_graph_gap() {
+        let mut d = DeviceActivities::default();
+        // One replay: kernels 100..200 and 300..400 (a 100 ns gap inside it), then idle.
+        d.push(100, 200, 0);
+        d.push(300, 400, 0);
+        d.push_graph_span(100, 400);
+        d.sort();
+        let p = d.partition(0, 600, &timeline(vec![(0, 600)], vec![], 0));
+        assert_eq!(p.0[0], 200.0);
+        assert_eq!(p.0[GRAPH_GAPS], 100.0);
+        // Outside the replay the host was dispatching.
+        assert_eq!(p.0[LAUNCH_OVERHEAD], 300.0);
+        assert_eq!(p.total(), 600.0);
+        // A window that cuts the replay keeps only its part of the gap.
+        assert_eq!(
+            d.partition(250, 600, &timeline(vec![], vec![], 0)).0[GRAPH_GAPS],
+            50.0
+        );
+    }
+
+    #[test]
     fn rounding_is_cheap_even_when_nothing_was_accounted() {
         assert_eq!(
             Partition::default().rounded(5_000_000_000)[IDLE_UNATTRIBUTED],
@@ -369,7 +426,10 @@ mod tests {
 
     #[test]
     fn rounding_keeps_the_total() {
-        let p = Partition([33.4, 33.3, 33.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], 0.0);
+        let p = Partition(
+            [33.4, 33.3, 33.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            0.0,
+        );
         assert_eq!(p.rounded(100).iter().sum::<i64>(), 100);
     }
 }

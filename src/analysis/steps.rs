@@ -1,5 +1,6 @@
-//! Steps (`ProfilerStep#N` CPU ranges, extended to the GPU work launched inside them), the
-//! analysis window, and the `--steps A..B` / `--skip-warmup` selection (FEED.md "Window", "Steps").
+//! Steps (`ProfilerStep#N` CPU ranges, extended to the GPU work launched inside them, and made
+//! disjoint as torch_tb_profiler does), the analysis window, and the `--steps A..B` /
+//! `--skip-warmup` selection (FEED.md "Window", "Steps").
 
 use super::links::Links;
 use crate::model::{HostKind, Trace};
@@ -10,16 +11,19 @@ use std::str::FromStr;
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct StepWindow {
     pub number: u64,
-    /// The CPU `ProfilerStep#N` range.
+    /// The CPU `ProfilerStep#N` range (which launches belong to the step).
     pub cpu_start_ns: i64,
     pub cpu_end_ns: i64,
-    /// The CPU range's end, extended to the end of the last GPU activity launched inside it.
+    /// The step's window: from the later of its CPU start and the previous step's end (GPU work
+    /// of the previous step still running belongs to that step) ...
+    pub start_ns: i64,
+    /// ... to the later of its CPU end and the end of the last GPU activity launched inside it.
     pub end_ns: i64,
 }
 
 impl StepWindow {
     pub fn dur_ns(&self) -> i64 {
-        self.end_ns.saturating_sub(self.cpu_start_ns)
+        self.end_ns.saturating_sub(self.start_ns)
     }
     pub fn contains_cpu(&self, t: i64) -> bool {
         t >= self.cpu_start_ns && t < self.cpu_end_ns.max(self.cpu_start_ns.saturating_add(1))
@@ -102,6 +106,7 @@ impl Steps {
                         number: n,
                         cpu_start_ns: host.ts_ns[i],
                         cpu_end_ns: end,
+                        start_ns: host.ts_ns[i],
                         end_ns: end,
                     });
                 }
@@ -112,9 +117,20 @@ impl Steps {
         }
         let acts = &trace.activities;
         let mut of_activity = vec![None; acts.len()];
+        // Inputs with launch calls place each activity by its call; an activity whose call is
+        // missing (launched before the profiler's active window, as a schedule's warm-up steps
+        // are) belongs to no step, even when it runs inside one. Inputs without calls (GPU-only
+        // traces) place activities by their own start.
+        let mut has_calls = vec![false; trace.inputs.len()];
+        for h in links.launch.iter().flatten() {
+            has_calls[host.input[*h as usize] as usize] = true;
+        }
+        // Per input: the first GPU start of its first step.
+        let mut first_step_gpu_start: Vec<Option<i64>> = vec![None; trace.inputs.len()];
         for (a, slot) in of_activity.iter_mut().enumerate() {
-            let s = &mut per_input[acts.input[a] as usize];
-            if s.is_empty() {
+            let input = acts.input[a] as usize;
+            let s = &mut per_input[input];
+            if s.is_empty() || (has_calls[input] && links.launch[a].is_none()) {
                 continue;
             }
             let t = links.launch_ts(trace, a);
@@ -125,6 +141,35 @@ impl Steps {
                 if end > s[k - 1].end_ns {
                     s[k - 1].end_ns = end;
                 }
+                if k == 1 {
+                    let first = &mut first_step_gpu_start[input];
+                    *first = Some(first.map_or(acts.ts_ns[a], |f| f.min(acts.ts_ns[a])));
+                }
+            }
+        }
+        // The first step waits for GPU work launched before it that finishes before the step's own
+        // work starts (the previous, unprofiled step's tail), as torch_tb_profiler does.
+        let mut before_first: Vec<i64> = per_input
+            .iter()
+            .map(|s| s.first().map_or(i64::MIN, |x| x.cpu_start_ns))
+            .collect();
+        for a in (0..acts.len()).filter(|&a| of_activity[a].is_none()) {
+            let input = acts.input[a] as usize;
+            if let Some(first_gpu) = first_step_gpu_start[input] {
+                let end = acts.end_ns(a);
+                if end < first_gpu && end > before_first[input] {
+                    before_first[input] = end;
+                }
+            }
+        }
+        // Steps never overlap: each starts where the previous one ended, if that is later than
+        // its CPU start (a GPU-bound loop's GPU tail runs into the next step's CPU range).
+        for (s, &first_start) in per_input.iter_mut().zip(&before_first) {
+            let mut prev_end = first_start;
+            for step in s.iter_mut() {
+                step.start_ns = step.cpu_start_ns.max(prev_end);
+                step.end_ns = step.end_ns.max(step.start_ns);
+                prev_end = step.end_ns;
             }
         }
         let selected = per_input.iter().map(|s| vec![true; s.len()]).collect();

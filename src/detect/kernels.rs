@@ -35,9 +35,11 @@ fn top_names(map: &BTreeMap<String, (i64, u64)>, n: usize) -> Vec<serde_json::Va
 }
 
 pub fn fp32_gemm(ctx: &Context) -> Vec<Finding> {
+    // GEMM kernels of the gemm bucket only: an fp32 SIMT GEMM that cuDNN runs inside a
+    // convolution is conv time, and the share below is of the gemm bucket.
     let names = time_by(ctx, |a| {
         let c = ctx.classified.get(ctx.trace.activities.name[a]);
-        (c.bucket == Bucket::Gemm && c.family == "gemm_fp32")
+        (ctx.bucket_of(a) == Bucket::Gemm && c.bucket == Bucket::Gemm && c.family == "gemm_fp32")
             .then(|| ctx.name(ctx.trace.activities.name[a]).to_string())
     });
     let ns: i64 = names.values().map(|v| v.0).sum();
@@ -86,7 +88,7 @@ pub fn gemm_backend(ctx: &Context) -> Vec<Finding> {
     let mut conf_ns = 0.0f64;
     let libs = time_by(ctx, |a| {
         let c = ctx.classified.get(ctx.trace.activities.name[a]);
-        (c.bucket == Bucket::Gemm).then(|| {
+        (ctx.bucket_of(a) == Bucket::Gemm && c.bucket == Bucket::Gemm).then(|| {
             let (lib, conf) = gemm_library(ctx.name(ctx.trace.activities.name[a]), &c.library);
             conf_ns += conf * ctx.trace.activities.dur_ns[a] as f64;
             lib
@@ -255,7 +257,10 @@ pub fn memcpy_heavy(ctx: &Context) -> Vec<Finding> {
         .find(|b| b.bucket == Bucket::Memory)
         .map_or(0, |b| b.kernel_ns);
     let share = pct(mem, ctx.summary.kernel_ns);
-    let window_share = pct(mem, ctx.window_ns);
+    // Of the window, the copies' time inside it (the partition's): GPU work outside the window
+    // (a warm-up step's tail before the first step) is not part of it.
+    let in_window = ctx.partition.0[crate::analysis::partition::bucket_index(Bucket::Memory)];
+    let window_share = pct(in_window.round() as i64, ctx.window_ns);
     if share < 10.0 && window_share < 5.0 {
         return vec![];
     }

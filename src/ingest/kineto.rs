@@ -197,6 +197,9 @@ struct RawArgs<'a> {
     /// Set per event by TraceLens when it merges ranks into one file.
     #[serde(borrow, default)]
     rank: Option<&'a RawValue>,
+    /// `with_stack` frames, innermost first: tells a 2021 `record_function` range from an op.
+    #[serde(rename = "Call stack", borrow, default)]
+    call_stack: Option<&'a RawValue>,
 }
 
 /// What one event became.
@@ -276,6 +279,21 @@ fn category(cat: &str) -> Category {
     }
 }
 
+/// In torch 1.8/1.9 traces every `record_function` range is an `Operator` event like the ops:
+/// PyTorch's own ranges carry a `#` (`ProfilerStep#5`, `enumerate(DataLoader)#…`,
+/// `Optimizer.step#SGD.step`), and with `with_stack` any range's innermost frame is
+/// `record_function.__enter__` in `autograd/profiler.py`. Ops (`aten::add_`, `AddmmBackward`,
+/// `torch::autograd::AccumulateGrad`) have neither.
+fn is_record_function_range(name: &str, call_stack: Option<&str>) -> bool {
+    if name.contains('#') {
+        return true;
+    }
+    call_stack.is_some_and(|raw| {
+        let innermost = unquote(raw).split(';').next().unwrap_or("");
+        innermost.contains("profiler.py(") && innermost.trim_end().ends_with("__enter__")
+    })
+}
+
 fn id_of(raw: Option<&RawValue>) -> Id<'_> {
     match raw {
         None => Id::Num(0),
@@ -319,6 +337,10 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
         Some(c @ (Category::Gpu(_) | Category::Host(_))) => c,
         _ => return Parsed::Skip,
     };
+    let is_old_operator = ev
+        .cat
+        .as_deref()
+        .is_some_and(|c| c.eq_ignore_ascii_case("operator"));
     let Some(ts_ns) = ev.ts.and_then(|r| micros_to_ns(r.get())) else {
         return Parsed::Bad {
             at,
@@ -382,7 +404,13 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
             })
         }
         Category::Host(kind) => Parsed::Host(HostRow {
-            kind,
+            kind: if is_old_operator
+                && is_record_function_range(&name, args.call_stack.map(|r| r.get()))
+            {
+                HostKind::Annotation
+            } else {
+                kind
+            },
             name,
             pid: id_of(ev.pid),
             tid: id_of(ev.tid),
@@ -817,6 +845,29 @@ mod tests {
         assert_eq!(t.activities.kind[1], ActivityKind::Memset);
         assert_eq!(t.host.tid[0], 25738);
         assert_eq!(t.inputs[0].vendor, Vendor::Nvidia);
+    }
+
+    #[test]
+    fn record_function_ranges_of_2021_are_annotations() {
+        let t = read_str(
+            r#"{"traceEvents":[
+             {"ph":"X","cat":"Operator","name":"ProfilerStep#5","pid":1,"tid":"1","ts":100,"dur":900,"args":{"Call stack":"a/torch/autograd/profiler.py(614): __enter__;b.py(54): <module>"}},
+             {"ph":"X","cat":"Operator","name":"Optimizer.step#SGD.step","pid":1,"tid":"1","ts":200,"dur":100,"args":{}},
+             {"ph":"X","cat":"Operator","name":"forward","pid":1,"tid":"1","ts":300,"dur":100,"args":{"Call stack":"x/torch/autograd/profiler.py(614): __enter__;train.py(9): <module>"}},
+             {"ph":"X","cat":"Operator","name":"aten::add_","pid":1,"tid":"1","ts":310,"dur":10,"args":{"Call stack":"x/torch/nn/modules/module.py(1051): _call_impl;train.py(9): <module>"}},
+             {"ph":"X","cat":"Operator","name":"AddmmBackward","pid":1,"tid":"2","ts":400,"dur":10,"args":{}},
+             {"ph":"X","cat":"cpu_op","name":"odd#name","pid":1,"tid":"1","ts":500,"dur":10,"args":{}}
+            ]}"#,
+        )
+        .unwrap();
+        let kinds: Vec<HostKind> = t.host.kind.clone();
+        use HostKind::{Annotation, CpuOp};
+        // Ranges: PyTorch's own (a '#'), a user's (record_function's __enter__ frame); ops stay
+        // ops, and today's cpu_op category is never reinterpreted.
+        assert_eq!(
+            kinds,
+            [Annotation, Annotation, Annotation, CpuOp, CpuOp, CpuOp]
+        );
     }
 
     #[test]

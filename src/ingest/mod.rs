@@ -124,6 +124,10 @@ pub trait Reader: Send + Sync {
     fn sniff(&self, head: &[u8]) -> Option<bool>;
     /// What `sniff` looks for, for the message when nothing matches.
     fn looks_for(&self) -> &'static str;
+    /// The reader's name in that message (the format's, unless two readers share it).
+    fn name(&self) -> &'static str {
+        self.format().as_str()
+    }
     /// Appends the input's rows to `trace` (one or more `inputs` entries).
     fn read(&self, src: Source, trace: &mut Trace, opts: &ReadOptions) -> Result<(), IngestError>;
 }
@@ -144,12 +148,22 @@ pub fn readers() -> Vec<Box<dyn Reader>> {
 /// Expands the user's paths: directories become their trace files (sorted by name, one file per
 /// rank), `-` stays stdin.
 pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
-    Ok(expand_into_groups(paths)?.into_iter().flatten().collect())
+    Ok(expand_into_groups(paths)?
+        .into_iter()
+        .flat_map(|g| g.files)
+        .collect())
+}
+
+/// The files of one path the user gave: a directory's candidate files, or the path itself.
+struct Group {
+    /// The directory the files were listed from (its files that are not traces are skipped).
+    dir: Option<PathBuf>,
+    files: Vec<PathBuf>,
 }
 
 /// [`expand_paths`], keeping each directory's files together (a path given alone is a group of
 /// one).
-fn expand_into_groups(paths: &[PathBuf]) -> Result<Vec<Vec<PathBuf>>, IngestError> {
+fn expand_into_groups(paths: &[PathBuf]) -> Result<Vec<Group>, IngestError> {
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() != "-"
@@ -170,9 +184,15 @@ fn expand_into_groups(paths: &[PathBuf]) -> Result<Vec<Vec<PathBuf>>, IngestErro
             if files.is_empty() {
                 return Err(IngestError::EmptyDir { path: label });
             }
-            out.push(files);
+            out.push(Group {
+                dir: Some(p.clone()),
+                files,
+            });
         } else {
-            out.push(vec![p.clone()]);
+            out.push(Group {
+                dir: None,
+                files: vec![p.clone()],
+            });
         }
     }
     Ok(out)
@@ -192,7 +212,7 @@ pub fn rank_in_file_name(path: &Path) -> Option<u32> {
 /// rank): the rank in the file name, or, for a directory none of whose files names a rank, the
 /// file's place in it (sorted by name). Files given one by one get ranks only from their names:
 /// two unrelated traces are not two ranks.
-fn assign_file_ranks(groups: &[Vec<PathBuf>], parts: &mut [Trace]) {
+fn assign_file_ranks(groups: &[Vec<&PathBuf>], parts: &mut [Trace]) {
     let mut next = 0;
     for group in groups {
         let files = &mut parts[next..next + group.len()];
@@ -330,10 +350,10 @@ pub fn open_with(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) if gzip => {
                 if filled == 0 {
-                    return Err(IngestError::Unrecognized {
+                    return Err(IngestError::CorruptGzip {
                         path: label,
                         offset: 0,
-                        reason: format!("gzip data cannot be decompressed: {e}"),
+                        reason: format!("the data cannot be decompressed: {e}"),
                     });
                 }
                 head_error = Some(e.to_string());
@@ -408,9 +428,19 @@ pub fn sniff<'r>(
         .take_while(|&c| c != '\n' && c != '\r')
         .map(|c| if c.is_control() { '?' } else { c })
         .collect();
-    let wanted: Vec<String> = readers
+    // Each explanation once, with the readers it covers (the CSV readers share one).
+    let mut wanted: Vec<(Vec<&str>, &str)> = Vec::new();
+    for r in readers {
+        let name = r.name();
+        match wanted.iter_mut().find(|(_, why)| *why == r.looks_for()) {
+            Some((names, _)) if !names.contains(&name) => names.push(name),
+            Some(_) => {}
+            None => wanted.push((vec![name], r.looks_for())),
+        }
+    }
+    let wanted: Vec<String> = wanted
         .iter()
-        .map(|r| format!("{} ({})", r.format().as_str(), r.looks_for()))
+        .map(|(names, why)| format!("{} ({why})", names.join(", ")))
         .collect();
     let reason = if head.starts_with(b"SQLite format 3\0") {
         "an SQLite database that is not a rocpd profile".to_string()
@@ -482,8 +512,8 @@ pub fn read_compile_log(path: &Path) -> Result<crate::model::compile_log::Compil
 pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestError> {
     use rayon::prelude::*;
     let groups = expand_into_groups(paths)?;
-    let paths: Vec<&PathBuf> = groups.iter().flatten().collect();
-    if paths.len() == 1 {
+    let paths: Vec<&PathBuf> = groups.iter().flat_map(|g| &g.files).collect();
+    if paths.len() == 1 && groups[0].dir.is_none() {
         let mut trace = Trace::default();
         read_one(paths[0], &mut trace, opts)?;
         return Ok(trace);
@@ -500,15 +530,51 @@ pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestEr
             read_one(p, &mut t, opts).map(|()| t)
         })
         .collect();
-    // The first failing file in order, whatever the thread count.
-    let mut parts = read
-        .into_iter()
-        .collect::<Result<Vec<Trace>, IngestError>>()?;
-    assign_file_ranks(&groups, &mut parts);
+    // The first failing file in order, whatever the thread count. A directory's file that no
+    // reader recognizes is a note or a config beside the traces: skipped with a warning. A file
+    // a reader recognizes but cannot read still fails the run: a silently dropped rank would
+    // falsify the aggregate.
+    let mut read = read.into_iter();
+    let mut parts = Vec::new();
+    let mut kept_groups: Vec<Vec<&PathBuf>> = Vec::new();
+    let mut skipped = Vec::new();
+    for group in &groups {
+        let mut kept = Vec::new();
+        let mut skipped_here = Vec::new();
+        for file in &group.files {
+            match read.next().expect("one result per file") {
+                Ok(t) => {
+                    kept.push(file);
+                    parts.push(t);
+                }
+                Err(e) if group.dir.is_some() && e.is_not_a_trace() => {
+                    skipped_here.push(crate::model::SkippedFile {
+                        path: file.display().to_string(),
+                        reason: e.to_string(),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if let (Some(dir), true) = (&group.dir, kept.is_empty()) {
+            return Err(IngestError::NoTraceInDir {
+                path: dir.display().to_string(),
+                skipped: skipped_here
+                    .iter()
+                    .map(|s| s.reason.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            });
+        }
+        skipped.extend(skipped_here);
+        kept_groups.push(kept);
+    }
+    assign_file_ranks(&kept_groups, &mut parts);
     let mut trace = Trace::default();
     for part in parts {
         trace.append(part);
     }
+    trace.skipped = skipped;
     Ok(trace)
 }
 

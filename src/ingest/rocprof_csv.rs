@@ -98,6 +98,12 @@ impl Reader for RocprofCsvReader {
     fn format(&self) -> Format {
         self.0
     }
+    fn name(&self) -> &'static str {
+        match self.0 {
+            Format::RocprofV1 => "rocprof-v1 CSV",
+            f => f.as_str(),
+        }
+    }
     fn looks_for(&self) -> &'static str {
         "a CSV header with Kernel_Name/KernelName and start/end times, or Domain,Function,… API columns"
     }

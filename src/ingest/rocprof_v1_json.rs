@@ -19,6 +19,9 @@ impl Reader for RocprofV1JsonReader {
     fn format(&self) -> Format {
         Format::RocprofV1
     }
+    fn name(&self) -> &'static str {
+        "rocprof-v1 JSON"
+    }
     fn looks_for(&self) -> &'static str {
         "a roctracer JSON: traceEvents starting with {}, BeginNs args"
     }

@@ -384,6 +384,13 @@ pub struct InputMeta {
     pub base_time_ns: Option<i64>,
 }
 
+/// A file of an input directory that no reader recognized (a config, a note), left out.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct SkippedFile {
+    pub path: String,
+    pub reason: String,
+}
+
 /// The normalized trace every analysis reads.
 #[derive(Default, Debug, Clone)]
 pub struct Trace {
@@ -393,16 +400,19 @@ pub struct Trace {
     pub inputs: Vec<InputMeta>,
     /// Hardware counters of profiled dispatches (rocprof-compute); empty for timeline traces.
     pub counters: Vec<DispatchCounters>,
+    /// Files of input directories that are not traces, left out of `inputs`.
+    pub skipped: Vec<SkippedFile>,
 }
 
 impl Trace {
     /// Appends another trace's inputs after this one's, re-interning its names: reading files
     /// separately and appending them in order gives the same trace as reading them in sequence.
     pub fn append(&mut self, other: Trace) {
-        if self.inputs.is_empty() && self.names.len() <= 1 {
+        if self.inputs.is_empty() && self.names.len() <= 1 && self.skipped.is_empty() {
             *self = other;
             return;
         }
+        self.skipped.extend(other.skipped);
         let names: Vec<NameId> = other
             .names
             .iter()

@@ -115,18 +115,7 @@ pub struct Catalog {
     pub recommendations: Vec<RecDef>,
 }
 
-const CATEGORIES: [&str; 10] = [
-    "gemm",
-    "attention",
-    "conv",
-    "elementwise",
-    "communication",
-    "memory",
-    "other",
-    "launch_overhead",
-    "host_idle",
-    "idle_unattributed",
-];
+use crate::analysis::partition::CATEGORIES;
 const KINDS: [&str; 4] = ["env", "code", "command", "config"];
 
 impl Catalog {

@@ -64,6 +64,7 @@ pub fn category_color(category: &str) -> RGBColor {
         "other" => RGBColor(127, 127, 127),
         "launch_overhead" => RGBColor(214, 39, 40),
         "host_idle" => RGBColor(140, 86, 75),
+        "graph_gaps" => RGBColor(227, 119, 194),
         _ => RGBColor(199, 199, 199),
     }
 }

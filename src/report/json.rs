@@ -40,6 +40,8 @@ struct Feed<'a> {
     step_breakdown: &'a [StepRow],
     /// Hardware-counter metrics per kernel (rocprof-compute workloads; an addition to FEED.md).
     kernel_counters: &'a [crate::analysis::hardware::KernelCounters],
+    /// Files of input directories left out because no reader recognized them (an addition).
+    skipped_files: &'a [crate::model::SkippedFile],
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
@@ -67,6 +69,7 @@ pub fn render(a: &Analysis) -> Vec<u8> {
         sources: &a.sources,
         step_breakdown: &a.step_breakdown,
         kernel_counters: &a.kernel_counters,
+        skipped_files: &a.skipped_files,
     };
     let mut out =
         serde_json::to_vec_pretty(&feed).expect("the feed is plain data and always serializes");

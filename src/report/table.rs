@@ -476,6 +476,12 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
         return;
     }
     let multi_rank = a.inputs.len() > 1;
+    // Graph gaps get a column only where graphs replay.
+    let graph_gaps = rows.iter().any(|r| {
+        r.time_partition
+            .iter()
+            .any(|p| p.category == "graph_gaps" && p.ns > 0)
+    });
     let mut t = new_table(opts);
     let mut header = vec![
         "step",
@@ -485,6 +491,9 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
         "host idle %",
         "largest bucket",
     ];
+    if graph_gaps {
+        header.insert(5, "graph gaps %");
+    }
     if multi_rank {
         header.insert(0, "rank");
     }
@@ -524,6 +533,9 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
             num(format!("{:.1}", get("host_idle"))),
             Cell::new(largest),
         ];
+        if graph_gaps {
+            row.insert(5, num(format!("{:.1}", get("graph_gaps"))));
+        }
         if multi_rank {
             row.insert(
                 0,
@@ -602,6 +614,7 @@ fn bucket_color(b: &str) -> Color {
         "memory" => Color::DarkYellow,
         "launch_overhead" => Color::Red,
         "host_idle" => Color::DarkRed,
+        "graph_gaps" => Color::DarkMagenta,
         _ => Color::Grey,
     }
 }

@@ -1,0 +1,224 @@
+//! FEED.md's time invariants on every Kineto trace we have (fixtures, ../shared/traces,
+//! ../shared/corpus): busy time is the union of GPU activity in the window, no bucket's partition
+//! time exceeds its activities' time, step windows are disjoint and add up to at most the span
+//! they cover, the partition rows add up to the window (and each step's to the step), and
+//! `top_kernels` adds up to `buckets`.
+
+use crate::common::{fixture, rules, shared};
+use rocprof_classify::analysis::{analyze, AnalysisOptions};
+use rocprof_classify::ingest::{self, ReadOptions};
+use rocprof_classify::model::{Format, Trace};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for p in paths {
+        let name = p.to_string_lossy().to_string();
+        if p.is_dir() {
+            trace_files(&p, out);
+        } else if name.ends_with(".json") || name.ends_with(".json.gz") {
+            out.push(p);
+        }
+    }
+}
+
+/// Total length of the union of intervals, each clipped to `[lo, hi)`.
+fn union_ns(mut iv: Vec<(i64, i64)>, lo: i64, hi: i64) -> i64 {
+    iv.sort_unstable();
+    let (mut total, mut cur) = (0i64, i64::MIN);
+    for (s, e) in iv {
+        let (s, e) = (s.max(lo).max(cur), e.min(hi));
+        if e > s {
+            total += e - s;
+            cur = e;
+        }
+    }
+    total
+}
+
+/// The invariants of one trace; returns what broke.
+fn check(rel: &str, trace: &Trace) -> Vec<String> {
+    let a = analyze(
+        trace,
+        rules(),
+        &AnalysisOptions {
+            top: usize::MAX,
+            ..Default::default()
+        },
+    );
+    let mut bad = Vec::new();
+    // `top_kernels` (one row per name and bucket) adds up to `buckets`.
+    let mut by_bucket: BTreeMap<&str, (i64, u64)> = BTreeMap::new();
+    for k in &a.top_kernels {
+        let e = by_bucket.entry(k.bucket.as_str()).or_default();
+        e.0 += k.total_ns;
+        e.1 += k.launches;
+    }
+    for b in &a.buckets {
+        let got = by_bucket
+            .get(b.bucket.as_str())
+            .copied()
+            .unwrap_or_default();
+        if got != (b.kernel_ns, b.launches) {
+            bad.push(format!(
+                "{rel}: top_kernels give {} {got:?}, buckets {:?}",
+                b.bucket.as_str(),
+                (b.kernel_ns, b.launches)
+            ));
+        }
+    }
+    // Partition rows add up to the window, step rows to their step (times the input's devices).
+    let sum: i64 = a.time_partition.iter().map(|r| r.ns).sum();
+    if sum != a.summary.window_ns {
+        bad.push(format!(
+            "{rel}: partition rows sum to {sum}, window {}",
+            a.summary.window_ns
+        ));
+    }
+    let acts = &trace.activities;
+    let devices_of = |input: usize| {
+        let mut d: Vec<u32> = (0..acts.len())
+            .filter(|&x| acts.input[x] as usize == input)
+            .map(|x| acts.device[x])
+            .collect();
+        d.sort_unstable();
+        d.dedup();
+        d
+    };
+    // Steps per input (rank), in order: disjoint, summing to at most their span.
+    let mut by_rank: BTreeMap<Option<u32>, Vec<(i64, i64)>> = BTreeMap::new();
+    for s in &a.step_breakdown {
+        by_rank
+            .entry(s.rank)
+            .or_default()
+            .push((s.start_ns, s.start_ns + s.dur_ns));
+        let ndev = a
+            .inputs
+            .iter()
+            .position(|i| i.rank == s.rank)
+            .map_or(1, |i| devices_of(i).len().max(1)) as i64;
+        let part: i64 = s.time_partition.iter().map(|r| r.ns).sum();
+        if part != s.dur_ns * ndev {
+            bad.push(format!(
+                "{rel}: step {} partition sums to {part}, step {} x {ndev} devices",
+                s.step, s.dur_ns
+            ));
+        }
+        if s.dur_ns < 0 {
+            bad.push(format!("{rel}: step {} lasts {} ns", s.step, s.dur_ns));
+        }
+    }
+    for (rank, steps) in &by_rank {
+        for w in steps.windows(2) {
+            if w[1].0 < w[0].1 {
+                bad.push(format!(
+                    "{rel}: rank {rank:?} steps overlap: {:?} then {:?}",
+                    w[0], w[1]
+                ));
+            }
+        }
+        let sum: i64 = steps.iter().map(|s| s.1 - s.0).sum();
+        let span = steps.last().unwrap().1 - steps[0].0;
+        if sum > span {
+            bad.push(format!(
+                "{rel}: rank {rank:?} steps sum to {sum} ns over a {span} ns span"
+            ));
+        }
+    }
+    // Busy time is the union of GPU activity inside each device's window.
+    let mut union = 0i64;
+    let mut all_union = 0i64;
+    for (input, meta) in trace.inputs.iter().enumerate() {
+        let steps = by_rank.get(&meta.rank).filter(|_| a.summary.steps > 0);
+        for device in devices_of(input) {
+            let iv: Vec<(i64, i64)> = (0..acts.len())
+                .filter(|&x| acts.input[x] as usize == input && acts.device[x] == device)
+                .map(|x| (acts.ts_ns[x], acts.end_ns(x)))
+                .collect();
+            let (lo, hi) = match steps {
+                Some(s) => (s[0].0, s.iter().map(|x| x.1).max().unwrap()),
+                None => (
+                    iv.iter().map(|x| x.0).min().unwrap(),
+                    iv.iter().map(|x| x.1).max().unwrap(),
+                ),
+            };
+            union += union_ns(iv.clone(), lo, hi);
+            all_union += union_ns(iv, i64::MIN, i64::MAX);
+        }
+    }
+    let busy = a.summary.gpu_busy_ns;
+    let slack = 2 + a.device_count() as i64;
+    if busy > all_union || (busy - union).abs() > slack {
+        bad.push(format!("{rel}: GPU busy {busy} ns, union of GPU activity {union} ns in the window ({all_union} ns in all)"));
+    }
+    // No bucket's partition time exceeds the time its activities ran.
+    for b in &a.buckets {
+        let part = a.partition_ns(b.bucket.as_str());
+        if part > b.kernel_ns + 1 {
+            bad.push(format!(
+                "{rel}: {} partition {part} ns > its activities' {} ns",
+                b.bucket.as_str(),
+                b.kernel_ns
+            ));
+        }
+    }
+    bad
+}
+
+#[test]
+fn time_invariants_hold_on_every_kineto_trace() {
+    let mut files = Vec::new();
+    trace_files(&fixture("kineto"), &mut files);
+    match shared() {
+        Some(shared) => {
+            trace_files(&shared.join("traces"), &mut files);
+            trace_files(&shared.join("corpus"), &mut files);
+        }
+        None => eprintln!("skipped ../shared (absent): only the fixtures are checked"),
+    }
+    let readers = ingest::readers();
+    let (mut checked, mut failures) = (0, Vec::new());
+    for path in &files {
+        let Ok(src) = ingest::open(path) else {
+            continue;
+        };
+        let Ok(reader) = ingest::sniff(&src, &readers) else {
+            continue;
+        };
+        if reader.format() != Format::Kineto {
+            continue;
+        }
+        let mut trace = Trace::default();
+        if reader
+            .read(src, &mut trace, &ReadOptions::default())
+            .is_err()
+        {
+            continue; // corpus.rs reports unreadable traces
+        }
+        // Each input on its own, as `ranks[]` sees it (merged multi-rank files too).
+        for input in 0..trace.inputs.len() as u32 {
+            let one = if trace.inputs.len() == 1 {
+                trace.clone()
+            } else {
+                trace.subset(&[input])
+            };
+            failures.extend(check(&path.display().to_string(), &one));
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 30 || shared().is_none(),
+        "only {checked} Kineto traces found"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} broken invariants:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
