@@ -69,14 +69,14 @@ pub enum IngestError {
 
 impl IngestError {
     /// The file is not any input this tool reads (as opposed to one it reads but finds broken):
-    /// in a directory such a file is a note or a config, left out with a warning.
+    /// in a directory such a file is a note or a config, left out with a warning. An empty
+    /// file is not one: in a directory of ranks it is the trace of a rank that died.
     pub fn is_not_a_trace(&self) -> bool {
         matches!(
             self,
             IngestError::Unrecognized { .. }
                 | IngestError::Unsupported { .. }
                 | IngestError::NoEvents { .. }
-                | IngestError::Empty { .. }
         )
     }
 }

@@ -298,12 +298,37 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     let overlaps = stream_overlaps(trace, &links);
     selecting |= !unfinished.is_empty();
     let acts = &trace.activities;
+    // Per input: the window spanned by its kept steps, or None without steps; and the host's
+    // view of it, from the first kept step's CPU start (a GPU-bound step's window starts after
+    // its CPU range: compile and recompile events of that range are still the step's).
+    let step_span: Vec<Option<(i64, i64)>> = (0..trace.inputs.len())
+        .map(|i| {
+            let kept: Vec<&StepWindow> = steps.kept(i).map(|(_, s)| s).collect();
+            (!kept.is_empty()).then(|| {
+                (
+                    kept.iter().map(|s| s.start_ns).min().unwrap_or(0),
+                    kept.iter().map(|s| s.end_ns).max().unwrap_or(0),
+                )
+            })
+        })
+        .collect();
+    let host_span: Vec<Option<(i64, i64)>> = (0..trace.inputs.len())
+        .map(|i| {
+            let first = steps.kept(i).map(|(_, s)| s.cpu_start_ns).min()?;
+            Some((first, step_span[i]?.1))
+        })
+        .collect();
+    // With a selection: the activities launched in kept steps, and those launched in no step
+    // (before the profiler's window) that run inside the kept steps' window, so a selection
+    // that keeps every step gives the same time partition as none.
     let in_scope: Vec<bool> = (0..acts.len())
         .map(|a| {
+            let input = acts.input[a] as usize;
             !selecting
                 || match steps.of_activity[a] {
-                    Some(s) => steps.selected[acts.input[a] as usize][s as usize],
-                    None => false,
+                    Some(s) => steps.selected[input][s as usize],
+                    None => step_span[input]
+                        .is_some_and(|(w0, w1)| acts.ts_ns[a] < w1 && acts.end_ns(a) > w0),
                 }
         })
         .collect();
@@ -410,22 +435,10 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             dev.push_graph_span(start, end);
         }
     }
-    // Per input: the window spanned by its kept steps, or None without steps.
-    let step_span: Vec<Option<(i64, i64)>> = (0..trace.inputs.len())
-        .map(|i| {
-            let kept: Vec<&StepWindow> = steps.kept(i).map(|(_, s)| s).collect();
-            (!kept.is_empty()).then(|| {
-                (
-                    kept.iter().map(|s| s.start_ns).min().unwrap_or(0),
-                    kept.iter().map(|s| s.end_ns).max().unwrap_or(0),
-                )
-            })
-        })
-        .collect();
     let mut total = Partition::default();
     let mut window_ns = 0i64;
     let mut busy = 0.0f64;
-    let mut input_windows: Vec<(i64, i64)> = step_span
+    let mut host_windows: Vec<(i64, i64)> = host_span
         .iter()
         .map(|s| s.unwrap_or((i64::MAX, i64::MIN)))
         .collect();
@@ -440,7 +453,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             Some(span) => span,
             None => (dev.first_start().unwrap_or(0), dev.last_end().unwrap_or(0)),
         };
-        let iw = &mut input_windows[input as usize];
+        let iw = &mut host_windows[input as usize];
         *iw = (iw.0.min(w0), iw.1.max(w1));
         let host = &timelines[input as usize];
         let p = dev.partition(w0, w1, host);
@@ -451,7 +464,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             step_parts[input as usize][k].add(&dev.partition(s.start_ns, s.end_ns, host));
         }
     }
-    for w in &mut input_windows {
+    for w in &mut host_windows {
         if w.0 > w.1 {
             *w = (0, 0);
         }
@@ -498,7 +511,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         None => (None, false),
     };
 
-    let (compile, compile_detail) = compile::analyze(trace, &links, &steps, &input_windows);
+    let (compile, compile_detail) = compile::analyze(trace, &links, &steps, &host_windows);
     let summary = Summary {
         window_ns,
         steps: durations.len(),

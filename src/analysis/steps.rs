@@ -117,20 +117,29 @@ impl Steps {
         }
         let acts = &trace.activities;
         let mut of_activity = vec![None; acts.len()];
-        // Inputs with launch calls place each activity by its call; an activity whose call is
-        // missing (launched before the profiler's active window, as a schedule's warm-up steps
-        // are) belongs to no step, even when it runs inside one. Inputs without calls (GPU-only
-        // traces) place activities by their own start.
-        let mut has_calls = vec![false; trace.inputs.len()];
-        for h in links.launch.iter().flatten() {
-            has_calls[host.input[*h as usize] as usize] = true;
+        // Activities are placed by their launch call. One whose call is missing but whose
+        // correlation id is below every linked one of its input was launched before the
+        // profiler's window (a schedule's warm-up steps keep their kernels, not their calls):
+        // it belongs to no step, even when it runs inside one. Others without a call (GPU-only
+        // traces, calls the profiler lost) are placed by their own start.
+        let mut first_linked = vec![u64::MAX; trace.inputs.len()];
+        for (a, l) in links.launch.iter().enumerate() {
+            if l.is_some() && acts.correlation[a] != 0 {
+                let f = &mut first_linked[acts.input[a] as usize];
+                *f = (*f).min(acts.correlation[a]);
+            }
         }
+        let launched_before_window = |a: usize| {
+            links.launch[a].is_none()
+                && acts.correlation[a] != 0
+                && acts.correlation[a] < first_linked[acts.input[a] as usize]
+        };
         // Per input: the first GPU start of its first step.
         let mut first_step_gpu_start: Vec<Option<i64>> = vec![None; trace.inputs.len()];
         for (a, slot) in of_activity.iter_mut().enumerate() {
             let input = acts.input[a] as usize;
             let s = &mut per_input[input];
-            if s.is_empty() || (has_calls[input] && links.launch[a].is_none()) {
+            if s.is_empty() || launched_before_window(a) {
                 continue;
             }
             let t = links.launch_ts(trace, a);

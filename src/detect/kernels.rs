@@ -129,8 +129,12 @@ pub fn elementwise_heavy(ctx: &Context) -> Vec<Finding> {
         return vec![];
     }
     let families = time_by(ctx, |a| {
-        let c = ctx.classified.get(ctx.trace.activities.name[a]);
-        (c.bucket == Bucket::Elementwise).then(|| c.family.clone())
+        (ctx.bucket_of(a) == Bucket::Elementwise).then(|| {
+            ctx.classified
+                .get(ctx.trace.activities.name[a])
+                .family
+                .clone()
+        })
     });
     let compiled = ctx.compile.compiled;
     let advice = if compiled {

@@ -97,7 +97,20 @@ impl Reader for KinetoReader {
                 })
             }
         };
-        if !outcome.saw_events {
+        if !outcome.saw_events && outcome.truncated {
+            // Cut before its events: a damaged trace, not a stray JSON file.
+            return Err(IngestError::Json {
+                path: label,
+                offset: outcome.bytes,
+                message: format!(
+                    "the file ends before any \"traceEvents\"{}",
+                    unit_note(unit)
+                ),
+            });
+        }
+        // A JSON array none of whose elements is an event (no "ph"), such as a metrics log, is
+        // not a trace either.
+        if !outcome.saw_events || (outcome.events > 0 && sink.without_ph == outcome.events) {
             return Err(IngestError::NoEvents {
                 path: label,
                 bytes: outcome.bytes,
@@ -201,6 +214,8 @@ struct RawArgs<'a> {
     #[serde(rename = "Call stack", borrow, default)]
     call_stack: Option<&'a RawValue>,
 }
+
+const NO_PH: &str = "event without \"ph\"";
 
 /// What one event became.
 enum Parsed<'a> {
@@ -329,7 +344,7 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
         None => {
             return Parsed::Bad {
                 at,
-                why: "event without \"ph\"".into(),
+                why: NO_PH.into(),
             }
         }
     }
@@ -490,6 +505,8 @@ struct KinetoSink<'t> {
     hip_calls: u64,
     cuda_calls: u64,
     bad_events: u64,
+    /// Of those, elements with no "ph" at all.
+    without_ph: u64,
     first_bad: Option<(u64, String)>,
     /// String pids/tids get stable numbers: above any real id.
     text_ids: HashMap<String, u64>,
@@ -509,6 +526,7 @@ impl<'t> KinetoSink<'t> {
             hip_calls: 0,
             cuda_calls: 0,
             bad_events: 0,
+            without_ph: 0,
             first_bad: None,
             text_ids: HashMap::new(),
         }
@@ -552,6 +570,7 @@ impl<'t> KinetoSink<'t> {
             Parsed::Skip => {}
             Parsed::Bad { at, why } => {
                 self.bad_events += 1;
+                self.without_ph += u64::from(why == NO_PH);
                 if self.first_bad.is_none() {
                     self.first_bad = Some((base + at as u64, why));
                 }

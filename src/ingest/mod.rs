@@ -631,7 +631,16 @@ fn read_format(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(),
                 path: src.label.clone(),
                 format: f.as_str(),
             })?,
-        None => sniff(&src, &readers)?,
+        // A gzip stream that broke off in the sniffed head is a damaged file, whatever the
+        // few bytes before the break look like.
+        None => sniff(&src, &readers).map_err(|e| match &src.head_error {
+            Some(why) => IngestError::CorruptGzip {
+                path: src.label.clone(),
+                offset: src.head.len() as u64,
+                reason: format!("the data cannot be decompressed: {why}"),
+            },
+            None => e,
+        })?,
     };
     reader.read(src, trace, opts)
 }

@@ -5,7 +5,8 @@
 //! `top_kernels` adds up to `buckets`.
 
 use crate::common::{fixture, rules, shared};
-use rocprof_classify::analysis::{analyze, AnalysisOptions};
+use rocprof_classify::analysis::steps::StepRange;
+use rocprof_classify::analysis::{analyze, Analysis, AnalysisOptions};
 use rocprof_classify::ingest::{self, ReadOptions};
 use rocprof_classify::model::{Format, Trace};
 use std::collections::BTreeMap;
@@ -167,6 +168,30 @@ fn check(rel: &str, trace: &Trace) -> Vec<String> {
             ));
         }
     }
+    // A selection that keeps every step analyzes the same window the same way.
+    if let Some(first) = a.step_breakdown.iter().map(|s| s.step).min() {
+        let opts = AnalysisOptions {
+            steps: Some(StepRange {
+                start: Some(first),
+                end: None,
+            }),
+            ..Default::default()
+        };
+        let all = analyze(trace, rules(), &opts);
+        let rows = |x: &Analysis| {
+            x.time_partition
+                .iter()
+                .map(|r| (r.category, r.ns))
+                .collect::<Vec<_>>()
+        };
+        if rows(&all) != rows(&a) || all.summary.gpu_busy_ns != a.summary.gpu_busy_ns {
+            bad.push(format!(
+                "{rel}: --steps {first}.. (every step) gives another partition: {:?} against {:?}",
+                rows(&all),
+                rows(&a)
+            ));
+        }
+    }
     bad
 }
 
@@ -211,10 +236,9 @@ fn time_invariants_hold_on_every_kineto_trace() {
         }
         checked += 1;
     }
-    assert!(
-        checked >= 30 || shared().is_none(),
-        "only {checked} Kineto traces found"
-    );
+    // Every Kineto fixture (34 files), and with ../shared its traces and corpus too.
+    let expected = if shared().is_some() { 75 } else { 34 };
+    assert!(checked >= expected, "only {checked} Kineto traces found");
     assert!(
         failures.is_empty(),
         "{} broken invariants:\n{}",

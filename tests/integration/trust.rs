@@ -209,6 +209,7 @@ fn step_windows_equal_torch_tb_profilers_on_real_models() {
         let theirs = tb_plugin_steps(&events);
         let ours = steps_of(&analyze_path(&path));
         assert_eq!(ours.len(), 4, "{name}");
+        assert_eq!(theirs.len(), 4, "{name}: {theirs:?}");
         // Kernels launched across a step boundary may differ by a call straddling it: compare
         // each step within 0.1%.
         for (o, t) in ours.iter().zip(&theirs) {
@@ -589,6 +590,55 @@ fn a_broken_trace_in_a_directory_still_fails_the_run() {
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(
         stderr.contains("no file in this directory is a trace") && stderr.contains("config.json"),
+        "{stderr}"
+    );
+}
+
+/// What looks like a stray file but is a damaged or missing rank fails the run too: an empty
+/// file (a rank that died), a gzip trace damaged before its events. A large JSON array of
+/// non-events (a metrics log) is a stray file, not an empty rank.
+#[test]
+fn damaged_ranks_fail_and_a_metrics_log_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    write_dir_with_stray_files(dir.path());
+    let log: Vec<String> = (0..5000)
+        .map(|i| format!("{{\"step\": {i}, \"loss\": 0.5}}"))
+        .collect();
+    std::fs::write(
+        dir.path().join("metrics.json"),
+        format!("[{}]", log.join(",\n")),
+    )
+    .unwrap();
+    let out = bin()
+        .arg(dir.path())
+        .args(["--json", "-"])
+        .assert()
+        .success();
+    let feed = assert_valid_feed(&out.get_output().stdout);
+    assert_eq!(
+        feed["inputs"].as_array().unwrap().len(),
+        2,
+        "no phantom rank"
+    );
+    assert!(feed["skipped_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["path"].as_str().unwrap().ends_with("metrics.json")));
+
+    std::fs::write(dir.path().join("rank2.json"), "").unwrap();
+    let out = bin().arg(dir.path()).assert().code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("rank2.json: empty file"));
+
+    std::fs::remove_file(dir.path().join("rank2.json")).unwrap();
+    let mut gz = std::fs::read(fixture("kineto/h100/eager_sdpa_fused.json.gz")).unwrap();
+    gz.truncate(200);
+    gz.extend(std::iter::repeat_n(0xA5u8, 4096));
+    std::fs::write(dir.path().join("rank2.json.gz"), gz).unwrap();
+    let out = bin().arg(dir.path()).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("rank2.json.gz: corrupt gzip data"),
         "{stderr}"
     );
 }
