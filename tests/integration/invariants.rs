@@ -43,7 +43,7 @@ fn union_ns(mut iv: Vec<(i64, i64)>, lo: i64, hi: i64) -> i64 {
 }
 
 /// The invariants of one trace; returns what broke.
-fn check(rel: &str, trace: &Trace) -> Vec<String> {
+pub(crate) fn check(rel: &str, trace: &Trace) -> Vec<String> {
     let a = analyze(
         trace,
         rules(),
