@@ -30,6 +30,20 @@ pub struct OpRow {
     pub pct_of_peak: Option<f64>,
 }
 
+/// The length of the union of `[start, end)` spans (sorted in place).
+fn union_ns(spans: &mut [(i64, i64)]) -> i64 {
+    spans.sort_unstable();
+    let (mut total, mut cur) = (0i64, i64::MIN);
+    for &(s, e) in spans.iter() {
+        let s = s.max(cur);
+        if e > s {
+            total = total.saturating_add(e - s);
+            cur = e;
+        }
+    }
+    total
+}
+
 /// `Input Dims` as written (pretty-printed over lines in some traces) → `[[8,512],[512]]`.
 pub fn compact_dims(raw: &str) -> String {
     raw.chars().filter(|c| !c.is_ascii_whitespace()).collect()
@@ -249,14 +263,17 @@ pub fn ops(
         flops_at_known_peak: f64,
         peak_flops: f64,
     }
-    /// One GEMM call: its FLOPs and data type, the peak of the device of its first kernel, and
-    /// its kernels' time.
+    /// One GEMM or composite call: its FLOPs and data type, the peak of the device of its first
+    /// kernel, and its activities' spans, whose union is its time (cuDNN runs some convolutions'
+    /// kernels side by side on several streams: the call took their union, as TraceLens counts
+    /// it, not their sum).
     struct Call {
         op: NameId,
         dims: NameId,
         flops: f64,
         bytes: Option<f64>,
         peak_tflops: Option<f64>,
+        spans: Vec<(i64, i64)>,
         ns: i64,
     }
     // By (call, execution): a captured call runs once per graph replay, each time its FLOPs.
@@ -321,11 +338,13 @@ pub fn ops(
                     dtype,
                 ),
                 peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
+                spans: Vec::new(),
                 ns: 0,
             })
         });
+        let span = (acts.ts_ns[a], acts.end_ns(a));
         if let Some(c) = call {
-            c.ns += dur;
+            c.spans.push(span);
         }
         // total_ns: this op and every distinct op name enclosing it.
         let mut seen: Vec<NameId> = Vec::new();
@@ -371,11 +390,12 @@ pub fn ops(
                     flops,
                     bytes: None,
                     peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
+                    spans: Vec::new(),
                     ns: 0,
                 })
             });
             if let Some(c) = composite {
-                c.ns += dur;
+                c.spans.push(span);
                 break;
             }
         }
@@ -397,10 +417,15 @@ pub fn ops(
             && c.peak_tflops
                 .is_none_or(|p| c.flops <= c.ns as f64 * p * 1e3)
     };
+    let timed = |mut c: Call| {
+        c.ns = union_ns(&mut c.spans);
+        c
+    };
     for c in calls
         .into_values()
         .chain(composites.into_values())
         .flatten()
+        .map(timed)
         .filter(plausible)
     {
         let sh = by_shape.entry((c.op, c.dims)).or_default();

@@ -375,17 +375,18 @@ fn op_self_time_equals_torch_tb_profilers_operator_view() {
     });
 }
 
-/// One GEMM call as TraceLens models it (`perf_model.py`): FLOPs from `Input Dims`
-/// (2·M·N·K, times the batch for bmm, plus M·N for addmm's bias), over the union of every GPU
-/// activity launched under the op's subtree.
-struct GemmCall {
+/// One GEMM or convolution call as TraceLens models it (`perf_model.py`): FLOPs from `Input
+/// Dims` (2·M·N·K, times the batch for bmm, plus M·N for addmm's bias; a convolution's
+/// 2·prod(weight[1:])·prod(output)), over the union of every GPU activity launched under the
+/// op's subtree.
+struct PerfCall {
     key: (String, String),
     flops: f64,
     bias_flops: f64,
     busy_ns: i64,
 }
 
-fn gemm_calls(raw: &[Ev]) -> Vec<GemmCall> {
+fn perf_calls(raw: &[Ev]) -> Vec<PerfCall> {
     let device: HashMap<u64, Vec<(i64, i64)>> =
         raw.iter()
             .filter(|e| e.is_gpu())
@@ -415,23 +416,55 @@ fn gemm_calls(raw: &[Ev]) -> Vec<GemmCall> {
             })
             .collect()
     };
+    // `Concrete Inputs` entries such as "[2, 2]" or "1".
+    let ints = |v: &Value| -> Vec<i64> {
+        v.as_str()
+            .unwrap_or("")
+            .trim_matches(|c| c == '[' || c == ']')
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect()
+    };
     let mut out = Vec::new();
     for op in raw.iter().filter(|e| {
-        e.is_op() && matches!(e.name.as_str(), "aten::mm" | "aten::addmm" | "aten::bmm")
+        e.is_op()
+            && matches!(
+                e.name.as_str(),
+                "aten::mm" | "aten::addmm" | "aten::bmm" | "aten::convolution"
+            )
     }) {
         let Some(d) = dims_of(op) else { continue };
-        let (a, b, bias) = match op.name.as_str() {
-            "aten::addmm" if d.len() >= 3 => (&d[1], &d[2], true),
-            _ if d.len() >= 2 => (&d[0], &d[1], false),
-            _ => continue,
-        };
-        let (flops, bias_flops) = match (op.name.as_str(), a.as_slice(), b.as_slice()) {
-            ("aten::bmm", [bt, m, k], [_, _, n]) => (2.0 * (bt * m * k * n) as f64, 0.0),
-            (_, [m, k], [_, n]) => (
-                2.0 * (m * k * n) as f64,
-                if bias { (m * n) as f64 } else { 0.0 },
-            ),
-            _ => continue,
+        let (flops, bias_flops) = if op.name == "aten::convolution" {
+            // 2·prod(weight[1:])·prod(output), the output from stride, padding and dilation
+            // (Concrete Inputs 3..5); transposed convolutions left out.
+            let c = &op.args["Concrete Inputs"];
+            if d.len() < 2 || d[0].len() != 4 || d[1].len() != 4 || c[6].as_str() != Some("False") {
+                continue;
+            }
+            let (x, w) = (&d[0], &d[1]);
+            let (st, pad, dil) = (ints(&c[3]), ints(&c[4]), ints(&c[5]));
+            if st.len() != 2 || pad.len() != 2 || dil.len() != 2 {
+                continue;
+            }
+            let out_hw: Vec<i64> = (0..2)
+                .map(|i| (x[2 + i] + 2 * pad[i] - dil[i] * (w[2 + i] - 1) - 1) / st[i] + 1)
+                .collect();
+            let output = (x[0] * w[0] * out_hw[0] * out_hw[1]) as f64;
+            (2.0 * (w[1] * w[2] * w[3]) as f64 * output, 0.0)
+        } else {
+            let (a, b, bias) = match op.name.as_str() {
+                "aten::addmm" if d.len() >= 3 => (&d[1], &d[2], true),
+                _ if d.len() >= 2 => (&d[0], &d[1], false),
+                _ => continue,
+            };
+            match (op.name.as_str(), a.as_slice(), b.as_slice()) {
+                ("aten::bmm", [bt, m, k], [_, _, n]) => (2.0 * (bt * m * k * n) as f64, 0.0),
+                (_, [m, k], [_, n]) => (
+                    2.0 * (m * k * n) as f64,
+                    if bias { (m * n) as f64 } else { 0.0 },
+                ),
+                _ => continue,
+            }
         };
         let mut busy = Vec::new();
         for &(ts, c) in runtimes
@@ -451,7 +484,7 @@ fn gemm_calls(raw: &[Ev]) -> Vec<GemmCall> {
             .chars()
             .filter(|c| !c.is_whitespace())
             .collect();
-        out.push(GemmCall {
+        out.push(PerfCall {
             key: (op.name.clone(), dims),
             flops,
             bias_flops,
@@ -461,26 +494,28 @@ fn gemm_calls(raw: &[Ev]) -> Vec<GemmCall> {
     out
 }
 
-/// Per-shape GEMM TFLOP/s. TraceLens reports the mean of each call's FLOPs over its kernels'
+/// Per-shape GEMM and convolution TFLOP/s. TraceLens reports the mean of each call's FLOPs over its kernels'
 /// busy time, with addmm's bias as M·N more FLOPs; ours is the shape's FLOPs (2·M·N·K, no bias
 /// term) over its calls' kernel time. From TraceLens's own per-call numbers, ours equals their
 /// total FLOPs (without the bias term) over their total time to 0.1%, and stays within 5% of
 /// their mean of per-call rates (the two differ only when calls of one shape take different
 /// times; the bias term is 1/(2K) of the FLOPs).
 #[test]
-fn gemm_tflops_per_shape_equal_tracelens_per_call_model() {
+fn gemm_and_conv_tflops_per_shape_equal_tracelens_per_call_model() {
     let mut paths = vec![
         fixture("kineto/zoo/llama_prefill_sdpa.json.gz"),
         fixture("kineto/zoo/bert_infer_fp32.json.gz"),
+        fixture("kineto/zoo/resnet50_infer_fp32.json.gz"),
+        fixture("kineto/zoo/convnext_train_eager.json.gz"),
     ];
     if let Some(shared) = crate::common::shared() {
         paths.push(shared.join("corpus/tracelens_nv/eager_trace.json.gz"));
         paths.push(shared.join("corpus/tracelens/train_resnet18.json.gz"));
     }
-    let mut compared = 0;
+    let (mut compared, mut convs) = (0, 0);
     for path in &paths {
-        let calls = gemm_calls(&raw_trace(path));
-        let mut by_shape: BTreeMap<(String, String), Vec<&GemmCall>> = BTreeMap::new();
+        let calls = perf_calls(&raw_trace(path));
+        let mut by_shape: BTreeMap<(String, String), Vec<&PerfCall>> = BTreeMap::new();
         for c in &calls {
             by_shape.entry(c.key.clone()).or_default().push(c);
         }
@@ -516,9 +551,11 @@ fn gemm_tflops_per_shape_equal_tracelens_per_call_model() {
                 row.tflops
             );
             compared += 1;
+            convs += usize::from(row.op == "aten::convolution");
         }
     }
-    assert!(compared >= 10, "only {compared} GEMM shapes compared");
+    assert!(compared >= 20, "only {compared} shapes compared");
+    assert!(convs >= 10, "only {convs} convolution shapes compared");
 }
 
 /// The innermost cpu_op around each runtime call on its thread (TraceLens's kernel launcher:
