@@ -4,6 +4,7 @@
 use super::{pct, round2, Finding, Severity};
 use crate::analysis::Context;
 use crate::classify::Bucket;
+use crate::model::{HostKind, NameId};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -157,9 +158,13 @@ pub fn elementwise_heavy(ctx: &Context) -> Vec<Finding> {
 }
 
 pub fn conv_layout_transposes(ctx: &Context) -> Vec<Finding> {
+    // The advice is channels_last: transposes inside convolutions whose input already is
+    // channels_last (their `Input Strides` say so) are cuDNN's own, and left out.
+    let convs = convolution_layouts(ctx);
     let names = time_by(ctx, |a| {
         let c = ctx.classified.get(ctx.trace.activities.name[a]);
-        (c.family == "layout_transpose").then(|| ctx.name(ctx.trace.activities.name[a]).to_string())
+        (c.family == "layout_transpose" && !inside_channels_last_convolution(ctx, &convs, a))
+            .then(|| ctx.name(ctx.trace.activities.name[a]).to_string())
     });
     let ns: i64 = names.values().map(|v| v.0).sum();
     if ns == 0 {
@@ -178,6 +183,62 @@ pub fn conv_layout_transposes(ctx: &Context) -> Vec<Finding> {
         ns,
         json!({"transpose_ns": ns, "pct": share, "kernels": top_names(&names, 5)}),
     )]
+}
+
+/// Per thread, the forward convolutions (start, end, whether their input is channels_last: a
+/// 4-D [N, C, H, W] input whose channel stride is 1, C > 1; None without `Input Strides`).
+type ConvSpans = rustc_hash::FxHashMap<(u64, u64), Vec<(i64, i64, Option<bool>)>>;
+
+fn convolution_layouts(ctx: &Context) -> ConvSpans {
+    let host = &ctx.trace.host;
+    let mut out = ConvSpans::default();
+    for h in 0..host.len() {
+        if host.kind[h] != HostKind::CpuOp || ctx.name(host.name[h]) != "aten::convolution" {
+            continue;
+        }
+        let first = |id: NameId| {
+            crate::analysis::efficiency::dims_of(ctx.name(id)).and_then(|d| d.into_iter().next())
+        };
+        let channels_last = (host.input_strides[h] != NameId::NONE)
+            .then(
+                || match (first(host.input_dims[h]), first(host.input_strides[h])) {
+                    (Some(d), Some(s)) if d.len() == 4 && s.len() == 4 && d[1] > 1 => {
+                        Some(s[1] == 1)
+                    }
+                    _ => None,
+                },
+            )
+            .flatten();
+        let end = host.ts_ns[h].saturating_add(host.dur_ns[h]);
+        out.entry((host.pid[h], host.tid[h])).or_default().push((
+            host.ts_ns[h],
+            end,
+            channels_last,
+        ));
+    }
+    for v in out.values_mut() {
+        v.sort_unstable_by_key(|c| c.0);
+    }
+    out
+}
+
+/// Whether activity `a` was launched inside a convolution whose input is already channels_last:
+/// such a transpose is cuDNN's own choice, which channels_last cannot remove.
+fn inside_channels_last_convolution(ctx: &Context, convs: &ConvSpans, a: usize) -> bool {
+    let Some(h) = ctx.links.owner_call(a).map(|h| h as usize) else {
+        return false;
+    };
+    let host = &ctx.trace.host;
+    let Some(list) = convs.get(&(host.pid[h], host.tid[h])) else {
+        return false;
+    };
+    let t = host.ts_ns[h];
+    let k = list.partition_point(|c| c.0 <= t);
+    list[..k]
+        .iter()
+        .rev()
+        .find(|c| c.1 > t)
+        .is_some_and(|c| c.2 == Some(true))
 }
 
 /// Merged intervals.

@@ -12,7 +12,7 @@ use std::path::Path;
 
 const TB_SAMPLE: &str = "corpus/kineto_tb_plugin/worker0.1623143089861.pt.trace.json.gz";
 
-fn raw_events(path: &Path) -> Vec<Value> {
+pub(crate) fn raw_events(path: &Path) -> Vec<Value> {
     let mut text = String::new();
     flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
         .read_to_string(&mut text)
@@ -38,7 +38,7 @@ fn ns(v: &Value) -> i64 {
 /// kernels, copies and memsets (by correlation id) extend the step's end; the first step starts
 /// after device work outside every step that ends before the step's first device activity;
 /// each later one at the later of its CPU start and the previous end.
-fn tb_plugin_steps(events: &[Value]) -> Vec<(u64, i64, i64)> {
+pub(crate) fn tb_plugin_steps(events: &[Value]) -> Vec<(u64, i64, i64)> {
     let cat = |e: &Value| e["cat"].as_str().unwrap_or("").to_ascii_lowercase();
     let corr = |e: &Value| e["args"]["correlation"].as_u64();
     let mut steps: Vec<(u64, i64, i64)> = events

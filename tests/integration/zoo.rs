@@ -23,8 +23,8 @@ fn the_zoo_is_classified_timed_and_diagnosed_as_built() {
     for (name, t) in models {
         let path = fixture(&format!("kineto/zoo/{name}.json.gz"));
         assert!(
-            std::fs::metadata(&path).unwrap().len() <= 1 << 20,
-            "{name} is over 1 MiB"
+            std::fs::metadata(&path).unwrap().len() <= 1_000_000,
+            "{name} is over 1 MB"
         );
         let trace = read_all(&[path], &ReadOptions::default()).unwrap();
         let a = analyze(&trace, rules(), &AnalysisOptions::default());
