@@ -30,18 +30,23 @@ pub struct OpRow {
     pub pct_of_peak: Option<f64>,
 }
 
-/// The length of the union of `[start, end)` spans (sorted in place).
-fn union_ns(spans: &mut [(i64, i64)]) -> i64 {
+/// Per call id, the length of the union of its `[start, end)` spans (one shared list, sorted
+/// in place: a vector per call costs a heap block per GEMM call, millions on big traces).
+fn union_per_call(spans: &mut [(u32, i64, i64)], calls: usize) -> Vec<i64> {
     spans.sort_unstable();
-    let (mut total, mut cur) = (0i64, i64::MIN);
-    for &(s, e) in spans.iter() {
+    let mut out = vec![0i64; calls];
+    let (mut id, mut cur) = (u32::MAX, i64::MIN);
+    for &(c, s, e) in spans.iter() {
+        if c != id {
+            (id, cur) = (c, i64::MIN);
+        }
         let s = s.max(cur);
         if e > s {
-            total = total.saturating_add(e - s);
+            out[c as usize] = out[c as usize].saturating_add(e - s);
             cur = e;
         }
     }
-    total
+    out
 }
 
 /// `Input Dims` as written (pretty-printed over lines in some traces) → `[[8,512],[512]]`.
@@ -273,9 +278,14 @@ pub fn ops(
         flops: f64,
         bytes: Option<f64>,
         peak_tflops: Option<f64>,
-        spans: Vec<(i64, i64)>,
+        /// Index into the spans' union, set when the call is first seen.
+        id: u32,
         ns: i64,
     }
+    // Every GEMM and composite call's activity spans, by call id: each call's time is their
+    // union.
+    let mut call_spans: Vec<(u32, i64, i64)> = Vec::new();
+    let mut next_call = 0u32;
     // By (call, execution): a captured call runs once per graph replay, each time its FLOPs.
     let mut calls: BTreeMap<(usize, u32), Option<Call>> = BTreeMap::new();
     // Composite ops (SDPA, convolution) around the launching op, by call and execution.
@@ -338,13 +348,17 @@ pub fn ops(
                     dtype,
                 ),
                 peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
-                spans: Vec::new(),
+                id: u32::MAX,
                 ns: 0,
             })
         });
         let span = (acts.ts_ns[a], acts.end_ns(a));
         if let Some(c) = call {
-            c.spans.push(span);
+            if c.id == u32::MAX {
+                c.id = next_call;
+                next_call += 1;
+            }
+            call_spans.push((c.id, span.0, span.1));
         }
         // total_ns: this op and every distinct op name enclosing it.
         let mut seen: Vec<NameId> = Vec::new();
@@ -390,12 +404,16 @@ pub fn ops(
                     flops,
                     bytes: None,
                     peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
-                    spans: Vec::new(),
+                    id: u32::MAX,
                     ns: 0,
                 })
             });
             if let Some(c) = composite {
-                c.spans.push(span);
+                if c.id == u32::MAX {
+                    c.id = next_call;
+                    next_call += 1;
+                }
+                call_spans.push((c.id, span.0, span.1));
                 break;
             }
         }
@@ -417,8 +435,10 @@ pub fn ops(
             && c.peak_tflops
                 .is_none_or(|p| c.flops <= c.ns as f64 * p * 1e3)
     };
+    let busy = union_per_call(&mut call_spans, next_call as usize);
+    drop(call_spans);
     let timed = |mut c: Call| {
-        c.ns = union_ns(&mut c.spans);
+        c.ns = busy.get(c.id as usize).copied().unwrap_or(0);
         c
     };
     for c in calls

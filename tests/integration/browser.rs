@@ -175,3 +175,18 @@ fn example_reports_are_up_to_date() {
         stale.join(", ")
     );
 }
+
+/// The README's example output is the committed report, so it cannot go stale either.
+#[test]
+fn the_readme_example_is_the_committed_report() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let intro = "`rocprof-classify fixtures/kineto/h100/eager_manual_attn.json.gz` (from `reports/`):\n\n```\n";
+    let start = readme.find(intro).expect("the README shows an example") + intro.len();
+    let block = &readme[start..start + readme[start..].find("```\n").unwrap()];
+    let report = std::fs::read_to_string(root().join("reports/eager_manual_attn.txt")).unwrap();
+    assert_eq!(
+        block.trim_end(),
+        report.trim_end(),
+        "README example differs from reports/eager_manual_attn.txt: paste it in"
+    );
+}

@@ -54,3 +54,74 @@ fn terminal_table() {
     let text = text.replace(env!("CARGO_PKG_VERSION"), "[version]");
     insta::assert_snapshot!("table_eager_manual_attn", text);
 }
+
+/// Every committed fixture input: each trace file, and each directory of rank files, as
+/// (the folder to run in, the argument naming it there).
+fn fixture_inputs() -> Vec<(std::path::PathBuf, String)> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if p.is_dir() {
+                let ranks = std::fs::read_dir(&p)
+                    .unwrap()
+                    .all(|e| e.unwrap().file_name().to_string_lossy().starts_with("rank"));
+                if ranks {
+                    out.push((dir.to_path_buf(), name));
+                } else {
+                    walk(&p, out);
+                }
+            } else if name.ends_with(".json.gz") {
+                out.push((dir.to_path_buf(), name));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&fixture("kineto"), &mut out);
+    out
+}
+
+/// Every committed fixture rendered by the binary in every format (terminal table, JSON feed,
+/// Markdown, HTML), byte for byte, from the fixture's own folder so paths are relative: a
+/// change to any output shows here (`cargo insta review` to accept one that is meant).
+#[test]
+fn every_fixture_renders_as_committed() {
+    let inputs = fixture_inputs();
+    assert!(inputs.len() >= 30, "{} fixture inputs", inputs.len());
+    let version = env!("CARGO_PKG_VERSION");
+    for (dir, arg) in inputs {
+        let out = tempfile::tempdir().unwrap();
+        let file = |ext: &str| out.path().join(format!("out.{ext}"));
+        let run = crate::common::bin()
+            .current_dir(&dir)
+            .arg(&arg)
+            .args(["--color", "never", "-q", "--json"])
+            .arg(file("json"))
+            .arg("--markdown")
+            .arg(file("md"))
+            .arg("--html")
+            .arg(file("html"))
+            .assert()
+            .success();
+        let table = String::from_utf8(run.get_output().stdout.clone()).unwrap();
+        let rel = dir.strip_prefix(fixture("kineto")).unwrap().join(&arg);
+        let name = rel
+            .to_string_lossy()
+            .replace(['/', '\\'], "__")
+            .trim_end_matches(".json.gz")
+            .to_string();
+        for (format, text) in [
+            ("table", table),
+            ("json", std::fs::read_to_string(file("json")).unwrap()),
+            ("md", std::fs::read_to_string(file("md")).unwrap()),
+            ("html", std::fs::read_to_string(file("html")).unwrap()),
+        ] {
+            let text = text.replace(version, "[version]");
+            insta::assert_snapshot!(format!("render__{name}__{format}"), text);
+        }
+    }
+}
