@@ -2,127 +2,8 @@
 //! from `Input type`, and the peak of the device it ran on from `rules/devices.toml` (datasheet
 //! figures, matched on the trace's device name or arch).
 
-use serde::Deserialize;
-use std::sync::LazyLock;
-
-/// One device's dense peaks (TFLOP/s per data type) and HBM bandwidth.
-#[derive(Clone, Debug, Deserialize)]
-pub struct DevicePeaks {
-    pub model: String,
-    #[serde(default)]
-    pub names: Vec<String>,
-    #[serde(default)]
-    pub archs: Vec<String>,
-    pub fp32: Option<f64>,
-    pub tf32: Option<f64>,
-    pub bf16: Option<f64>,
-    pub fp16: Option<f64>,
-    pub fp8: Option<f64>,
-    pub hbm_gbps: Option<f64>,
-    /// Strides that are multiples of this many bytes hotspot memory channels (MI300).
-    #[serde(default)]
-    pub stride_hotspot_bytes: Option<i64>,
-    pub source: String,
-}
-
-#[derive(Deserialize)]
-struct DeviceTable {
-    device: Vec<DevicePeaks>,
-}
-
-static DEVICES: LazyLock<Vec<DevicePeaks>> = LazyLock::new(|| {
-    toml::from_str::<DeviceTable>(include_str!("../../rules/devices.toml"))
-        .expect("rules/devices.toml is valid (tested)")
-        .device
-});
-
-/// The built-in device table.
-pub fn devices() -> &'static [DevicePeaks] {
-    &DEVICES
-}
-
-/// The device table: `devices.toml` of the `--rules` directories first (a user's entry for a
-/// device wins over the built-in one), then the built-in table.
-pub fn load_devices(
-    extra_dirs: &[std::path::PathBuf],
-) -> Result<Vec<DevicePeaks>, crate::error::RuleError> {
-    let mut out = Vec::new();
-    for dir in extra_dirs {
-        let file = dir.join("devices.toml");
-        if !file.is_file() {
-            continue;
-        }
-        let text =
-            std::fs::read_to_string(&file).map_err(|source| crate::error::RuleError::Read {
-                file: file.clone(),
-                source,
-            })?;
-        let table: DeviceTable =
-            toml::from_str(&text).map_err(|e| crate::error::RuleError::Parse {
-                file: file.clone(),
-                message: e.to_string(),
-            })?;
-        out.extend(table.device);
-    }
-    out.extend(DEVICES.iter().cloned());
-    Ok(out)
-}
-
-/// The peaks of a device by its name in the trace (or its gfx arch), if the table knows it.
-pub fn device_for(name: &str) -> Option<&'static DevicePeaks> {
-    find_device(&DEVICES, name)
-}
-
-/// The first entry of `table` matching a device name (or gfx arch).
-pub fn find_device<'t>(table: &'t [DevicePeaks], name: &str) -> Option<&'t DevicePeaks> {
-    let lower = name.to_lowercase();
-    table.iter().find(|d| {
-        d.names.iter().any(|n| lower.contains(&n.to_lowercase()))
-            || d.archs.iter().any(|a| lower.contains(a.as_str()))
-    })
-}
-
-/// The data type a GEMM computes in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Dtype {
-    Fp32,
-    Tf32,
-    Bf16,
-    Fp16,
-    Fp8,
-}
-
-impl Dtype {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dtype::Fp32 => "fp32",
-            Dtype::Tf32 => "tf32",
-            Dtype::Bf16 => "bf16",
-            Dtype::Fp16 => "fp16",
-            Dtype::Fp8 => "fp8",
-        }
-    }
-    /// Bytes per element of the operands.
-    pub fn bytes(self) -> i64 {
-        match self {
-            Dtype::Fp8 => 1,
-            Dtype::Bf16 | Dtype::Fp16 => 2,
-            Dtype::Fp32 | Dtype::Tf32 => 4,
-        }
-    }
-}
-
-impl DevicePeaks {
-    pub fn peak_tflops(&self, d: Dtype) -> Option<f64> {
-        match d {
-            Dtype::Fp32 => self.fp32,
-            Dtype::Tf32 => self.tf32,
-            Dtype::Bf16 => self.bf16,
-            Dtype::Fp16 => self.fp16,
-            Dtype::Fp8 => self.fp8,
-        }
-    }
-}
+pub use crate::classify::devices::{device_for, devices, find_device, DevicePeaks, Dtype};
+pub use crate::model::ops::is_gemm_op;
 
 /// The type the work runs in: fp32 inputs run on tensor/matrix cores as TF32 where the device
 /// has a TF32 peak, unless the kernel is a SIMT fp32 GEMM.
@@ -150,20 +31,6 @@ pub fn dtype_of(input_types: &str) -> Option<Dtype> {
 /// The product of dimensions in f64: shapes are input, and an i64 product can overflow.
 fn fprod(dims: &[i64]) -> f64 {
     dims.iter().map(|&d| d as f64).product()
-}
-
-/// The GEMM ops [`gemm_flops`] counts.
-pub fn is_gemm_op(op: &str) -> bool {
-    matches!(
-        op,
-        "aten::mm"
-            | "aten::bmm"
-            | "aten::matmul"
-            | "aten::addmm"
-            | "aten::baddbmm"
-            | "aten::_addmm_activation"
-            | "aten::linear"
-    )
 }
 
 /// FLOPs of one call of a GEMM op from its `Input Dims` (a multiply-add counts 2), or None for

@@ -573,7 +573,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     for (input, (count, worst)) in &overlaps {
         inputs[*input as usize].warnings.push(format!(
             "{count} GPU activities start before the previous one on their stream ends (by up to {}): clock skew or a corrupt trace; busy time counts their union",
-            crate::report::table::fmt_ns(*worst)
+            crate::model::units::fmt_ns(*worst)
         ));
     }
     for (input, numbers) in &unfinished {

@@ -4,6 +4,7 @@
 //! pattern is compiled once into a `RegexSet`, and each *distinct* name is classified once, in
 //! parallel: a trace with 45k kernels often has a few dozen distinct names.
 
+pub mod devices;
 pub mod ops;
 pub mod rules;
 
@@ -81,7 +82,7 @@ pub struct RuleSet {
     pub ops: ops::OpRules,
     /// Device peaks for GEMM efficiency (`rules/devices.toml`, after any `devices.toml` of
     /// the `--rules` directories).
-    pub devices: Vec<crate::analysis::efficiency::DevicePeaks>,
+    pub devices: Vec<devices::DevicePeaks>,
     pub libraries: Vec<Library>,
     set: RegexSet,
     regexes: Vec<Regex>,
@@ -136,7 +137,7 @@ impl RuleSet {
         let rs = RuleSet {
             rules,
             ops: ops::OpRules::builtin()?,
-            devices: crate::analysis::efficiency::load_devices(extra_dirs)?,
+            devices: devices::load_devices(extra_dirs)?,
             libraries,
             set,
             regexes,

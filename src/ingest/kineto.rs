@@ -610,14 +610,9 @@ impl<'t> KinetoSink<'t> {
                 let concrete_inputs = h
                     .concrete_inputs
                     .map_or(NameId::NONE, |d| self.trace.names.intern(d));
-                // Strides matter to the GEMM efficiency reasons and to whether convolutions run
-                // in channels_last: kept for those ops only.
                 let input_strides = h
                     .input_strides
-                    .filter(|_| {
-                        crate::analysis::efficiency::is_gemm_op(&h.name)
-                            || h.name == "aten::convolution"
-                    })
+                    .filter(|_| crate::model::ops::keeps_input_strides(&h.name))
                     .map_or(NameId::NONE, |d| self.trace.names.intern(d));
                 let pid = self.id_number(h.pid);
                 let tid = self.id_number(h.tid);

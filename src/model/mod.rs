@@ -7,6 +7,8 @@
 pub mod compile_log;
 mod counters;
 pub mod intern;
+pub mod ops;
+pub mod units;
 
 pub use counters::{DeviceSpec, DispatchCounters, KernelResources, PeakSource, Pipe, PipeOps};
 pub use intern::{Interner, NameId};

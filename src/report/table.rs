@@ -21,24 +21,7 @@ impl Default for TableOptions {
     }
 }
 
-/// `1234567` ns → `1.235 ms`.
-pub fn fmt_ns(ns: i64) -> String {
-    let a = ns.unsigned_abs() as f64;
-    let (v, unit) = if a >= 1e9 {
-        (ns as f64 / 1e9, "s")
-    } else if a >= 1e6 {
-        (ns as f64 / 1e6, "ms")
-    } else if a >= 1e3 {
-        (ns as f64 / 1e3, "µs")
-    } else {
-        (ns as f64, "ns")
-    };
-    if unit == "ns" {
-        format!("{ns} ns")
-    } else {
-        format!("{v:.3} {unit}")
-    }
-}
+pub use crate::model::units::fmt_ns;
 
 /// A kernel name as a person scans it in a table: demangled, without the return type, the
 /// parameter list and the `at::native::` / `(anonymous namespace)::` noise.

@@ -15,6 +15,7 @@ mod fuzz_regressions;
 mod graphs;
 mod h100;
 mod invariants;
+mod layers;
 mod peers;
 mod ranks;
 mod recommend;
