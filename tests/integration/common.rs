@@ -79,3 +79,17 @@ pub fn assert_valid_feed(feed: &[u8]) -> serde_json::Value {
 pub fn bin() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("rocprof-classify").expect("binary is built")
 }
+
+/// Total length of the union of `[start, end)` intervals, each clipped to `[lo, hi)`.
+pub fn union_ns(mut iv: Vec<(i64, i64)>, lo: i64, hi: i64) -> i64 {
+    iv.sort_unstable();
+    let (mut total, mut cur) = (0i64, i64::MIN);
+    for (s, e) in iv {
+        let (s, e) = (s.max(lo).max(cur), e.min(hi));
+        if e > s {
+            total += e - s;
+            cur = e;
+        }
+    }
+    total
+}

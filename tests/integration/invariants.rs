@@ -4,7 +4,7 @@
 //! they cover, the partition rows add up to the window (and each step's to the step), and
 //! `top_kernels` adds up to `buckets`.
 
-use crate::common::{fixture, rules, shared};
+use crate::common::{fixture, rules, shared, union_ns};
 use rocprof_classify::analysis::steps::StepRange;
 use rocprof_classify::analysis::{analyze, Analysis, AnalysisOptions};
 use rocprof_classify::ingest::{self, ReadOptions};
@@ -26,20 +26,6 @@ fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(p);
         }
     }
-}
-
-/// Total length of the union of intervals, each clipped to `[lo, hi)`.
-fn union_ns(mut iv: Vec<(i64, i64)>, lo: i64, hi: i64) -> i64 {
-    iv.sort_unstable();
-    let (mut total, mut cur) = (0i64, i64::MIN);
-    for (s, e) in iv {
-        let (s, e) = (s.max(lo).max(cur), e.min(hi));
-        if e > s {
-            total += e - s;
-            cur = e;
-        }
-    }
-    total
 }
 
 /// The invariants of one trace; returns what broke.

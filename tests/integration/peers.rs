@@ -8,7 +8,7 @@
 //! differs by exactly the documented amount for the documented reason (README, "Our numbers
 //! and the peers'"). The step-time comparison with torch_tb_profiler is in `trust.rs`.
 
-use crate::common::{analyze_paths, fixture};
+use crate::common::{analyze_paths, fixture, union_ns};
 use crate::with_shared;
 use rocprof_classify::analysis::Analysis;
 use serde::Deserialize;
@@ -130,20 +130,6 @@ fn raw_trace(path: &Path) -> Vec<Ev> {
             args: e.args.unwrap_or(Value::Null),
         })
         .collect()
-}
-
-/// Total length of the union of `[start, end)` intervals, each clipped to `[lo, hi)`.
-fn union_ns(mut iv: Vec<(i64, i64)>, lo: i64, hi: i64) -> i64 {
-    iv.sort_unstable();
-    let (mut total, mut cur) = (0i64, i64::MIN);
-    for (s, e) in iv {
-        let (s, e) = (s.max(lo).max(cur), e.min(hi));
-        if e > s {
-            total += e - s;
-            cur = e;
-        }
-    }
-    total
 }
 
 fn analyze(path: &Path) -> Analysis {
