@@ -93,3 +93,17 @@ pub fn union_ns(mut iv: Vec<(i64, i64)>, lo: i64, hi: i64) -> i64 {
     }
     total
 }
+
+/// The binary's JSON feed (`--json -`) for `path` with extra `args`, checked against the schema.
+pub fn feed_of(path: &Path, args: &[&str]) -> serde_json::Value {
+    let out = bin()
+        .arg(path)
+        .args(["--json", "-"])
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_valid_feed(&out)
+}

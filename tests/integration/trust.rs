@@ -3,7 +3,7 @@
 //! replays, memory activities and top kernels, directories as profilers leave them, cuDNN's
 //! CUTLASS convolutions. Each test fails on the behaviour it replaces.
 
-use crate::common::{analyze_path, assert_valid_feed, bin, fixture};
+use crate::common::{analyze_path, assert_valid_feed, bin, feed_of, fixture};
 use crate::with_shared;
 use rocprof_classify::analysis::Analysis;
 use serde_json::Value;
@@ -393,15 +393,7 @@ fn memsets_are_memory_and_top_kernels_add_up_to_buckets() {
         paths.push(shared.join(TB_SAMPLE));
     }
     for path in paths {
-        let out = bin()
-            .arg(&path)
-            .args(["--json", "-", "--top", "100000"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let feed = assert_valid_feed(&out);
+        let feed = feed_of(&path, &["--top", "100000"]);
         let mut by_bucket = std::collections::BTreeMap::<String, (i64, u64)>::new();
         for k in feed["top_kernels"].as_array().unwrap() {
             let e = by_bucket
@@ -471,15 +463,10 @@ fn cudnn_cutlass_and_depthwise_convolutions_are_conv() {
         ("convnext_train_eager", "conv.cudnn-depthwise"),
         ("resnet18_train_eager", "conv.cudnn-cutlass-helper"),
     ] {
-        let out = bin()
-            .arg(fixture(&format!("kineto/zoo/{name}.json.gz")))
-            .args(["--json", "-", "--top", "100000", "--no-attribution"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let feed = assert_valid_feed(&out);
+        let feed = feed_of(
+            &fixture(&format!("kineto/zoo/{name}.json.gz")),
+            &["--top", "100000", "--no-attribution"],
+        );
         assert_eq!(
             feed["summary"]["unclassified_pct"].as_f64(),
             Some(0.0),
