@@ -2,11 +2,12 @@
 //! below this module sees a clap type.
 
 use crate::analysis::steps::StepRange;
-use crate::analysis::{analyze_with_ranks, Analysis, AnalysisOptions};
+use crate::analysis::AnalysisOptions;
 use crate::classify::RuleSet;
 use crate::detect::Severity;
-use crate::ingest::{read_all, ReadOptions};
-use crate::recommend::{self, Catalog};
+use crate::ingest::Progress;
+use crate::pipeline::{Config, Run};
+use crate::recommend::Catalog;
 use crate::report::{self, table::TableOptions};
 use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
@@ -331,139 +332,67 @@ pub fn run(cli: Cli) -> Result<Status> {
     }
 }
 
-/// Reads and analyzes traces with the shared options, recommendations included.
-pub fn analyze_inputs(
-    paths: &[PathBuf],
-    args: &AnalysisArgs,
-    global: &GlobalArgs,
-) -> Result<Analysis> {
-    analyze_and_keep(paths, args, global).map(|(_, a)| a)
-}
-
-/// [`analyze_inputs`], also handing back the trace (for the exports that write its rows).
-fn analyze_and_keep(
-    paths: &[PathBuf],
-    args: &AnalysisArgs,
-    global: &GlobalArgs,
-) -> Result<(crate::model::Trace, Analysis)> {
-    // Compiling the rules overlaps reading the traces (it only matters once they are read).
-    let rules_and_catalog = || -> Result<(RuleSet, Catalog)> {
-        Ok((
-            load_rules(&global.rules)?,
-            Catalog::load(&global.rules).context("loading the ladder catalog")?,
-        ))
-    };
-    let env = match &args.env {
-        Some(p) => Some(recommend::parse_env(
-            &std::fs::read_to_string(p)
-                .with_context(|| format!("reading the environment listing {}", p.display()))?,
-        )),
-        None => None,
-    };
+/// The library's configuration from the command line's options.
+fn config(args: &AnalysisArgs, global: &GlobalArgs, progress: Option<Progress>) -> Result<Config> {
     if !(args.dispatch_threshold_us >= 0.0 && args.dispatch_threshold_us.is_finite()) {
         bail!("--dispatch-threshold-us must be a non-negative number");
     }
-    // torch.compile logs given as inputs join the trace instead of being read as one.
-    let (log_inputs, paths): (Vec<PathBuf>, Vec<PathBuf>) = paths
-        .iter()
-        .cloned()
-        .partition(|p| crate::ingest::is_compile_log(p));
-    let logs = args
-        .torch_logs
-        .iter()
-        .chain(&log_inputs)
-        .map(|p| crate::ingest::read_compile_log(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let paths = &paths[..];
-    let bar = progress_bar(paths, global);
-    let started = std::time::Instant::now();
-    let (trace, loaded) = rayon::join(
-        || {
-            if paths.is_empty() {
-                // The logs alone: what they say, without a trace to join.
-                return Ok(crate::model::Trace::default());
-            }
-            read_all(
-                paths,
-                &ReadOptions {
-                    strict: args.strict,
-                    force: args.input_format.format(),
-                    progress: bar.clone().map(rocprof_classify_progress),
-                    max_gunzip_ratio: Some(args.max_gunzip_ratio),
-                    ..Default::default()
-                },
-            )
+    Ok(Config {
+        analysis: AnalysisOptions {
+            top: args.top,
+            steps: args.steps,
+            skip_warmup: args.skip_warmup,
+            attribution: !args.no_attribution,
+            dispatch_threshold_ns: (args.dispatch_threshold_us * 1000.0).round() as i64,
         },
-        rules_and_catalog,
-    );
-    let (rules, catalog) = loaded?;
+        strict: args.strict,
+        force_format: args.input_format.format(),
+        max_gunzip_ratio: Some(args.max_gunzip_ratio),
+        rule_dirs: global.rules.clone(),
+        torch_logs: args.torch_logs.clone(),
+        env_file: args.env.clone(),
+        progress,
+        cancel: None,
+    })
+}
+
+/// Runs the pipeline on `paths` with a progress bar, printing what it warns about.
+fn run_inputs(paths: &[PathBuf], args: &AnalysisArgs, global: &GlobalArgs) -> Result<Run> {
+    let bar = progress_bar(paths, global);
+    let progress = bar
+        .clone()
+        .map(|bar| Progress(std::sync::Arc::new(move |n| bar.inc(n))));
+    let result = crate::pipeline::run(paths, &config(args, global, progress)?);
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    let mut trace = trace?;
-    // The logs are inputs too (after the traces; they hold no rows).
-    for log in &logs {
-        trace.inputs.push(crate::model::InputMeta {
-            path: log.path.clone(),
-            format: match log.format {
-                crate::model::compile_log::LogFormat::TorchLogs => crate::model::Format::TorchLogs,
-                crate::model::compile_log::LogFormat::TorchTrace => {
-                    crate::model::Format::TorchTrace
-                }
-            },
-            vendor: crate::model::Vendor::Unknown,
-            devices: Vec::new(),
-            rank: None,
-            truncated: false,
-            warnings: log.warnings.clone(),
-            hardware: None,
-            base_time_ns: None,
-        });
-    }
+    let run = result?;
     if !global.quiet {
-        for skipped in &trace.skipped {
+        for skipped in &run.trace.skipped {
             eprintln!("warning: skipped {}: {}", skipped.path, skipped.reason);
         }
-        for input in &trace.inputs {
+        // The readers' warnings, then what the analysis added (steps a cut left unfinished).
+        for input in &run.trace.inputs {
             for w in &input.warnings {
                 eprintln!("warning: {}: {w}", input.path);
             }
         }
-    }
-    let opts = AnalysisOptions {
-        top: args.top,
-        steps: args.steps,
-        skip_warmup: args.skip_warmup,
-        attribution: !args.no_attribution,
-        dispatch_threshold_ns: (args.dispatch_threshold_us * 1000.0).round() as i64,
-    };
-    let read_done = std::time::Instant::now();
-    let mut analysis = analyze_with_ranks(&trace, &rules, &opts);
-    // What the analysis added (steps a cut left unfinished), on stderr like the readers' warnings.
-    if !global.quiet {
-        for (before, after) in trace.inputs.iter().zip(&analysis.inputs) {
+        for (before, after) in run.trace.inputs.iter().zip(&run.analysis.inputs) {
             for w in after.warnings.iter().skip(before.warnings.len()) {
                 eprintln!("warning: {}: {w}", after.path);
             }
         }
     }
-    if !logs.is_empty() {
-        let joined =
-            crate::analysis::compile_log::join(&logs, (!paths.is_empty()).then_some(&trace));
-        crate::analysis::compile_log::annotate(&mut analysis.findings, &joined);
-        crate::detect::sort(&mut analysis.findings);
-    }
-    analysis.plan = recommend::plan(&analysis, &catalog, env.as_ref());
     if global.timings {
         eprintln!(
             "timings: read {:.3} s ({} GPU activities, {} host events), analysis {:.3} s",
-            (read_done - started).as_secs_f64(),
-            trace.activities.len(),
-            trace.host.len(),
-            read_done.elapsed().as_secs_f64()
+            run.timings.read.as_secs_f64(),
+            run.trace.activities.len(),
+            run.trace.host.len(),
+            run.timings.analysis.as_secs_f64()
         );
     }
-    Ok((trace, analysis))
+    Ok(run)
 }
 
 /// A requested report: where it goes (`-` is stdout) and how to render it.
@@ -530,13 +459,9 @@ fn progress_bar(paths: &[PathBuf], global: &GlobalArgs) -> Option<indicatif::Pro
     })
 }
 
-fn rocprof_classify_progress(bar: indicatif::ProgressBar) -> crate::ingest::Progress {
-    crate::ingest::Progress(std::sync::Arc::new(move |n| bar.inc(n)))
-}
-
-/// `--export-parquet` / `--export-csv`: the classified activity table, through polars.
+/// `--export-parquet` / `--export-csv`: the run's annotated activity table, through polars.
 #[cfg(feature = "polars")]
-fn export_tables(cli: &Cli, trace: &crate::model::Trace) -> Result<()> {
+fn export_tables(cli: &Cli, run: &Run) -> Result<()> {
     for (path, format) in [
         (
             &cli.trace_output.export_parquet,
@@ -548,10 +473,9 @@ fn export_tables(cli: &Cli, trace: &crate::model::Trace) -> Result<()> {
         ),
     ] {
         let Some(path) = path else { continue };
-        let rules = load_rules(&cli.global.rules)?;
         let file =
             std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
-        let rows = report::export::write(trace, &rules, format, std::io::BufWriter::new(file))
+        let rows = report::export::write(run, format, std::io::BufWriter::new(file))
             .with_context(|| format!("writing {}", path.display()))?;
         if !cli.global.quiet {
             eprintln!("export: wrote {} ({rows} GPU activities)", path.display());
@@ -562,7 +486,7 @@ fn export_tables(cli: &Cli, trace: &crate::model::Trace) -> Result<()> {
 
 /// Builds without polars (the fuzzing build) cannot write Parquet or CSV tables.
 #[cfg(not(feature = "polars"))]
-fn export_tables(cli: &Cli, _trace: &crate::model::Trace) -> Result<()> {
+fn export_tables(cli: &Cli, _run: &Run) -> Result<()> {
     if cli.trace_output.export_parquet.is_some() || cli.trace_output.export_csv.is_some() {
         bail!(
             "--export-parquet and --export-csv need the `polars` feature, which this build lacks"
@@ -571,45 +495,46 @@ fn export_tables(cli: &Cli, _trace: &crate::model::Trace) -> Result<()> {
     Ok(())
 }
 
+/// `--perfetto`: the run's activities, annotated, for the Perfetto UI.
+fn export_perfetto(cli: &Cli, run: &Run) -> Result<()> {
+    let Some(path) = &cli.trace_output.perfetto else {
+        return Ok(());
+    };
+    let file =
+        std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+    let done = report::perfetto::export(run, &cli.paths, std::io::BufWriter::new(file))?;
+    if !cli.global.quiet {
+        eprintln!(
+            "perfetto: wrote {} ({} of the input, {} events, {} GPU activities annotated, {} findings as instant events)",
+            path.display(),
+            if done.copied { "a copy" } else { "a rebuild" },
+            done.events,
+            done.annotated,
+            done.findings
+        );
+    }
+    Ok(())
+}
+
 fn run_analyze(cli: &Cli) -> Result<Status> {
-    let (trace, analysis) = analyze_and_keep(&cli.paths, &cli.analysis, &cli.global)?;
-    export_tables(cli, &trace)?;
-    drop(trace);
-    let json = || report::json::render(&analysis);
-    let markdown = || report::markdown::render(&analysis).into_bytes();
-    let html = || report::html::render(&analysis).into_bytes();
+    let mut run = run_inputs(&cli.paths, &cli.analysis, &cli.global)?;
+    export_tables(cli, &run)?;
+    export_perfetto(cli, &run)?;
+    // The reports need neither the trace nor the activity table.
+    run.drop_rows();
+    let json = || report::json::render(&run);
+    let markdown = || report::markdown::render(&run).into_bytes();
+    let html = || report::html::render(&run).into_bytes();
     let stdout_used = emit(&[
         (&cli.output.json, &json),
         (&cli.output.markdown, &markdown),
         (&cli.output.html, &html),
     ])?;
-    if let Some(path) = &cli.trace_output.perfetto {
-        let [input] = cli.paths.as_slice() else {
-            bail!("--perfetto takes exactly one input trace file");
-        };
-        let rules = load_rules(&cli.global.rules)?;
-        let file =
-            std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
-        let done =
-            report::perfetto::export(input, &rules, &analysis, std::io::BufWriter::new(file))?;
-        if !cli.global.quiet {
-            eprintln!(
-                "perfetto: wrote {} ({} events, {} GPU activities annotated, {} findings as instant events)",
-                path.display(),
-                done.events,
-                done.annotated,
-                done.findings
-            );
-        }
-    }
     if !stdout_used {
-        write_stdout(&report::table::render(
-            &analysis,
-            &table_options(&cli.global),
-        ))?;
+        write_stdout(&report::table::render(&run, &table_options(&cli.global)))?;
     }
     // CI gates: say which tripped, on stderr.
-    let tripped = gates(&analysis, &cli.fail_on, cli.max_unclassified_pct)?;
+    let tripped = gates(&run, &cli.fail_on, cli.max_unclassified_pct)?;
     for t in &tripped {
         eprintln!("gate tripped: {t}");
     }
@@ -617,7 +542,7 @@ fn run_analyze(cli: &Cli) -> Result<Status> {
 }
 
 /// The gates that trip for an analysis.
-fn gates(a: &Analysis, fail_on: &[String], max_unclassified: Option<f64>) -> Result<Vec<String>> {
+fn gates(run: &Run, fail_on: &[String], max_unclassified: Option<f64>) -> Result<Vec<String>> {
     let mut tripped = Vec::new();
     for gate in fail_on {
         let severity = match gate.as_str() {
@@ -630,7 +555,7 @@ fn gates(a: &Analysis, fail_on: &[String], max_unclassified: Option<f64>) -> Res
         if severity.is_none() && !crate::detect::DEFINITIONS.iter().any(|(id, _)| id == gate) {
             bail!("--fail-on {gate}: not a severity (high, medium, low, info) or a finding id (see `rocprof-classify explain`)");
         }
-        for f in &a.findings {
+        for f in &run.findings {
             let hit = match severity {
                 Some(s) => f.severity <= s,
                 None => f.id == gate,
@@ -646,10 +571,10 @@ fn gates(a: &Analysis, fail_on: &[String], max_unclassified: Option<f64>) -> Res
         }
     }
     if let Some(max) = max_unclassified {
-        if a.summary.unclassified_pct > max {
+        if run.analysis.summary.unclassified_pct > max {
             tripped.push(format!(
                 "--max-unclassified-pct {max}: {:.2}% of GPU time matched no rule",
-                a.summary.unclassified_pct
+                run.analysis.summary.unclassified_pct
             ));
         }
     }
@@ -669,11 +594,13 @@ fn run_diff(
         top: usize::MAX,
         ..args.clone()
     };
-    let b = analyze_inputs(std::slice::from_ref(base), &all, global)
+    let mut b = run_inputs(std::slice::from_ref(base), &all, global)
         .with_context(|| format!("analyzing the base {}", base.display()))?;
-    let n = analyze_inputs(std::slice::from_ref(new), &all, global)
+    b.drop_rows();
+    let mut n = run_inputs(std::slice::from_ref(new), &all, global)
         .with_context(|| format!("analyzing {}", new.display()))?;
-    let d = crate::diff::diff(&b, &n, args.top);
+    n.drop_rows();
+    let d = crate::analysis::diff::diff(&b.outcome(), &n.outcome(), args.top);
     let json = || report::diff::json(&d);
     let markdown = || report::diff::markdown(&d).into_bytes();
     let html = || report::html::render_diff(&d).into_bytes();

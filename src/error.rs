@@ -111,3 +111,20 @@ pub enum RuleError {
         first: PathBuf,
     },
 }
+
+/// The pipeline (`rocprof_classify::run`) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    #[error("loading the rules: {0}")]
+    Rules(#[from] RuleError),
+    #[error("{path}: cannot read the environment listing: {source}")]
+    Env {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cancelled")]
+    Cancelled,
+}

@@ -26,9 +26,11 @@ pub mod analysis;
 pub mod classify;
 pub mod cli;
 pub mod detect;
-pub mod diff;
 pub mod error;
 pub mod ingest;
 pub mod model;
+pub mod pipeline;
 pub mod recommend;
 pub mod report;
+
+pub use pipeline::{run, Config, Run};

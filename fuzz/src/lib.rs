@@ -1,12 +1,11 @@
 //! What every fuzz target does with its input: write it where a user's file would be, then run
-//! the same path the command line runs (sniff, read, analyze, render). Any panic is a finding;
-//! errors are the expected answer to bad input.
+//! the library's pipeline as the command line does (`rocprof_classify::run`: sniff, read,
+//! analyze, detect, plan) and render every report. Any panic is a finding; errors are the
+//! expected answer to bad input.
 
-use rocprof_classify::analysis::{analyze_with_ranks, AnalysisOptions};
 use rocprof_classify::classify::RuleSet;
-use rocprof_classify::ingest::{read_all, read_compile_log, ReadOptions};
+use rocprof_classify::ingest::read_compile_log;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 /// A scratch directory of this process (tmpfs when there is one: files are written per run).
 fn scratch(sub: &str) -> PathBuf {
@@ -21,21 +20,12 @@ fn scratch(sub: &str) -> PathBuf {
     dir
 }
 
-fn builtin_rules() -> &'static RuleSet {
-    static RULES: OnceLock<RuleSet> = OnceLock::new();
-    RULES.get_or_init(|| RuleSet::load(&[]).expect("built-in rules load"))
-}
-
-/// Reads `paths` as the command line would and, when they read, analyzes and renders them.
+/// Runs `paths` through the pipeline and, when they read, renders every report.
 fn read_and_analyze(paths: &[PathBuf]) {
-    let opts = ReadOptions {
-        one_thread_per_file: true,
-        ..ReadOptions::default()
-    };
-    if let Ok(trace) = read_all(paths, &opts) {
-        let analysis = analyze_with_ranks(&trace, builtin_rules(), &AnalysisOptions::default());
-        let _ = rocprof_classify::report::json::render(&analysis);
-        let _ = rocprof_classify::report::markdown::render(&analysis);
+    if let Ok(run) = rocprof_classify::run(paths, &rocprof_classify::Config::default()) {
+        let _ = rocprof_classify::report::json::render(&run);
+        let _ = rocprof_classify::report::markdown::render(&run);
+        let _ = rocprof_classify::report::html::render(&run);
     }
 }
 

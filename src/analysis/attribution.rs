@@ -186,6 +186,14 @@ impl OpIndex {
         }
     }
 
+    /// Per activity: the host index of its innermost launching op.
+    pub fn owner_ops(&self) -> Vec<Option<u32>> {
+        self.owner
+            .iter()
+            .map(|o| o.map(|(key, k)| self.threads[&key].ops[k] as u32))
+            .collect()
+    }
+
     /// Which execution of its op's work activity `a` is: the graph launch that replayed it,
     /// or `u32::MAX` for work launched directly (one execution per call).
     fn execution(&self, a: usize) -> u32 {
@@ -571,9 +579,17 @@ pub fn is_user_frame(name: &str) -> bool {
         && !name.starts_with("contextlib.py")
 }
 
+/// The frame rows, and each activity's innermost frame (`NameId::NONE` without one; empty when
+/// the trace has no frames of the kind).
+#[derive(Debug, Default)]
+pub struct Frames {
+    pub rows: Vec<FrameRow>,
+    pub of_activity: Vec<NameId>,
+}
+
 /// GPU time by the Python frames (`with_stack=True`) around each launch: `nn.Module` frames for
 /// `modules`, user source lines for `sources`. Empty when the trace has no such frames.
-pub fn frames(trace: &Trace, links: &Links, in_scope: &[bool], modules: bool) -> Vec<FrameRow> {
+pub fn frames(trace: &Trace, links: &Links, in_scope: &[bool], modules: bool) -> Frames {
     let keep = |n: &str| {
         if modules {
             n.starts_with("nn.Module: ")
@@ -583,16 +599,24 @@ pub fn frames(trace: &Trace, links: &Links, in_scope: &[bool], modules: bool) ->
     };
     let threads = threads_of(trace, HostKind::Python, keep);
     if threads.is_empty() {
-        return Vec::new();
+        return Frames::default();
     }
     let host = &trace.host;
     let mut acc: BTreeMap<NameId, (i64, i64)> = BTreeMap::new();
     let mut none = 0i64;
     let acts = &trace.activities;
     let mut owners = Owners::new(&threads);
-    for a in (0..acts.len()).filter(|&a| in_scope[a]) {
+    let mut of_activity = vec![NameId::NONE; acts.len()];
+    for a in 0..acts.len() {
+        let owner = owners.of(trace, links, a);
+        if let Some((key, k)) = owner {
+            of_activity[a] = host.name[threads[&key].ops[k]];
+        }
+        if !in_scope[a] {
+            continue;
+        }
         let dur = acts.dur_ns[a];
-        let Some((key, k)) = owners.of(trace, links, a) else {
+        let Some((key, k)) = owner else {
             none += dur;
             continue;
         };
@@ -649,5 +673,5 @@ pub fn frames(trace: &Trace, links: &Links, in_scope: &[bool], modules: bool) ->
             .then(b.total_ns.cmp(&a.total_ns))
             .then(key(a).cmp(&key(b)))
     });
-    rows
+    Frames { rows, of_activity }
 }

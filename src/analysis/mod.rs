@@ -1,18 +1,21 @@
 //! From a classified trace to what every report shows: steps and the window, the bucket table,
-//! the time partition, torch.compile signals, top kernels and the findings of the detectors.
-//! Plain `Serialize` data; reporters render it.
+//! the time partition, torch.compile signals, top kernels, attribution to ops, modules and
+//! source lines. [`prepare`] builds the [`Context`] the detectors read; [`Context::finish`]
+//! cuts it into the [`Analysis`] (plain `Serialize` data) and the per-activity
+//! [`ActivityTable`].
 
 pub mod attribution;
 pub mod compile;
 pub mod compile_log;
+pub mod diff;
 pub mod efficiency;
 pub mod hardware;
 pub mod links;
 pub mod partition;
 pub mod steps;
+pub mod table;
 
 use crate::classify::{Bucket, Classified, RuleSet};
-use crate::detect::{self, Finding};
 use crate::model::{InputMeta, NameId, Trace, Vendor};
 use compile::{CompileDetail, CompileSummary};
 use links::Links;
@@ -21,6 +24,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use steps::{StepRange, StepWindow, Steps};
+pub use table::ActivityTable;
 
 /// Options that change what is computed (not how it is shown).
 #[derive(Clone, Debug)]
@@ -117,7 +121,6 @@ pub struct Analysis {
     pub time_partition: Vec<PartitionRow>,
     pub top_kernels: Vec<KernelRow>,
     pub compile: CompileSummary,
-    pub findings: Vec<Finding>,
     pub step_breakdown: Vec<StepRow>,
     /// Number of analyzed GPU activities and of distinct activity names.
     pub activities: u64,
@@ -126,10 +129,6 @@ pub struct Analysis {
     pub warmup_in_window: bool,
     /// Whether cpu_ops carry `Input Dims` (record_shapes=True), which op-level detectors need.
     pub has_op_shapes: bool,
-    /// Recommendations and ladder status (filled by [`crate::recommend::plan`]).
-    pub plan: crate::recommend::Plan,
-    /// Each rank's own view, when the inputs hold several ranks.
-    pub ranks: Vec<RankView>,
     /// GPU time by launching op (complete: the `self_ns` add up to `summary.kernel_ns`).
     pub ops: Vec<attribution::OpRow>,
     /// GEMM and composite ops per input shape, with their efficiency.
@@ -141,16 +140,6 @@ pub struct Analysis {
     pub kernel_counters: Vec<hardware::KernelCounters>,
     /// Files of input directories left out because they are not traces.
     pub skipped_files: Vec<crate::model::SkippedFile>,
-}
-
-/// One rank's view (the feed's `ranks[]`).
-#[derive(Clone, Debug, Serialize)]
-pub struct RankView {
-    pub rank: u32,
-    pub summary: Summary,
-    pub buckets: Vec<BucketRow>,
-    pub time_partition: Vec<PartitionRow>,
-    pub findings: Vec<Finding>,
 }
 
 impl Analysis {
@@ -195,10 +184,11 @@ pub fn pct(part: i64, whole: i64) -> f64 {
 }
 
 /// Everything detectors may read: the trace, its classification, the links between host and
-/// GPU, the steps, and the aggregate numbers.
+/// GPU, the steps, the per-activity decisions, and the aggregate numbers so far.
 pub struct Context<'a> {
     pub trace: &'a Trace,
     pub rules: &'a RuleSet,
+    pub opts: &'a AnalysisOptions,
     pub classified: Classified,
     /// Per activity: its bucket, the launching op's where an op rule decides (`rules/ops.toml`).
     pub activity_buckets: Vec<Bucket>,
@@ -206,23 +196,21 @@ pub struct Context<'a> {
     pub steps: Steps,
     /// Per activity: part of the analysis (all, unless steps were selected).
     pub in_scope: Vec<bool>,
-    pub summary: Summary,
-    pub buckets: Vec<BucketRow>,
     pub partition: Partition,
-    pub window_ns: i64,
-    pub compile: CompileSummary,
     pub compile_detail: CompileDetail,
-    pub step_rows: Vec<StepRow>,
     /// Analyzed step durations (slowest rank per step number), in step order.
     pub step_durations: Vec<(u64, i64)>,
-    pub warmup_in_window: bool,
-    pub kernel_counters: Vec<hardware::KernelCounters>,
-    /// GPU time by launching op, with GEMM efficiency.
-    pub ops: Vec<attribution::OpRow>,
-    pub opts: &'a AnalysisOptions,
+    /// Per activity: the host index of its innermost launching op.
+    pub op_of: Vec<Option<u32>>,
+    /// The aggregate numbers (modules and sources are added by [`Context::finish`]).
+    pub analysis: Analysis,
 }
 
 impl Context<'_> {
+    /// The sum over devices of each device's analysis window.
+    pub fn window_ns(&self) -> i64 {
+        self.analysis.summary.window_ns
+    }
     pub fn bucket_of(&self, a: usize) -> Bucket {
         self.activity_buckets[a]
     }
@@ -269,39 +257,14 @@ fn stream_overlaps(trace: &Trace, links: &Links) -> BTreeMap<u32, (u64, i64)> {
     out
 }
 
-/// Classifies, aggregates and runs the detectors.
-pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analysis {
-    let classified = rules.classify_trace(trace);
-    let links = Links::build(trace);
-    // Independent indexes over the host events, built side by side.
-    let (op_index, (steps, timelines)) = rayon::join(
-        || {
-            if opts.attribution {
-                attribution::OpIndex::build(trace, &links)
-            } else {
-                attribution::OpIndex::empty(trace)
-            }
-        },
-        || {
-            rayon::join(
-                || Steps::find(trace, &links),
-                || HostTimeline::build_all(trace, opts.dispatch_threshold_ns),
-            )
-        },
-    );
-    let mut steps = steps;
-    let (activity_buckets, op_view) =
-        attribution::activity_buckets(trace, &op_index, rules, &classified);
-    let mut selecting = steps.select(opts.steps, opts.skip_warmup);
-    // A cut trace's last steps lack their GPU work: leave them out, and say so.
-    let unfinished = steps.drop_unfinished(trace, &links);
-    let overlaps = stream_overlaps(trace, &links);
-    selecting |= !unfinished.is_empty();
-    let acts = &trace.activities;
-    // Per input: the window spanned by its kept steps, or None without steps; and the host's
-    // view of it, from the first kept step's CPU start (a GPU-bound step's window starts after
-    // its CPU range: compile and recompile events of that range are still the step's).
-    let step_span: Vec<Option<(i64, i64)>> = (0..trace.inputs.len())
+/// Per input: the span of its kept steps (None without steps), and the host's view of it from
+/// the first kept step's CPU start (a GPU-bound step's window starts after its CPU range:
+/// compile and recompile events of that range are still the step's).
+/// Per input, a span of time (start, end) or none.
+type Spans = Vec<Option<(i64, i64)>>;
+
+fn step_spans(trace: &Trace, steps: &Steps) -> (Spans, Spans) {
+    let step_span: Spans = (0..trace.inputs.len())
         .map(|i| {
             let kept: Vec<&StepWindow> = steps.kept(i).map(|(_, s)| s).collect();
             (!kept.is_empty()).then(|| {
@@ -312,16 +275,26 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             })
         })
         .collect();
-    let host_span: Vec<Option<(i64, i64)>> = (0..trace.inputs.len())
+    let host_span = (0..trace.inputs.len())
         .map(|i| {
             let first = steps.kept(i).map(|(_, s)| s.cpu_start_ns).min()?;
             Some((first, step_span[i]?.1))
         })
         .collect();
-    // With a selection: the activities launched in kept steps, and those launched in no step
-    // (before the profiler's window) that run inside the kept steps' window, so a selection
-    // that keeps every step gives the same time partition as none.
-    let in_scope: Vec<bool> = (0..acts.len())
+    (step_span, host_span)
+}
+
+/// With a selection: the activities launched in kept steps, and those launched in no step
+/// (before the profiler's window) that run inside the kept steps' window, so a selection that
+/// keeps every step gives the same time partition as none.
+fn activities_in_scope(
+    trace: &Trace,
+    steps: &Steps,
+    selecting: bool,
+    step_span: &[Option<(i64, i64)>],
+) -> Vec<bool> {
+    let acts = &trace.activities;
+    (0..acts.len())
         .map(|a| {
             let input = acts.input[a] as usize;
             !selecting
@@ -331,14 +304,33 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
                         .is_some_and(|(w0, w1)| acts.ts_ns[a] < w1 && acts.end_ns(a) > w0),
                 }
         })
-        .collect();
+        .collect()
+}
 
+/// The bucket table, the top kernels and the counts over the activities in scope.
+struct KernelTables {
+    buckets: Vec<BucketRow>,
+    top_kernels: Vec<KernelRow>,
+    kernel_ns: i64,
+    unclassified_ns: i64,
+    activities: u64,
+    distinct_kernels: u64,
+}
+
+fn kernel_tables(
+    trace: &Trace,
+    rules: &RuleSet,
+    classified: &Classified,
+    activity_buckets: &[Bucket],
+    in_scope: &[bool],
+    top: usize,
+) -> KernelTables {
+    let acts = &trace.activities;
     // Per distinct name: launches and time; per (name, bucket) the same, since the op that
     // launched a kernel can put one name in several buckets.
     let mut per_name: HashMap<NameId, (u64, i64)> = HashMap::default();
     let mut per_name_bucket: BTreeMap<(Bucket, NameId), (u64, i64)> = BTreeMap::new();
     let mut kernel_ns = 0i64;
-    let mut unclassified_ns = 0i64;
     for a in (0..acts.len()).filter(|&a| in_scope[a]) {
         let e = per_name.entry(acts.name[a]).or_default();
         // Saturating: a corrupt trace with absurd durations must not overflow.
@@ -359,11 +351,10 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         e.1 += launches;
         e.2 += 1;
     }
-    for (&name, &(_, ns)) in &per_name {
-        if classified.is_unclassified(name) {
-            unclassified_ns = unclassified_ns.saturating_add(ns);
-        }
-    }
+    let unclassified_ns = per_name
+        .iter()
+        .filter(|(&name, _)| classified.is_unclassified(name))
+        .fold(0i64, |acc, (_, &(_, ns))| acc.saturating_add(ns));
     let mut buckets: Vec<BucketRow> = by_bucket
         .into_iter()
         .map(|(bucket, (ns, launches, distinct))| BucketRow {
@@ -393,7 +384,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     });
     let top_kernels = kernels
         .iter()
-        .take(opts.top)
+        .take(top)
         .map(|&(bucket, n, launches, ns)| {
             let c = classified.get(n);
             KernelRow {
@@ -408,9 +399,37 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             }
         })
         .collect();
+    KernelTables {
+        buckets,
+        top_kernels,
+        kernel_ns,
+        unclassified_ns,
+        activities: per_name.values().map(|v| v.0).sum(),
+        distinct_kernels: per_name.len() as u64,
+    }
+}
 
-    // Activities per (input, device), the window of each, and the partition; each graph
-    // replay's span per device, so the idle time inside it is `graph_gaps`.
+/// The time partition of the window, of each step, and the windows the host's compile signals
+/// are read in.
+struct Partitioned {
+    total: Partition,
+    window_ns: i64,
+    busy_ns: i64,
+    host_windows: Vec<(i64, i64)>,
+    step_rows: Vec<StepRow>,
+    /// Analyzed step durations (slowest rank per step number), in step order.
+    step_durations: Vec<(u64, i64)>,
+}
+
+/// Activities per (input, device), each graph replay's span per device (the idle time inside
+/// one is `graph_gaps`), in scope only.
+fn device_activities(
+    trace: &Trace,
+    links: &Links,
+    activity_buckets: &[Bucket],
+    in_scope: &[bool],
+) -> BTreeMap<(u32, u32), DeviceActivities> {
+    let acts = &trace.activities;
     let graph_launch = trace.names.per_name(links::is_graph_launch);
     let mut devices: BTreeMap<(u32, u32), DeviceActivities> = BTreeMap::new();
     let mut replays: BTreeMap<(u32, u32, u32), (i64, i64)> = BTreeMap::new();
@@ -435,6 +454,20 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             dev.push_graph_span(start, end);
         }
     }
+    for dev in devices.values_mut() {
+        dev.sort();
+    }
+    devices
+}
+
+fn partition_time(
+    trace: &Trace,
+    steps: &Steps,
+    devices: &BTreeMap<(u32, u32), DeviceActivities>,
+    timelines: &[HostTimeline],
+    step_span: &[Option<(i64, i64)>],
+    host_span: &[Option<(i64, i64)>],
+) -> Partitioned {
     let mut total = Partition::default();
     let mut window_ns = 0i64;
     let mut busy = 0.0f64;
@@ -447,8 +480,7 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
         .iter()
         .map(|s| vec![Partition::default(); s.len()])
         .collect();
-    for (&(input, _device), dev) in devices.iter_mut() {
-        dev.sort();
+    for (&(input, _device), dev) in devices {
         let (w0, w1) = match step_span[input as usize] {
             Some(span) => span,
             None => (dev.first_start().unwrap_or(0), dev.last_end().unwrap_or(0)),
@@ -480,21 +512,38 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             }
         }
     }
+    let (step_rows, step_durations) = step_rows(trace, steps, devices, &step_parts);
+    Partitioned {
+        total,
+        window_ns,
+        busy_ns: busy.round() as i64,
+        host_windows,
+        step_rows,
+        step_durations,
+    }
+}
 
-    let mut step_rows = Vec::new();
+/// One row per kept step (its partition summed over the input's devices), and the step
+/// durations (slowest rank per step number).
+fn step_rows(
+    trace: &Trace,
+    steps: &Steps,
+    devices: &BTreeMap<(u32, u32), DeviceActivities>,
+    step_parts: &[Vec<Partition>],
+) -> (Vec<StepRow>, Vec<(u64, i64)>) {
+    let mut rows = Vec::new();
     let mut by_number: BTreeMap<u64, i64> = BTreeMap::new();
     for (input, meta) in trace.inputs.iter().enumerate() {
+        let ndev = devices
+            .keys()
+            .filter(|k| k.0 == input as u32)
+            .count()
+            .max(1) as i64;
         for (k, s) in steps.kept(input) {
             let p = &step_parts[input][k];
             let e = by_number.entry(s.number).or_insert(0);
             *e = (*e).max(s.dur_ns());
-            // Partition of the step summed over the input's devices.
-            let ndev = devices
-                .keys()
-                .filter(|k| k.0 == input as u32)
-                .count()
-                .max(1) as i64;
-            step_rows.push(StepRow {
+            rows.push(StepRow {
                 rank: meta.rank,
                 step: s.number,
                 start_ns: s.start_ns,
@@ -504,24 +553,93 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
             });
         }
     }
-    let step_durations: Vec<(u64, i64)> = by_number.into_iter().collect();
-    let durations: Vec<i64> = step_durations.iter().map(|d| d.1).collect();
+    (rows, by_number.into_iter().collect())
+}
+
+/// The inputs, with what the analysis found wrong in them added to their warnings.
+fn inputs_with_warnings(
+    trace: &Trace,
+    overlaps: &BTreeMap<u32, (u64, i64)>,
+    unfinished: &[(usize, Vec<u64>)],
+) -> Vec<InputMeta> {
+    let mut inputs = trace.inputs.clone();
+    for (input, (count, worst)) in overlaps {
+        inputs[*input as usize].warnings.push(format!(
+            "{count} GPU activities start before the previous one on their stream ends (by up to {}): clock skew or a corrupt trace; busy time counts their union",
+            crate::model::units::fmt_ns(*worst)
+        ));
+    }
+    for (input, numbers) in unfinished {
+        inputs[*input].warnings.push(format!(
+            "left out {} step(s) the cut left unfinished (#{}{}): their kernels are missing",
+            numbers.len(),
+            numbers[0],
+            if numbers.len() > 1 {
+                format!("..#{}", numbers[numbers.len() - 1])
+            } else {
+                String::new()
+            }
+        ));
+    }
+    inputs
+}
+
+/// Classifies the trace and computes every aggregate: the [`Context`] the detectors read, from
+/// which [`Context::finish`] cuts the [`Analysis`] and the [`ActivityTable`].
+pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptions) -> Context<'a> {
+    let classified = rules.classify_trace(trace);
+    let links = Links::build(trace);
+    // Independent indexes over the host events, built side by side.
+    let (op_index, (mut steps, timelines)) = rayon::join(
+        || {
+            if opts.attribution {
+                attribution::OpIndex::build(trace, &links)
+            } else {
+                attribution::OpIndex::empty(trace)
+            }
+        },
+        || {
+            rayon::join(
+                || Steps::find(trace, &links),
+                || HostTimeline::build_all(trace, opts.dispatch_threshold_ns),
+            )
+        },
+    );
+    let (activity_buckets, op_view) =
+        attribution::activity_buckets(trace, &op_index, rules, &classified);
+    let mut selecting = steps.select(opts.steps, opts.skip_warmup);
+    // A cut trace's last steps lack their GPU work: leave them out, and say so.
+    let unfinished = steps.drop_unfinished(trace, &links);
+    let overlaps = stream_overlaps(trace, &links);
+    selecting |= !unfinished.is_empty();
+    let (step_span, host_span) = step_spans(trace, &steps);
+    let in_scope = activities_in_scope(trace, &steps, selecting, &step_span);
+    let tables = kernel_tables(
+        trace,
+        rules,
+        &classified,
+        &activity_buckets,
+        &in_scope,
+        opts.top,
+    );
+    let devices = device_activities(trace, &links, &activity_buckets, &in_scope);
+    let parts = partition_time(trace, &steps, &devices, &timelines, &step_span, &host_span);
+    drop(devices);
+    let durations: Vec<i64> = parts.step_durations.iter().map(|d| d.1).collect();
     let (step_ns, warmup_in_window) = match steps::step_stats(&durations) {
         Some((s, w)) => (Some(s), w),
         None => (None, false),
     };
-
-    let (compile, compile_detail) = compile::analyze(trace, &links, &steps, &host_windows);
+    let (compile, compile_detail) = compile::analyze(trace, &links, &steps, &parts.host_windows);
     let summary = Summary {
-        window_ns,
+        window_ns: parts.window_ns,
         steps: durations.len(),
         step_ns,
-        gpu_busy_ns: busy.round() as i64,
-        kernel_ns,
-        unclassified_pct: pct(unclassified_ns, kernel_ns),
+        gpu_busy_ns: parts.busy_ns,
+        kernel_ns: tables.kernel_ns,
+        unclassified_pct: pct(tables.unclassified_ns, tables.kernel_ns),
         bucket_view: if op_view { "ops" } else { "kernels" },
     };
-    let kernel_counters = hardware::kernel_counters(trace, &classified);
     let (ops, op_shapes) = if opts.attribution {
         attribution::ops(
             trace,
@@ -534,116 +652,93 @@ pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analys
     } else {
         Default::default()
     };
+    let op_of = op_index.owner_ops();
     drop(op_index);
-    let ctx = Context {
+    let analysis = Analysis {
+        inputs: inputs_with_warnings(trace, &overlaps, &unfinished),
+        time_partition: partition::rows(&parts.total, parts.window_ns),
+        summary,
+        buckets: tables.buckets,
+        top_kernels: tables.top_kernels,
+        compile,
+        step_breakdown: parts.step_rows,
+        activities: tables.activities,
+        distinct_kernels: tables.distinct_kernels,
+        warmup_in_window,
+        has_op_shapes: trace.host.input_dims.iter().any(|&d| d != NameId::NONE),
+        ops,
+        op_shapes,
+        modules: Vec::new(),
+        sources: Vec::new(),
+        kernel_counters: hardware::kernel_counters(trace, &classified),
+        skipped_files: trace.skipped.clone(),
+    };
+    Context {
         trace,
         rules,
+        opts,
         classified,
         activity_buckets,
         links,
         steps,
         in_scope,
-        summary,
-        buckets,
-        partition: total,
-        window_ns,
-        compile,
+        partition: parts.total,
         compile_detail,
-        step_rows,
-        step_durations,
-        warmup_in_window,
-        kernel_counters,
-        ops,
-        opts,
-    };
-    // The detectors (which read the op view) and the frame views run side by side.
-    let (findings, (modules, sources)) = rayon::join(
-        || detect::run_all(&ctx),
-        || {
-            if !opts.attribution {
-                return Default::default();
-            }
-            rayon::join(
-                || attribution::frames(trace, &ctx.links, &ctx.in_scope, true),
-                || attribution::frames(trace, &ctx.links, &ctx.in_scope, false),
-            )
-        },
-    );
-    let mut inputs = trace.inputs.clone();
-    for (input, (count, worst)) in &overlaps {
-        inputs[*input as usize].warnings.push(format!(
-            "{count} GPU activities start before the previous one on their stream ends (by up to {}): clock skew or a corrupt trace; busy time counts their union",
-            crate::model::units::fmt_ns(*worst)
-        ));
-    }
-    for (input, numbers) in &unfinished {
-        inputs[*input].warnings.push(format!(
-            "left out {} step(s) the cut left unfinished (#{}{}): their kernels are missing",
-            numbers.len(),
-            numbers[0],
-            if numbers.len() > 1 {
-                format!("..#{}", numbers[numbers.len() - 1])
-            } else {
-                String::new()
-            }
-        ));
-    }
-    Analysis {
-        inputs,
-        time_partition: partition::rows(&ctx.partition, ctx.window_ns),
-        summary: ctx.summary,
-        buckets: ctx.buckets,
-        top_kernels,
-        compile: ctx.compile,
-        findings,
-        step_breakdown: ctx.step_rows,
-        activities: per_name.values().map(|v| v.0).sum(),
-        distinct_kernels: per_name.len() as u64,
-        warmup_in_window: ctx.warmup_in_window,
-        has_op_shapes: trace.host.input_dims.iter().any(|&d| d != NameId::NONE),
-        plan: Default::default(),
-        ranks: Vec::new(),
-        ops: ctx.ops,
-        op_shapes,
-        modules,
-        sources,
-        kernel_counters: ctx.kernel_counters,
-        skipped_files: trace.skipped.clone(),
+        step_durations: parts.step_durations,
+        op_of,
+        analysis,
     }
 }
 
-/// [`analyze`], plus each rank's own view when the inputs hold more than one rank.
-pub fn analyze_with_ranks(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analysis {
-    use rayon::prelude::*;
-    let mut ranks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for (i, input) in trace.inputs.iter().enumerate() {
-        if let Some(r) = input.rank {
-            ranks.entry(r).or_default().push(i as u32);
+/// GPU time by `nn.Module` and by user source line, and each activity's innermost of both
+/// (traces recorded with `with_stack`; empty otherwise).
+#[derive(Default)]
+pub struct Frames {
+    pub modules: attribution::Frames,
+    pub sources: attribution::Frames,
+}
+
+impl<'a> Context<'a> {
+    /// The frame views (they read only the trace and the links: computed beside the detectors).
+    pub fn frames(&self) -> Frames {
+        if !self.opts.attribution {
+            return Frames::default();
         }
+        let (modules, sources) = rayon::join(
+            || attribution::frames(self.trace, &self.links, &self.in_scope, true),
+            || attribution::frames(self.trace, &self.links, &self.in_scope, false),
+        );
+        Frames { modules, sources }
     }
-    if ranks.len() <= 1 {
-        return analyze(trace, rules, opts);
+
+    /// The analysis and the annotated activity table; what only the detectors needed is dropped.
+    pub fn finish(self, frames: Frames) -> (Analysis, ActivityTable) {
+        let mut analysis = self.analysis;
+        analysis.modules = frames.modules.rows;
+        analysis.sources = frames.sources.rows;
+        let table = ActivityTable {
+            bucket: self.activity_buckets,
+            classified: self.classified,
+            rule_ids: self.rules.rules.iter().map(|r| r.def.id.clone()).collect(),
+            step: self.steps.of_activity,
+            step_numbers: self
+                .steps
+                .per_input
+                .iter()
+                .map(|s| s.iter().map(|w| w.number).collect())
+                .collect(),
+            op: self.op_of,
+            module: frames.modules.of_activity,
+            source: frames.sources.of_activity,
+            in_window: self.in_scope,
+        };
+        (analysis, table)
     }
-    // The aggregate and each rank's view are independent: compute them in parallel (collect
-    // keeps rank order, so the output does not depend on the thread count).
-    let (mut all, views) = rayon::join(
-        || analyze(trace, rules, opts),
-        || {
-            ranks
-                .into_par_iter()
-                .map(|(rank, inputs)| {
-                    let a = analyze(&trace.subset(&inputs), rules, opts);
-                    RankView {
-                        rank,
-                        summary: a.summary,
-                        buckets: a.buckets,
-                        time_partition: a.time_partition,
-                        findings: a.findings,
-                    }
-                })
-                .collect::<Vec<RankView>>()
-        },
-    );
-    all.ranks = views;
-    all
+}
+
+/// Classifies and aggregates, without the detectors: the numbers alone.
+pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analysis {
+    let ctx = prepare(trace, rules, opts);
+    let frames = ctx.frames();
+    ctx.finish(frames).0
 }

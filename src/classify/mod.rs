@@ -283,6 +283,7 @@ fn kind_family(kind: ActivityKind) -> &'static str {
 }
 
 /// The class of every name used by a GPU activity, indexed by `NameId`.
+#[derive(Clone, Debug, Default)]
 pub struct Classified {
     by_name: Vec<Option<Class>>,
 }

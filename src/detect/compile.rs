@@ -1,13 +1,17 @@
 //! torch.compile findings: graph breaks, deliberate compiled loops, recompiles, compile time in
-//! the window, CUDA/HIP graph replay.
+//! the window, CUDA/HIP graph replay; and what torch.compile's logs add to them (the reason,
+//! user-code line and fix of each break and recompile, Inductor's fallback kernels).
 
 use super::{ms, pct, round2, step_count, Finding, Severity};
+use crate::analysis::compile_log::Joined;
 use crate::analysis::partition::LAUNCH_OVERHEAD;
 use crate::analysis::Context;
-use serde_json::json;
+use crate::model::compile_log::{GraphBreak, GuardKind};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 pub fn graph_breaks(ctx: &Context) -> Vec<Finding> {
-    let gb = &ctx.compile.graph_breaks;
+    let gb = &ctx.analysis.compile.graph_breaks;
     if !gb.detected {
         return vec![];
     }
@@ -36,12 +40,12 @@ pub fn graph_breaks(ctx: &Context) -> Vec<Finding> {
         Severity::High,
         format!(
             "torch.compile graph breaks: {:.1} per step ({} compiled regions per step, frames {:?}); the code between regions runs eagerly{eager}",
-            gb.per_step, ctx.compile.regions_per_step, gb.frames
+            gb.per_step, ctx.analysis.compile.regions_per_step, gb.frames
         ),
         stake,
         json!({
             "per_step": gb.per_step,
-            "regions_per_step": ctx.compile.regions_per_step,
+            "regions_per_step": ctx.analysis.compile.regions_per_step,
             "frames": gb.frames,
             "signal": d.break_signal,
             "example_step_regions": example,
@@ -63,15 +67,15 @@ pub fn compiled_loop(ctx: &Context) -> Vec<Finding> {
         Severity::Info,
         format!(
             "a compiled function (frame {:?}) runs {} times per step; it is compiled once and called in a loop, which is not a graph break",
-            d.loop_frames, ctx.compile.regions_per_step
+            d.loop_frames, ctx.analysis.compile.regions_per_step
         ),
         0,
-        json!({ "frames": d.loop_frames, "regions_per_step": ctx.compile.regions_per_step }),
+        json!({ "frames": d.loop_frames, "regions_per_step": ctx.analysis.compile.regions_per_step }),
     )]
 }
 
 pub fn recompiles(ctx: &Context) -> Vec<Finding> {
-    let r = &ctx.compile.recompiles;
+    let r = &ctx.analysis.compile.recompiles;
     if r.count == 0 {
         return vec![];
     }
@@ -88,22 +92,22 @@ pub fn recompiles(ctx: &Context) -> Vec<Finding> {
             r.count,
             r.compile_ids.join(", ")
         ),
-        ctx.compile.compile_in_window_ns,
+        ctx.analysis.compile.compile_in_window_ns,
         json!({
             "count": r.count,
             "compile_ids": r.compile_ids,
-            "compile_in_window_ns": ctx.compile.compile_in_window_ns,
+            "compile_in_window_ns": ctx.analysis.compile.compile_in_window_ns,
             "hint": "run with TORCH_LOGS=\"recompiles\" for the failed guards; mark dynamic dims (torch._dynamo.mark_dynamic) or pad to fixed shapes",
         }),
     )]
 }
 
 pub fn compile_in_window(ctx: &Context) -> Vec<Finding> {
-    let ns = ctx.compile.compile_in_window_ns;
+    let ns = ctx.analysis.compile.compile_in_window_ns;
     if ns <= 0 {
         return vec![];
     }
-    let share = pct(ns, ctx.window_ns);
+    let share = pct(ns, ctx.window_ns());
     let severity = if share >= 10.0 {
         Severity::High
     } else {
@@ -134,7 +138,7 @@ pub fn cudagraphs_in_use(ctx: &Context) -> Vec<Finding> {
             "CUDA/HIP graphs replay {} kernels from {} graph launches ({:.1}% of GPU activity time); their kernels count as busy, launched by the graph",
             d.graph_kernels,
             d.graph_launches,
-            pct(d.graph_kernel_ns, ctx.summary.kernel_ns)
+            pct(d.graph_kernel_ns, ctx.analysis.summary.kernel_ns)
         ),
         0,
         json!({
@@ -144,4 +148,266 @@ pub fn cudagraphs_in_use(ctx: &Context) -> Vec<Finding> {
             "kernels_per_launch": round2(d.graph_kernels as f64 / d.graph_launches as f64),
         }),
     )]
+}
+
+/// An action that fixes a cause, as the recommendations print it.
+fn fix(kind: &str, text: String) -> Value {
+    json!({"kind": kind, "text": text})
+}
+
+fn at(b: &GraphBreak) -> String {
+    match &b.location {
+        Some(l) => match &l.source {
+            Some(src) => format!("{l} `{src}`"),
+            None => l.to_string(),
+        },
+        None => "an unknown line".into(),
+    }
+}
+
+/// The fixes for one break (seed 000's advice for each kind of break).
+fn break_fixes(b: &GraphBreak) -> Vec<Value> {
+    let r = b.reason.to_lowercase();
+    let mut out = Vec::new();
+    if r.contains("item()") || b.gb_id.as_deref() == Some("gb0124") {
+        out.push(fix(
+            "config",
+            "torch._dynamo.config.capture_scalar_outputs = True   # keeps .item() in the graph"
+                .into(),
+        ));
+        out.push(fix("code", format!("move the data-dependent check out of the compiled function, or use torch.where/torch.cond: {}", at(b))));
+    } else if r.contains("print") || r.contains("builtin") || r.contains("call_function") {
+        out.push(fix(
+            "code",
+            format!("remove the call at {} from the compiled code", at(b)),
+        ));
+        out.push(fix("code", "@torch.compiler.disable   # last resort: on the function that breaks, so the rest compiles".into()));
+    } else if r.contains("backward") {
+        out.push(fix("code", format!("call loss.backward() outside the compiled function ({}), or compile the model only", at(b))));
+    } else if let Some(h) = &b.hint {
+        out.push(fix("code", format!("{h} ({})", at(b))));
+    }
+    out
+}
+
+/// The fixes for one failed guard.
+fn guard_fixes(g: &GuardKind, sizes: &[String]) -> Vec<Value> {
+    match g {
+        GuardKind::SizeMismatch { tensor, dim, .. } => vec![
+            fix("code", format!("torch._dynamo.mark_dynamic({tensor}, {dim})   # before the compiled call: dim {dim} of {tensor} varies ({})", sizes.join(", "))),
+            fix("config", "torch.compile(model, dynamic=True)   # or pad to a few fixed sizes".into()),
+        ],
+        GuardKind::TensorMismatch { tensor, what } => vec![fix(
+            "code",
+            format!("keep the {what} of {tensor} the same on every call, or cast it before the compiled call"),
+        )],
+        GuardKind::ValueSpecialized { name, .. } => vec![fix(
+            "code",
+            format!("pass {name} as a tensor, or mark it dynamic (torch.compile(..., dynamic=True)): each new value of the Python number recompiles"),
+        )],
+        GuardKind::ObjectIdentity { name } => vec![fix(
+            "code",
+            format!("pass the same object as {name} on every call (a new module, function or closure each time recompiles)"),
+        )],
+        GuardKind::Length { name } => vec![fix(
+            "code",
+            format!("keep the length of {name} fixed, or pass one stacked tensor instead of a list"),
+        )],
+        GuardKind::GlobalState => vec![fix(
+            "code",
+            "keep grad mode, autocast and the default dtype the same around every call of the compiled function".into(),
+        )],
+        GuardKind::Other => Vec::new(),
+    }
+}
+
+fn break_json(b: &GraphBreak, count: usize) -> Value {
+    let mut v = serde_json::to_value(b).unwrap_or(Value::Null);
+    v["count"] = json!(count);
+    v
+}
+
+/// One recompile cause: the guard, the values seen, how many recompiles it caused.
+type Cause = (GuardKind, Vec<String>, usize);
+
+/// Adds what the logs say to the graph-break and recompile findings (creating them from the
+/// log when the trace alone did not show them).
+pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
+    fallbacks(findings, joined);
+    // Distinct breaks, most frequent first (a break is logged again on every recompile).
+    let mut distinct: Vec<(&GraphBreak, usize)> = Vec::new();
+    for (_, b) in &joined.breaks {
+        match distinct.iter_mut().find(|(d, _)| *d == *b) {
+            Some(e) => e.1 += 1,
+            None => distinct.push((b, 1)),
+        }
+    }
+    distinct.sort_by_key(|d| std::cmp::Reverse(d.1));
+    if !distinct.is_empty() {
+        let root = distinct[0].0;
+        let mut text = format!(
+            "the log names the root break: {}{} at {}",
+            root.reason,
+            root.gb_id
+                .as_ref()
+                .map(|g| format!(" ({g})"))
+                .unwrap_or_default(),
+            at(root)
+        );
+        if let Some(c) = &root.consequence {
+            text.push_str(&format!(
+                "; \"{}\"{} follows from it and goes away with it",
+                c.reason,
+                c.gb_id
+                    .as_ref()
+                    .map(|g| format!(" ({g})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if distinct.len() > 1 {
+            text.push_str(&format!(" ({} distinct breaks in all)", distinct.len()));
+        }
+        let mut fixes: Vec<Value> = Vec::new();
+        for f in distinct.iter().flat_map(|(b, _)| break_fixes(b)) {
+            if !fixes.contains(&f) {
+                fixes.push(f);
+            }
+        }
+        let log = json!({
+            "paths": joined.log_paths,
+            "matched_by": joined.matched_by,
+            "breaks": distinct.iter().map(|(b, n)| break_json(b, *n)).collect::<Vec<_>>(),
+        });
+        upsert(findings, "graph_breaks", text, log, fixes, || {
+            Finding::new("graph_breaks", Severity::High, String::new(), 0, json!({}))
+        });
+    }
+    if !joined.recompiles.is_empty() {
+        // Per guard kind and tensor/dim: how often, and the values seen.
+        let mut causes: BTreeMap<String, Cause> = BTreeMap::new();
+        for (_, c) in &joined.recompiles {
+            // The first failed guard is the one against the latest compile: the cause.
+            if let Some(g) = c.guards.first() {
+                let key = match &g.kind {
+                    GuardKind::SizeMismatch { tensor, dim, .. } => {
+                        format!("size of {tensor} at dim {dim}")
+                    }
+                    GuardKind::TensorMismatch { tensor, what } => format!("{what} of {tensor}"),
+                    GuardKind::ValueSpecialized { name, .. } => format!("value of {name}"),
+                    GuardKind::ObjectIdentity { name } => format!("identity of {name}"),
+                    GuardKind::Length { name } => format!("length of {name}"),
+                    GuardKind::GlobalState => "global state".into(),
+                    GuardKind::Other => g.text.clone(),
+                };
+                let e = causes.entry(key).or_insert((g.kind.clone(), Vec::new(), 0));
+                e.2 += 1;
+                if let GuardKind::SizeMismatch {
+                    expected, actual, ..
+                } = &g.kind
+                {
+                    for v in [expected, actual] {
+                        if !e.1.contains(v) {
+                            e.1.push(v.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let mut ranked: Vec<(&String, &Cause)> = causes.iter().collect();
+        ranked.sort_by(|a, b| b.1 .2.cmp(&a.1 .2).then(a.0.cmp(b.0)));
+        let text = format!(
+            "the log gives the failed guards: {}",
+            ranked
+                .iter()
+                .map(|(k, (_, vals, n))| {
+                    if vals.is_empty() {
+                        format!("{k} ({n}x)")
+                    } else {
+                        format!("{k} ({n}x: {})", vals.join(" → "))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        let fixes: Vec<Value> = ranked
+            .iter()
+            .flat_map(|(_, (k, vals, _))| guard_fixes(k, vals))
+            .collect();
+        let log = json!({
+            "paths": joined.log_paths,
+            "matched_by": joined.matched_by,
+            "recompiles": joined.recompiles.iter().map(|(r, c)| {
+                let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
+                v["compile_id"] = json!(r.compile_id.map(|id| id.to_string()));
+                v["line"] = json!(r.line);
+                v
+            }).collect::<Vec<_>>(),
+        });
+        let mut log = log;
+        if joined.compile_s > 0.0 {
+            log["compile_time_s"] = json!((joined.compile_s * 1000.0).round() / 1000.0);
+        }
+        let count = joined.recompiles.len();
+        upsert(findings, "recompiles", text, log, fixes, || {
+            Finding::new(
+                "recompiles",
+                Severity::Medium,
+                format!("{count} recompilations in the log"),
+                0,
+                json!({"count": count}),
+            )
+        });
+    }
+}
+
+/// Inductor's fallback kernels (ATen ops it could not generate code for), as an info finding.
+fn fallbacks(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
+    let mut ops: BTreeMap<&str, usize> = BTreeMap::new();
+    for h in joined.hints.iter().flat_map(|h| h.lines()) {
+        if let Some(op) = h.trim().strip_prefix("Using FallbackKernel: ") {
+            *ops.entry(op.trim()).or_default() += 1;
+        }
+    }
+    if ops.is_empty() {
+        return;
+    }
+    findings.push(Finding::new(
+        "inductor_fallbacks",
+        Severity::Info,
+        format!(
+            "Inductor runs {} as ATen fallback kernels (no generated code, no fusion across them): {}",
+            if ops.len() == 1 { "one op" } else { "these ops" },
+            ops.iter().map(|(op, n)| format!("{op} ({n} compiles)")).collect::<Vec<_>>().join(", ")
+        ),
+        0,
+        json!({
+            "ops": ops.iter().map(|(op, n)| json!({"op": op, "compiles": n})).collect::<Vec<_>>(),
+            "log": {"paths": joined.log_paths, "matched_by": joined.matched_by},
+        }),
+    ));
+}
+
+/// Adds the log's words to a finding (made by `new` when the trace did not show it).
+fn upsert(
+    findings: &mut Vec<Finding>,
+    id: &str,
+    text: String,
+    log: Value,
+    fixes: Vec<Value>,
+    new: impl FnOnce() -> Finding,
+) {
+    let f = match findings.iter_mut().position(|f| f.id == id) {
+        Some(i) => &mut findings[i],
+        None => {
+            findings.push(new());
+            findings.last_mut().expect("pushed")
+        }
+    };
+    f.summary = if f.summary.is_empty() {
+        text[..1].to_uppercase() + &text[1..]
+    } else {
+        format!("{}; {text}", f.summary)
+    };
+    f.evidence["log"] = log;
+    f.evidence["fixes"] = Value::Array(fixes);
 }

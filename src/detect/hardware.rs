@@ -13,8 +13,9 @@ use serde_json::{json, Value};
 const MIN_SHARE_PCT: f64 = 1.0;
 
 fn significant<'a>(ctx: &'a Context<'_>) -> impl Iterator<Item = &'a KernelCounters> + 'a {
-    let total = total_ns(&ctx.kernel_counters);
-    ctx.kernel_counters
+    let total = total_ns(&ctx.analysis.kernel_counters);
+    ctx.analysis
+        .kernel_counters
         .iter()
         .filter(move |r| share_pct(r, total) >= MIN_SHARE_PCT)
 }
@@ -55,7 +56,7 @@ fn finding(
     if hits.is_empty() {
         return Vec::new();
     }
-    let rows = &ctx.kernel_counters;
+    let rows = &ctx.analysis.kernel_counters;
     let total = total_ns(rows);
     let share: f64 = hits.iter().map(|r| share_pct(r, total)).sum();
     let severity = if share >= high_share {
@@ -126,7 +127,7 @@ pub fn memory_bound_gemm(ctx: &Context) -> Vec<Finding> {
 /// GEMM-like kernels reaching neither roof (below 30% of the attainable FLOP/s at their
 /// intensity); without counters, GEMM ops under 30% of the device's peak (FLOPs from shapes).
 pub fn low_gemm_efficiency(ctx: &Context) -> Vec<Finding> {
-    if ctx.kernel_counters.is_empty() {
+    if ctx.analysis.kernel_counters.is_empty() {
         return slow_gemm_ops(ctx);
     }
     let hits: Vec<&KernelCounters> = significant(ctx)
@@ -328,8 +329,9 @@ fn call_facts(ctx: &Context, op: &OpRow) -> CallFacts {
 /// GEMM ops (FLOPs from `Input Dims`, time from their kernels) under 30% of the device peak
 /// that hold at least 5% of the GPU time.
 fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
-    let total = ctx.summary.kernel_ns;
+    let total = ctx.analysis.summary.kernel_ns;
     let slow: Vec<&OpRow> = ctx
+        .analysis
         .ops
         .iter()
         // GEMM ops only: attention and convolution rates are in the op view, but the shape

@@ -19,7 +19,7 @@ const SMALL_KERNEL_NS: i64 = 10_000;
 pub fn launch_bound(ctx: &Context) -> Vec<Finding> {
     let launch = ctx.partition.0[LAUNCH_OVERHEAD].round() as i64;
     let idle = ctx.partition.0[HOST_IDLE].round() as i64;
-    let share = pct(launch, ctx.window_ns);
+    let share = pct(launch, ctx.window_ns());
     if share < LAUNCH_BOUND_PCT || launch < idle {
         return vec![];
     }
@@ -33,7 +33,7 @@ pub fn launch_bound(ctx: &Context) -> Vec<Finding> {
     let median = durs.get(durs.len() / 2).copied().unwrap_or(0);
     let small_pct = pct(small as i64, durs.len() as i64);
     // Dispatch dominates: mostly tiny kernels, or the GPU waits on dispatch longer than it works.
-    if small_pct < 50.0 && launch < ctx.summary.gpu_busy_ns {
+    if small_pct < 50.0 && launch < ctx.analysis.summary.gpu_busy_ns {
         return vec![];
     }
     let severity = if share >= 40.0 {
@@ -68,7 +68,7 @@ pub fn host_bound(ctx: &Context) -> Vec<Finding> {
     // host-bound is the host being elsewhere.
     let idle = ctx.partition.host_outside().round() as i64;
     let blocked = ctx.partition.1.round() as i64;
-    let share = pct(idle, ctx.window_ns);
+    let share = pct(idle, ctx.window_ns());
     if share < HOST_BOUND_PCT || idle <= launch {
         return vec![];
     }
@@ -88,7 +88,7 @@ pub fn host_bound(ctx: &Context) -> Vec<Finding> {
             "host_idle_ns": idle,
             "host_idle_pct": share,
             "blocked_in_sync_or_compile_ns": blocked,
-            "gpu_busy_pct": pct(ctx.summary.gpu_busy_ns, ctx.window_ns),
+            "gpu_busy_pct": pct(ctx.analysis.summary.gpu_busy_ns, ctx.window_ns()),
             "per_step_ns": round2(idle as f64 / step_count(ctx)),
         }),
     )]
@@ -165,7 +165,7 @@ pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
     }
     let items: usize = ctx.compile_detail.step_item_calls.iter().sum();
     let per_step = calls as f64 / step_count(ctx);
-    let share = pct(blocked_ns, ctx.window_ns);
+    let share = pct(blocked_ns, ctx.window_ns());
     let severity = if share >= 10.0 {
         Severity::High
     } else if per_step >= 1.0 || share >= 2.0 {

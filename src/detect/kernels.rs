@@ -48,6 +48,7 @@ pub fn fp32_gemm(ctx: &Context) -> Vec<Finding> {
         return vec![];
     }
     let gemm_ns = ctx
+        .analysis
         .buckets
         .iter()
         .find(|b| b.bucket == Bucket::Gemm)
@@ -121,11 +122,12 @@ pub fn gemm_backend(ctx: &Context) -> Vec<Finding> {
 
 pub fn elementwise_heavy(ctx: &Context) -> Vec<Finding> {
     let ew = ctx
+        .analysis
         .buckets
         .iter()
         .find(|b| b.bucket == Bucket::Elementwise)
         .map_or(0, |b| b.kernel_ns);
-    let share = pct(ew, ctx.summary.kernel_ns);
+    let share = pct(ew, ctx.analysis.summary.kernel_ns);
     if share < 30.0 {
         return vec![];
     }
@@ -137,7 +139,7 @@ pub fn elementwise_heavy(ctx: &Context) -> Vec<Finding> {
                 .clone()
         })
     });
-    let compiled = ctx.compile.compiled;
+    let compiled = ctx.analysis.compile.compiled;
     let advice = if compiled {
         "compiled already: fuse the remaining ops (Triton kernels for RMSNorm, SiLU+Mul, Add+RMSNorm) or check what Inductor left unfused"
     } else {
@@ -170,7 +172,7 @@ pub fn conv_layout_transposes(ctx: &Context) -> Vec<Finding> {
     if ns == 0 {
         return vec![];
     }
-    let share = pct(ns, ctx.summary.kernel_ns);
+    let share = pct(ns, ctx.analysis.summary.kernel_ns);
     let severity = if share >= 5.0 {
         Severity::Medium
     } else {
@@ -294,7 +296,7 @@ pub fn exposed_communication(ctx: &Context) -> Vec<Finding> {
         return vec![];
     }
     let exposed = comm_ns - overlapped;
-    let share = pct(exposed, ctx.window_ns);
+    let share = pct(exposed, ctx.window_ns());
     let severity = if share >= 10.0 {
         Severity::High
     } else if share >= 2.0 {
@@ -317,15 +319,16 @@ pub fn exposed_communication(ctx: &Context) -> Vec<Finding> {
 
 pub fn memcpy_heavy(ctx: &Context) -> Vec<Finding> {
     let mem = ctx
+        .analysis
         .buckets
         .iter()
         .find(|b| b.bucket == Bucket::Memory)
         .map_or(0, |b| b.kernel_ns);
-    let share = pct(mem, ctx.summary.kernel_ns);
+    let share = pct(mem, ctx.analysis.summary.kernel_ns);
     // Of the window, the copies' time inside it (the partition's): GPU work outside the window
     // (a warm-up step's tail before the first step) is not part of it.
     let in_window = ctx.partition.0[crate::analysis::partition::bucket_index(Bucket::Memory)];
-    let window_share = pct(in_window.round() as i64, ctx.window_ns);
+    let window_share = pct(in_window.round() as i64, ctx.window_ns());
     if share < 10.0 && window_share < 5.0 {
         return vec![];
     }
@@ -357,7 +360,7 @@ pub fn memcpy_heavy(ctx: &Context) -> Vec<Finding> {
 }
 
 pub fn unclassified_time(ctx: &Context) -> Vec<Finding> {
-    let share = ctx.summary.unclassified_pct;
+    let share = ctx.analysis.summary.unclassified_pct;
     if share <= 2.0 {
         return vec![];
     }

@@ -2,6 +2,7 @@
 //! at stake and the evidence (FEED.md finding ids). They never read files or print.
 
 mod compile;
+pub use compile::annotate;
 mod hardware;
 mod host;
 mod kernels;
@@ -153,7 +154,7 @@ fn ms(ns: i64) -> String {
 
 /// Number of analyzed steps (at least 1, the whole trace counting as one step without any).
 fn step_count(ctx: &Context) -> f64 {
-    ctx.summary.steps.max(1) as f64
+    ctx.analysis.summary.steps.max(1) as f64
 }
 
 fn round2(x: f64) -> f64 {

@@ -130,7 +130,7 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
     }
     let its_units: Vec<&Unit> = compared.iter().filter(|u| u.last == straggler).collect();
     let wait_ns: i64 = its_units.iter().map(|u| u.wait_ns).sum();
-    if wait_ns < MIN_WAIT_NS || pct(wait_ns, ctx.window_ns) < MIN_WAIT_PCT {
+    if wait_ns < MIN_WAIT_NS || pct(wait_ns, ctx.window_ns()) < MIN_WAIT_PCT {
         return vec![];
     }
 
@@ -166,7 +166,7 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
     // partition), which points at the host when the straggler has no more GPU work.
     let mut step_ns: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
     let mut host_gaps: BTreeMap<u32, i64> = BTreeMap::new();
-    for row in &ctx.step_rows {
+    for row in &ctx.analysis.step_breakdown {
         if let Some(r) = row.rank {
             step_ns.entry(r).or_default().push(row.dur_ns);
             let gap: i64 = row
@@ -233,7 +233,7 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
             ms(others_compute as i64)
         )
     };
-    let severity = if pct(wait_ns, ctx.window_ns) >= 10.0 {
+    let severity = if pct(wait_ns, ctx.window_ns()) >= 10.0 {
         Severity::High
     } else {
         Severity::Medium
@@ -246,7 +246,7 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
             ms(mine.comm_ns),
             ms(others_comm as i64),
             ms(wait_ns),
-            pct(wait_ns, ctx.window_ns),
+            pct(wait_ns, ctx.window_ns()),
         ),
         wait_ns,
         json!({

@@ -7,13 +7,13 @@ use crate::analysis::Context;
 use serde_json::json;
 
 pub fn high_step_variance(ctx: &Context) -> Vec<Finding> {
-    let Some(stats) = &ctx.summary.step_ns else {
+    let Some(stats) = &ctx.analysis.summary.step_ns else {
         return vec![];
     };
     if stats.cv_pct <= 10.0 || ctx.step_durations.len() < 2 {
         return vec![];
     }
-    let steps: &[(u64, i64)] = if ctx.warmup_in_window {
+    let steps: &[(u64, i64)] = if ctx.analysis.warmup_in_window {
         &ctx.step_durations[1..]
     } else {
         &ctx.step_durations
@@ -58,6 +58,6 @@ pub fn warmup_in_window(ctx: &Context) -> Vec<Finding> {
             durs[0] as f64 / med
         ),
         extra,
-        json!({"step": ctx.step_durations[0].0, "dur_ns": durs[0], "median_ns": med, "ratio": round2(durs[0] as f64 / med), "extra_pct": pct(extra, ctx.window_ns)}),
+        json!({"step": ctx.step_durations[0].0, "dur_ns": durs[0], "median_ns": med, "ratio": round2(durs[0] as f64 / med), "extra_pct": pct(extra, ctx.window_ns())}),
     )]
 }

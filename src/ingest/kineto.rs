@@ -443,6 +443,19 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
     }
 }
 
+/// What identifies a GPU activity of a Kineto trace in the model: (ts, dur, device, stream,
+/// correlation), as the reader computes them. Writers that copy the file again (Perfetto)
+/// join its events to the analyzed activities with it.
+pub type ActivityKey = (i64, i64, u32, u32, u64);
+
+/// The [`ActivityKey`] of one raw event, when the reader would make it a GPU activity.
+pub fn activity_key(raw: &[u8]) -> Option<ActivityKey> {
+    match parse_event(raw, None, 0) {
+        Parsed::Gpu(g) => Some((g.ts_ns, g.dur_ns, g.device, g.stream, g.correlation)),
+        _ => None,
+    }
+}
+
 /// The parser of one batch's events: one UTF-8 check for the whole batch instead of one per
 /// string (a batch with invalid UTF-8 is parsed event by event, so the bad event is named).
 fn batch_parser<'a>(

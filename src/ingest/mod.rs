@@ -45,6 +45,8 @@ pub struct ReadOptions {
     pub one_thread_per_file: bool,
     /// Decompression-bomb ratio for gzip inputs (None: [`MAX_GUNZIP_RATIO`]).
     pub max_gunzip_ratio: Option<u64>,
+    /// When set, reading stops at the next block (the read then fails; the caller knows why).
+    pub cancel: Option<Cancel>,
 }
 
 impl ReadOptions {
@@ -73,16 +75,35 @@ impl std::fmt::Debug for Progress {
     }
 }
 
-/// Counts the bytes read through it.
+/// A flag another thread sets to stop a long read (the Python package's Ctrl-C).
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Cancel {
+    pub fn set(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    pub fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Counts the bytes read through it, and stops when the read is cancelled.
 struct Counted<R> {
     inner: R,
-    progress: Progress,
+    progress: Option<Progress>,
+    cancel: Option<Cancel>,
 }
 
 impl<R: Read> Read for Counted<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.cancel.as_ref().is_some_and(Cancel::is_set) {
+            return Err(io::Error::other("cancelled"));
+        }
         let n = self.inner.read(buf)?;
-        (self.progress.0)(n as u64);
+        if let Some(p) = &self.progress {
+            (p.0)(n as u64);
+        }
         Ok(n)
     }
 }
@@ -281,13 +302,14 @@ impl<R: Read> Read for Capped<R> {
 
 /// [`open`], reporting the file bytes read to `progress`.
 pub fn open_with_progress(path: &Path, progress: Option<&Progress>) -> Result<Source, IngestError> {
-    open_with(path, progress, MAX_GUNZIP_RATIO)
+    open_with(path, progress, None, MAX_GUNZIP_RATIO)
 }
 
-/// [`open_with_progress`] with the decompression-bomb ratio of [`MAX_GUNZIP_RATIO`].
+/// [`open_with_progress`], stopping when `cancel` is set, with a decompression-bomb ratio.
 pub fn open_with(
     path: &Path,
     progress: Option<&Progress>,
+    cancel: Option<&Cancel>,
     max_gunzip_ratio: u64,
 ) -> Result<Source, IngestError> {
     let stdin = path.as_os_str() == "-";
@@ -304,10 +326,11 @@ pub fn open_with(
             source,
         })?)
     };
-    if let Some(p) = progress {
+    if progress.is_some() || cancel.is_some() {
         raw = Box::new(Counted {
             inner: raw,
-            progress: p.clone(),
+            progress: progress.cloned(),
+            cancel: cancel.cloned(),
         });
     }
     let mut raw = BufReader::with_capacity(1 << 20, raw);
@@ -619,6 +642,7 @@ fn read_format(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(),
     let src = open_with(
         path,
         opts.progress.as_ref(),
+        opts.cancel.as_ref(),
         opts.max_gunzip_ratio.unwrap_or(MAX_GUNZIP_RATIO),
     )?;
     let reader = match opts.force {

@@ -99,7 +99,7 @@ fn gemm_libraries(findings: &[Finding]) -> Vec<(String, f64)> {
 }
 
 /// Whether a recommendation's trigger holds; returns the triggering findings.
-fn triggered<'a>(rec: &RecDef, a: &'a Analysis) -> Option<Vec<&'a Finding>> {
+fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<Vec<&'a Finding>> {
     let vendor = a.vendor();
     if !rec.vendors.is_empty() && !rec.vendors.iter().any(|v| v == vendor_name(vendor)) {
         return None;
@@ -123,7 +123,7 @@ fn triggered<'a>(rec: &RecDef, a: &'a Analysis) -> Option<Vec<&'a Finding>> {
     if let Some(pattern) = &rec.gemm_library {
         let re = Regex::new(pattern).ok()?;
         // The matching libraries must carry most of the GEMM time.
-        let share: f64 = gemm_libraries(&a.findings)
+        let share: f64 = gemm_libraries(findings)
             .iter()
             .filter(|(l, _)| re.is_match(l))
             .map(|(_, p)| p)
@@ -132,8 +132,7 @@ fn triggered<'a>(rec: &RecDef, a: &'a Analysis) -> Option<Vec<&'a Finding>> {
             return None;
         }
     }
-    let hits: Vec<&Finding> = a
-        .findings
+    let hits: Vec<&Finding> = findings
         .iter()
         .filter(|f| rec.findings.iter().any(|id| id == f.id))
         .filter(|f| {
@@ -155,12 +154,17 @@ fn triggered<'a>(rec: &RecDef, a: &'a Analysis) -> Option<Vec<&'a Finding>> {
 }
 
 /// Evaluates the catalog against an analysis.
-pub fn plan(a: &Analysis, catalog: &Catalog, env: Option<&EnvListing>) -> Plan {
+pub fn plan(
+    a: &Analysis,
+    findings: &[Finding],
+    catalog: &Catalog,
+    env: Option<&EnvListing>,
+) -> Plan {
     let vendor = a.vendor();
     let window = a.summary.window_ns;
     let mut recs: Vec<Recommendation> = Vec::new();
     for rec in &catalog.recommendations {
-        let Some(hits) = triggered(rec, a) else {
+        let Some(hits) = triggered(rec, a, findings) else {
             continue;
         };
         let ceiling = categories_ns(a, &rec.acts_on);
@@ -230,7 +234,7 @@ pub fn plan(a: &Analysis, catalog: &Catalog, env: Option<&EnvListing>) -> Plan {
         });
     }
 
-    let ladder = ladder_status(a, catalog, &recs, env);
+    let ladder = ladder_status(a, findings, catalog, &recs, env);
     let l2_unmet = ladder
         .iter()
         .any(|l| l.level == 2 && matches!(l.status, "todo" | "partial"));
@@ -287,11 +291,12 @@ fn rank(recs: &mut Vec<Recommendation>, catalog: &Catalog) {
 
 fn ladder_status(
     a: &Analysis,
+    findings: &[Finding],
     catalog: &Catalog,
     recs: &[Recommendation],
     env: Option<&EnvListing>,
 ) -> Vec<LadderRow> {
-    let has = |id: &str| a.findings.iter().any(|f| f.id == id);
+    let has = |id: &str| findings.iter().any(|f| f.id == id);
     let recs_at = |level: u8| {
         recs.iter()
             .filter(|r| r.level == level && r.est_savings_ns > 0)
@@ -303,7 +308,7 @@ fn ladder_status(
         .iter()
         .map(|l| {
             let (status, evidence): (&'static str, String) = match l.level {
-                1 => level1(a, catalog, env),
+                1 => level1(a, findings, catalog, env),
                 2 => {
                     let c = &a.compile;
                     if c.compiled && !c.graph_breaks.detected && c.recompiles.count == 0 {
@@ -326,7 +331,7 @@ fn ladder_status(
                         ("todo", format!("model-surgery opportunities: {}", todo.join(", ")))
                     } else if has("unfused_projections") || has("manual_attention") {
                         ("todo", "model-surgery findings fired".to_string())
-                    } else if a.summary.kernel_ns > 0 && has_shapes(a) {
+                    } else if a.summary.kernel_ns > 0 && has_shapes(a, findings) {
                         ("done", "no manual attention, unfused projections, sync stalls or layout transposes found".to_string())
                     } else {
                         ("unknown", "the ops are not visible: no shapes (record_shapes=True) or replayed from graphs".to_string())
@@ -348,9 +353,8 @@ fn ladder_status(
 
 /// Whether model-level detectors could see the model: cpu_ops carry shapes, and the GPU work is
 /// not mostly replayed from CUDA/HIP graphs (whose ops never run on the host).
-fn has_shapes(a: &Analysis) -> bool {
-    let replayed = a
-        .findings
+fn has_shapes(a: &Analysis, findings: &[Finding]) -> bool {
+    let replayed = findings
         .iter()
         .find(|f| f.id == "cudagraphs_in_use")
         .and_then(|f| f.evidence["replayed_kernel_ns"].as_i64())
@@ -358,8 +362,13 @@ fn has_shapes(a: &Analysis) -> bool {
     a.has_op_shapes && (replayed as f64) < 0.5 * a.summary.kernel_ns as f64
 }
 
-fn level1(a: &Analysis, catalog: &Catalog, env: Option<&EnvListing>) -> (&'static str, String) {
-    let fp32 = a.findings.iter().any(|f| f.id == "fp32_gemm");
+fn level1(
+    a: &Analysis,
+    findings: &[Finding],
+    catalog: &Catalog,
+    env: Option<&EnvListing>,
+) -> (&'static str, String) {
+    let fp32 = findings.iter().any(|f| f.id == "fp32_gemm");
     let Some(env) = env else {
         return if fp32 {
             (

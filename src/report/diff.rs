@@ -1,6 +1,6 @@
 //! Renderers for a before → after comparison: terminal table, Markdown, JSON.
 
-use crate::diff::{Delta, Diff, KernelDelta};
+use crate::analysis::diff::{Delta, Diff, KernelDelta};
 use crate::report::markdown::{cell, code};
 use crate::report::table::{display_name, fmt_ns, shorten_tail, TableOptions};
 use comfy_table::{presets, Cell, CellAlignment, Table};

@@ -1,12 +1,12 @@
 //! The classified activity table for tools beyond this one (Spark, DuckDB, polars): one row per
-//! GPU activity with its rank, device, stream, times, name and classification, and the step it
-//! was launched in. Written through polars in batches, so memory stays bounded by one batch
-//! beyond the trace itself; polars types stay inside this module.
+//! GPU activity with its rank, device, stream, times and name, and what the analysis decided
+//! about it (the run's [`ActivityTable`](crate::analysis::ActivityTable): bucket, family,
+//! library, rule, step, launching op, module, source line, and `in_window`, whether it counts
+//! in the feed's `summary.kernel_ns`). Written through polars in batches, so memory stays
+//! bounded by one batch beyond the run itself; polars types stay inside this module.
 
-use crate::analysis::links::Links;
-use crate::analysis::steps::Steps;
-use crate::classify::RuleSet;
-use crate::model::{ActivityKind, Trace};
+use crate::model::ActivityKind;
+use crate::pipeline::Run;
 use polars::prelude::{
     Column, CsvWriter, DataFrame, IntoColumn, NamedFrom, ParquetWriter, PolarsError, SerWriter,
     Series,
@@ -23,37 +23,30 @@ pub enum ExportFormat {
     Csv,
 }
 
-/// Writes the classified activity table; returns the number of rows.
+/// Writes the classified activity table of `run` (before [`Run::drop_rows`]); returns the
+/// number of rows.
 pub fn write<W: Write + Send>(
-    trace: &Trace,
-    rules: &RuleSet,
+    run: &Run,
     format: ExportFormat,
     out: W,
 ) -> Result<usize, PolarsError> {
-    let classified = rules.classify_trace(trace);
-    let links = Links::build(trace);
-    // The feed's buckets: the launching op's where an op rule decides.
-    let index = crate::analysis::attribution::OpIndex::build(trace, &links);
-    let (buckets, _) =
-        crate::analysis::attribution::activity_buckets(trace, &index, rules, &classified);
-    let steps = Steps::find(trace, &links);
+    let trace = &run.trace;
     let acts = &trace.activities;
     let batch = |from: usize, to: usize| -> Result<DataFrame, PolarsError> {
-        let rows = from..to;
-        let class = |a: usize| classified.get(acts.name[a]);
+        let rows: Vec<_> = (from..to).map(|a| run.activities.get(trace, a)).collect();
+        let range = from..to;
         let columns: Vec<Column> = vec![
             Series::new(
                 "rank".into(),
-                rows.clone()
-                    .map(|a| trace.inputs[acts.input[a] as usize].rank)
-                    .collect::<Vec<Option<u32>>>(),
+                rows.iter().map(|r| r.rank).collect::<Vec<Option<u32>>>(),
             ),
-            Series::new("input".into(), acts.input[rows.clone()].to_vec()),
-            Series::new("device".into(), acts.device[rows.clone()].to_vec()),
-            Series::new("stream".into(), acts.stream[rows.clone()].to_vec()),
+            Series::new("input".into(), acts.input[range.clone()].to_vec()),
+            Series::new("device".into(), acts.device[range.clone()].to_vec()),
+            Series::new("stream".into(), acts.stream[range.clone()].to_vec()),
             Series::new(
                 "kind".into(),
-                rows.clone()
+                range
+                    .clone()
                     .map(|a| match acts.kind[a] {
                         ActivityKind::Kernel => "kernel",
                         ActivityKind::Memcpy => "memcpy",
@@ -61,39 +54,52 @@ pub fn write<W: Write + Send>(
                     })
                     .collect::<Vec<&str>>(),
             ),
-            Series::new("start_ns".into(), acts.ts_ns[rows.clone()].to_vec()),
-            Series::new("dur_ns".into(), acts.dur_ns[rows.clone()].to_vec()),
+            Series::new("start_ns".into(), acts.ts_ns[range.clone()].to_vec()),
+            Series::new("dur_ns".into(), acts.dur_ns[range.clone()].to_vec()),
             Series::new(
                 "name".into(),
-                rows.clone()
+                range
+                    .clone()
                     .map(|a| trace.names.get(acts.name[a]))
                     .collect::<Vec<&str>>(),
             ),
             Series::new(
                 "bucket".into(),
-                rows.clone()
-                    .map(|a| buckets[a].as_str())
+                rows.iter()
+                    .map(|r| r.bucket.as_str())
                     .collect::<Vec<&str>>(),
             ),
             Series::new(
                 "family".into(),
-                rows.clone()
-                    .map(|a| class(a).family.as_str())
-                    .collect::<Vec<&str>>(),
+                rows.iter().map(|r| r.family).collect::<Vec<&str>>(),
             ),
             Series::new(
                 "library".into(),
-                rows.clone()
-                    .map(|a| class(a).library.as_str())
-                    .collect::<Vec<&str>>(),
+                rows.iter().map(|r| r.library).collect::<Vec<&str>>(),
             ),
             Series::new(
                 "step".into(),
-                rows.map(|a| {
-                    steps.of_activity[a]
-                        .map(|s| steps.per_input[acts.input[a] as usize][s as usize].number)
-                })
-                .collect::<Vec<Option<u64>>>(),
+                rows.iter().map(|r| r.step).collect::<Vec<Option<u64>>>(),
+            ),
+            Series::new(
+                "rule".into(),
+                rows.iter().map(|r| r.rule).collect::<Vec<Option<&str>>>(),
+            ),
+            Series::new(
+                "op".into(),
+                rows.iter().map(|r| r.op).collect::<Vec<Option<&str>>>(),
+            ),
+            Series::new(
+                "module".into(),
+                rows.iter().map(|r| r.module).collect::<Vec<Option<&str>>>(),
+            ),
+            Series::new(
+                "source".into(),
+                rows.iter().map(|r| r.source).collect::<Vec<Option<&str>>>(),
+            ),
+            Series::new(
+                "in_window".into(),
+                rows.iter().map(|r| r.in_window).collect::<Vec<bool>>(),
             ),
         ]
         .into_iter()

@@ -1,8 +1,9 @@
 //! `--html PATH`: one self-contained HTML file (inline CSS, SVG charts and a few lines of
 //! script for sorting tables; no network fetches), readable on a laptop and in print.
 
+use crate::analysis::diff::{Delta, Diff};
 use crate::analysis::Analysis;
-use crate::diff::{Delta, Diff};
+use crate::pipeline::Run;
 use crate::report::charts::{self, category_color, Bar, Stack};
 use crate::report::table::{display_name, fmt_ns, shorten_tail};
 use std::fmt::Write as _;
@@ -65,7 +66,8 @@ fn num(ns: i64) -> String {
 }
 
 /// The single-trace report.
-pub fn render(a: &Analysis) -> String {
+pub fn render(run: &Run) -> String {
+    let a = &run.analysis;
     let mut b = String::new();
     let mut seen = std::collections::BTreeSet::new();
     let title = a
@@ -79,7 +81,7 @@ pub fn render(a: &Analysis) -> String {
     let _ = writeln!(
         b,
         "<p class=\"headline\">{}</p>",
-        esc(&crate::report::markdown::headline(a).replace("**", ""))
+        esc(&crate::report::markdown::headline(run).replace("**", ""))
     );
     let _ = writeln!(b, "<table><thead><tr><th>input</th><th>format</th><th>vendor</th><th>rank</th><th>devices</th><th>notes</th></tr></thead><tbody>");
     for i in &a.inputs {
@@ -200,7 +202,7 @@ pub fn render(a: &Analysis) -> String {
 
     // Ladder and recommendations.
     let _ = writeln!(b, "<h2>Optimization ladder</h2>");
-    let levels: Vec<(u8, String, &str)> = a
+    let levels: Vec<(u8, String, &str)> = run
         .plan
         .ladder
         .iter()
@@ -208,7 +210,7 @@ pub fn render(a: &Analysis) -> String {
         .collect();
     b.push_str(&chart(&charts::ladder(&levels, 1000)));
     let _ = writeln!(b, "<ul>");
-    for l in &a.plan.ladder {
+    for l in &run.plan.ladder {
         let _ = writeln!(
             b,
             "<li><b>L{} {}</b> ({}): {}</li>",
@@ -219,11 +221,11 @@ pub fn render(a: &Analysis) -> String {
         );
     }
     let _ = writeln!(b, "</ul>\n<h2>Recommendations</h2>");
-    if a.plan.recommendations.is_empty() {
+    if run.plan.recommendations.is_empty() {
         let _ = writeln!(b, "<p>None.</p>");
     } else {
         let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>#</th><th>level</th><th>recommendation</th><th>est. savings</th><th>confidence</th><th>evidence and actions</th></tr></thead><tbody>");
-        for r in &a.plan.recommendations {
+        for r in &run.plan.recommendations {
             let blocked = r
                 .blocked_by_level
                 .map(|l| format!("<br><span class=\"muted\">after level {l}</span>"))
@@ -258,11 +260,11 @@ pub fn render(a: &Analysis) -> String {
 
     // Findings.
     let _ = writeln!(b, "<h2>Findings</h2>");
-    if a.findings.is_empty() {
+    if run.findings.is_empty() {
         let _ = writeln!(b, "<p>None.</p>");
     } else {
         let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>severity</th><th>finding</th><th>at stake</th><th>what the trace shows</th></tr></thead><tbody>");
-        for f in &a.findings {
+        for f in &run.findings {
             let evidence = serde_json::to_string_pretty(&f.evidence).unwrap_or_default();
             let _ = writeln!(
                 b,

@@ -3,9 +3,10 @@
 use crate::analysis::attribution::{FrameRow, OpRow};
 use crate::analysis::compile::CompileSummary;
 use crate::analysis::partition::PartitionRow;
-use crate::analysis::{Analysis, BucketRow, KernelRow, RankView, StepRow, Summary};
+use crate::analysis::{BucketRow, KernelRow, StepRow, Summary};
 use crate::detect::Finding;
 use crate::model::InputMeta;
+use crate::pipeline::{RankView, Run};
 use crate::recommend::{LadderRow, Recommendation};
 use serde::Serialize;
 
@@ -45,7 +46,8 @@ struct Feed<'a> {
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
-pub fn render(a: &Analysis) -> Vec<u8> {
+pub fn render(run: &Run) -> Vec<u8> {
+    let a = &run.analysis;
     let feed = Feed {
         schema_version: SCHEMA_VERSION,
         tool: Tool {
@@ -58,11 +60,11 @@ pub fn render(a: &Analysis) -> Vec<u8> {
         time_partition: &a.time_partition,
         top_kernels: &a.top_kernels,
         compile: &a.compile,
-        findings: &a.findings,
-        recommendations: &a.plan.recommendations,
-        ladder: &a.plan.ladder,
-        next_level: a.plan.next_level,
-        ranks: &a.ranks,
+        findings: &run.findings,
+        recommendations: &run.plan.recommendations,
+        ladder: &run.plan.ladder,
+        next_level: run.plan.next_level,
+        ranks: &run.ranks,
         ops: &a.ops,
         op_shapes: &a.op_shapes,
         modules: &a.modules,

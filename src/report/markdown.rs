@@ -1,7 +1,7 @@
 //! A GitHub-flavoured Markdown summary sized for a pull-request comment (well under GitHub's
 //! 65,536-character limit): headline, buckets, partition, top recommendations, findings.
 
-use crate::analysis::Analysis;
+use crate::pipeline::Run;
 use crate::report::table::{display_name, fmt_ns, shorten_tail};
 use std::fmt::Write as _;
 
@@ -22,7 +22,8 @@ pub fn code(s: &str) -> String {
     }
 }
 
-pub fn headline(a: &Analysis) -> String {
+pub fn headline(run: &Run) -> String {
+    let a = &run.analysis;
     let s = &a.summary;
     let step = match &s.step_ns {
         Some(st) if s.steps > 0 => format!(
@@ -33,7 +34,7 @@ pub fn headline(a: &Analysis) -> String {
         ),
         _ => format!("**window {}** (no steps)", fmt_ns(s.window_ns)),
     };
-    let next = a
+    let next = run
         .plan
         .next_level
         .map_or("none".to_string(), |l| format!("level {l}"));
@@ -44,7 +45,8 @@ pub fn headline(a: &Analysis) -> String {
     )
 }
 
-pub fn render(a: &Analysis) -> String {
+pub fn render(run: &Run) -> String {
+    let a = &run.analysis;
     let mut out = String::new();
     let inputs: Vec<String> = a
         .inputs
@@ -57,7 +59,7 @@ pub fn render(a: &Analysis) -> String {
         .filter(|i| seen.insert(i.clone()))
         .collect();
     let _ = writeln!(out, "## rocprof-classify: {}\n", cell(&inputs.join(", ")));
-    let _ = writeln!(out, "{}\n", headline(a));
+    let _ = writeln!(out, "{}\n", headline(run));
     if a.inputs.iter().any(|i| i.truncated) {
         let _ = writeln!(
             out,
@@ -88,10 +90,10 @@ pub fn render(a: &Analysis) -> String {
     }
 
     let _ = writeln!(out, "\n### Top recommendations\n");
-    if a.plan.recommendations.is_empty() {
+    if run.plan.recommendations.is_empty() {
         let _ = writeln!(out, "None.");
     }
-    for r in a.plan.recommendations.iter().take(3) {
+    for r in run.plan.recommendations.iter().take(3) {
         let blocked = r
             .blocked_by_level
             .map(|l| format!(", after level {l}"))
@@ -113,7 +115,7 @@ pub fn render(a: &Analysis) -> String {
             let _ = writeln!(out, "   - {}: {}", act.kind, code(&act.text));
         }
     }
-    let ladder: Vec<String> = a
+    let ladder: Vec<String> = run
         .plan
         .ladder
         .iter()
@@ -124,14 +126,14 @@ pub fn render(a: &Analysis) -> String {
     }
 
     let _ = writeln!(out, "\n### Findings\n");
-    if a.findings.is_empty() {
+    if run.findings.is_empty() {
         let _ = writeln!(out, "None.");
     } else {
         let _ = writeln!(
             out,
             "| severity | finding | at stake | what the trace shows |\n|---|---|---:|---|"
         );
-        for f in a.findings.iter().take(25) {
+        for f in run.findings.iter().take(25) {
             let stake = if f.time_at_stake_ns > 0 {
                 fmt_ns(f.time_at_stake_ns)
             } else {

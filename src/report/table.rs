@@ -1,6 +1,7 @@
 //! The terminal report: a header, the bucket table, the top kernels and the unclassified share.
 
 use crate::analysis::Analysis;
+use crate::pipeline::Run;
 use comfy_table::{presets, Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
 use std::fmt::Write as _;
 
@@ -110,7 +111,8 @@ fn num(s: String) -> Cell {
 }
 
 /// Renders the whole terminal report.
-pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
+pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
+    let a = &run.analysis;
     let mut out = String::new();
     let s = &a.summary;
     let _ = writeln!(out, "rocprof-classify {}", env!("CARGO_PKG_VERSION"));
@@ -187,7 +189,7 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
     }
     let _ = writeln!(out, "GPU time by bucket\n{t}\n");
 
-    render_plan(&mut out, a);
+    render_plan(&mut out, run);
     render_partition(&mut out, a, opts);
     render_steps(&mut out, a, opts);
     render_compile(&mut out, a);
@@ -234,7 +236,7 @@ pub fn render(a: &Analysis, opts: &TableOptions) -> Vec<u8> {
     }
     render_attribution(&mut out, a, opts);
     render_counters(&mut out, a, opts);
-    render_findings(&mut out, a, opts);
+    render_findings(&mut out, run, opts);
     let _ = writeln!(
         out,
         "unclassified: {:.2}% of GPU activity time matched no rule{}",
@@ -378,8 +380,8 @@ fn render_counters(out: &mut String, a: &Analysis, opts: &TableOptions) {
 }
 
 /// The ladder status and the ranked recommendations, each with its evidence and first action.
-fn render_plan(out: &mut String, a: &Analysis) {
-    let p = &a.plan;
+fn render_plan(out: &mut String, run: &Run) {
+    let p = &run.plan;
     if p.ladder.is_empty() {
         return;
     }
@@ -553,8 +555,8 @@ fn render_compile(out: &mut String, a: &Analysis) {
     );
 }
 
-fn render_findings(out: &mut String, a: &Analysis, opts: &TableOptions) {
-    if a.findings.is_empty() {
+fn render_findings(out: &mut String, run: &Run, opts: &TableOptions) {
+    if run.findings.is_empty() {
         let _ = writeln!(out, "Findings: none\n");
         return;
     }
@@ -562,7 +564,7 @@ fn render_findings(out: &mut String, a: &Analysis, opts: &TableOptions) {
     t.set_header(
         ["severity", "finding", "at stake", "what the trace shows"].map(|h| header_cell(h, opts)),
     );
-    for f in &a.findings {
+    for f in &run.findings {
         let mut sev = Cell::new(f.severity.as_str());
         if opts.color {
             sev = sev.fg(match f.severity {

@@ -445,7 +445,7 @@ fn exported_activity_tables_read_back_with_the_feeds_totals() {
 
 #[test]
 fn feeds_do_not_depend_on_the_scanner_window() {
-    use rocprof_classify::analysis::{analyze_with_ranks, AnalysisOptions};
+    use rocprof_classify::analysis::AnalysisOptions;
     use rocprof_classify::ingest::{read_all, ReadOptions};
     let mut files = every_trace_fixture();
     if let Some(shared) = crate::common::shared() {
@@ -464,9 +464,8 @@ fn feeds_do_not_depend_on_the_scanner_window() {
                 },
             )
             .unwrap();
-            rocprof_classify::report::json::render(&analyze_with_ranks(
-                &trace,
-                crate::common::rules(),
+            rocprof_classify::report::json::render(&crate::common::run_trace(
+                trace,
                 &AnalysisOptions::default(),
             ))
         };

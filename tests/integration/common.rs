@@ -3,6 +3,9 @@
 use rocprof_classify::analysis::{analyze, Analysis, AnalysisOptions};
 use rocprof_classify::classify::RuleSet;
 use rocprof_classify::ingest::{read_all, ReadOptions};
+use rocprof_classify::model::Trace;
+use rocprof_classify::recommend::Catalog;
+use rocprof_classify::Run;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -37,6 +40,29 @@ macro_rules! with_shared {
 pub fn rules() -> &'static RuleSet {
     static RULES: OnceLock<RuleSet> = OnceLock::new();
     RULES.get_or_init(|| RuleSet::load(&[]).expect("built-in rules load"))
+}
+
+pub fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| Catalog::load(&[]).expect("built-in ladder loads"))
+}
+
+/// The library's whole pipeline (detectors and ladder too) on a trace already read, with the
+/// built-in rules.
+pub fn run_trace(trace: Trace, opts: &AnalysisOptions) -> Run {
+    rocprof_classify::pipeline::run_trace(trace, &[], true, rules(), catalog(), None, opts)
+}
+
+/// [`rocprof_classify::run`] on one path, every kernel listed.
+pub fn run_path(p: &Path) -> Run {
+    let config = rocprof_classify::Config {
+        analysis: AnalysisOptions {
+            top: usize::MAX,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    rocprof_classify::run(&[p.to_path_buf()], &config).unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn analyze_paths(paths: &[PathBuf], top: usize) -> Analysis {

@@ -1,11 +1,11 @@
 //! Every Kineto trace in ../shared/corpus and ../shared/traces: read, classified, feed valid.
 
-use crate::common::{assert_valid_feed, rules};
+use crate::common::assert_valid_feed;
 use crate::with_shared;
-use rocprof_classify::analysis::{analyze_with_ranks, AnalysisOptions};
+use rocprof_classify::analysis::AnalysisOptions;
 use rocprof_classify::ingest::{self, ReadOptions};
 use rocprof_classify::model::{Format, Trace};
-use rocprof_classify::recommend::{plan, Catalog};
+use rocprof_classify::recommend::Catalog;
 use rocprof_classify::report;
 use std::path::{Path, PathBuf};
 
@@ -74,11 +74,12 @@ fn every_kineto_trace_is_classified() {
                 failures.push(format!("{rel}: {e}"));
                 continue;
             }
-            let mut a = analyze_with_ranks(&trace, rules(), &AnalysisOptions::default());
-            a.plan = plan(&a, &catalog, None);
-            crate::recommend::assert_savings_bounded(&a, &catalog, &rel);
-            let feed = report::json::render(&a);
+            let truncated = trace.inputs.iter().any(|i| i.truncated);
+            let run = crate::common::run_trace(trace, &AnalysisOptions::default());
+            crate::recommend::assert_savings_bounded(&run, &catalog, &rel);
+            let feed = report::json::render(&run);
             assert_valid_feed(&feed);
+            let a = &run.analysis;
             // Attribution is complete: every activity's time lands on exactly one op (module, source).
             for (list, sum) in [
                 ("ops", a.ops.iter().map(|o| o.self_ns).sum::<i64>()),
@@ -113,7 +114,7 @@ fn every_kineto_trace_is_classified() {
             if a.summary.unclassified_pct > MAX_UNCLASSIFIED_PCT {
                 failures.push(format!("{rel}: {:.2}% unclassified", a.summary.unclassified_pct));
             }
-            if trace.inputs.iter().any(|i| i.truncated) {
+            if truncated {
                 failures.push(format!("{rel}: reported truncated"));
             }
         }

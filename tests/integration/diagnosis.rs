@@ -1,21 +1,22 @@
 //! The diagnosis (steps, time partition, compile signals, findings) against what is known to be
 //! true of real traces: our H100 captures (truth.json, truth_extra.json) and the AMD corpus.
 
-use crate::common::{analyze_path, fixture};
+use crate::common::{fixture, run_path, run_trace};
 use crate::with_shared;
-use rocprof_classify::analysis::{analyze, Analysis, AnalysisOptions};
+use rocprof_classify::analysis::AnalysisOptions;
 use rocprof_classify::ingest::{read_all, ReadOptions};
+use rocprof_classify::Run;
 use serde_json::Value;
 
-fn h100(name: &str) -> Analysis {
-    analyze_path(&fixture(&format!("kineto/h100/{name}.json.gz")))
+fn h100(name: &str) -> Run {
+    run_path(&fixture(&format!("kineto/h100/{name}.json.gz")))
 }
 
-fn ids(a: &Analysis) -> Vec<&str> {
+fn ids(a: &Run) -> Vec<&str> {
     a.findings.iter().map(|f| f.id).collect()
 }
 
-fn finding<'a>(a: &'a Analysis, id: &str) -> &'a rocprof_classify::detect::Finding {
+fn finding<'a>(a: &'a Run, id: &str) -> &'a rocprof_classify::detect::Finding {
     a.findings
         .iter()
         .find(|f| f.id == id)
@@ -27,8 +28,9 @@ fn truth(file: &str) -> Value {
         .unwrap()
 }
 
-fn idle_rank(a: &Analysis) -> Vec<&'static str> {
+fn idle_rank(a: &Run) -> Vec<&'static str> {
     let mut idle: Vec<_> = a
+        .analysis
         .time_partition
         .iter()
         .filter(|r| r.category.contains("idle") || r.category == "launch_overhead")
@@ -41,14 +43,14 @@ fn idle_rank(a: &Analysis) -> Vec<&'static str> {
 fn graph_breaks_from_a_data_dependent_branch_in_a_loop() {
     let a = h100("compiled_graph_breaks");
     let t = &truth("truth.json")["compiled_graph_breaks"];
-    assert!(a.compile.compiled && a.compile.graph_breaks.detected);
+    assert!(a.analysis.compile.compiled && a.analysis.compile.graph_breaks.detected);
     assert_eq!(
-        a.compile.regions_per_step,
+        a.analysis.compile.regions_per_step,
         t["compiled_regions_per_step"].as_f64().unwrap()
     );
-    assert!(a.compile.graph_breaks.per_step >= 1.0);
+    assert!(a.analysis.compile.graph_breaks.per_step >= 1.0);
     assert_eq!(
-        a.compile.graph_breaks.frames,
+        a.analysis.compile.graph_breaks.frames,
         vec![1],
         "frame 0 skipped, the block runs as frame 1"
     );
@@ -60,7 +62,7 @@ fn graph_breaks_from_a_data_dependent_branch_in_a_loop() {
         "{}",
         f.evidence
     );
-    assert_eq!(a.compile.recompiles.count, 0);
+    assert_eq!(a.analysis.compile.recompiles.count, 0);
 }
 
 #[test]
@@ -68,8 +70,8 @@ fn graph_breaks_from_explicit_breaks_are_a_frame_sequence() {
     let a = h100("compiled_graph_breaks_explicit");
     let t = &truth("truth_extra.json")["compiled_graph_breaks_explicit"];
     let breaks = t["explain"]["graph_break_count"].as_f64().unwrap();
-    assert_eq!(a.compile.graph_breaks.per_step, breaks);
-    assert_eq!(a.compile.graph_breaks.frames, vec![0, 1, 2]);
+    assert_eq!(a.analysis.compile.graph_breaks.per_step, breaks);
+    assert_eq!(a.analysis.compile.graph_breaks.frames, vec![0, 1, 2]);
     assert_eq!(
         finding(&a, "graph_breaks").evidence["signal"],
         "frame_sequence"
@@ -79,28 +81,28 @@ fn graph_breaks_from_explicit_breaks_are_a_frame_sequence() {
 #[test]
 fn recompiles_and_compile_time_in_the_window() {
     with_shared!(shared => {
-        let a = analyze_path(&shared.join("traces/h100/compiled_recompiles.json.gz"));
+        let a = run_path(&shared.join("traces/h100/compiled_recompiles.json.gz"));
         let t: Value = serde_json::from_str(&std::fs::read_to_string(shared.join("traces/h100/truth.json")).unwrap()).unwrap();
         let expected: Vec<String> =
             t["compiled_recompiles"]["compile_ids_in_trace"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
-        assert_eq!(a.compile.recompiles.count, t["compiled_recompiles"]["expected_recompiles_in_profile"].as_u64().unwrap() as usize);
-        assert_eq!(a.compile.recompiles.compile_ids, expected);
-        assert!(a.compile.compile_in_window_ns > 0);
-        assert_eq!(finding(&a, "compile_in_window").time_at_stake_ns, a.compile.compile_in_window_ns);
+        assert_eq!(a.analysis.compile.recompiles.count, t["compiled_recompiles"]["expected_recompiles_in_profile"].as_u64().unwrap() as usize);
+        assert_eq!(a.analysis.compile.recompiles.compile_ids, expected);
+        assert!(a.analysis.compile.compile_in_window_ns > 0);
+        assert_eq!(finding(&a, "compile_in_window").time_at_stake_ns, a.analysis.compile.compile_in_window_ns);
         assert_eq!(finding(&a, "recompiles").evidence["count"], 4);
-        assert!(!a.compile.graph_breaks.detected);
+        assert!(!a.analysis.compile.graph_breaks.detected);
     });
 }
 
 #[test]
 fn a_clean_compile_has_no_compile_findings() {
     let a = h100("compiled_clean");
-    assert!(a.compile.compiled);
-    assert_eq!(a.compile.regions_per_step, 1.0);
+    assert!(a.analysis.compile.compiled);
+    assert_eq!(a.analysis.compile.regions_per_step, 1.0);
     assert!(
-        !a.compile.graph_breaks.detected
-            && a.compile.recompiles.count == 0
-            && !a.compile.cudagraphs
+        !a.analysis.compile.graph_breaks.detected
+            && a.analysis.compile.recompiles.count == 0
+            && !a.analysis.compile.cudagraphs
     );
     for id in [
         "graph_breaks",
@@ -116,12 +118,12 @@ fn a_clean_compile_has_no_compile_findings() {
 #[test]
 fn cuda_graph_replays_are_busy_not_idle() {
     let a = h100("compiled_cudagraphs");
-    assert!(a.compile.cudagraphs);
+    assert!(a.analysis.compile.cudagraphs);
     let f = finding(&a, "cudagraphs_in_use");
     let replayed = f.evidence["replayed_kernel_ns"].as_i64().unwrap();
-    assert!(replayed as f64 > 0.9 * a.summary.kernel_ns as f64);
+    assert!(replayed as f64 > 0.9 * a.analysis.summary.kernel_ns as f64);
     // Replayed kernels (and the gaps inside one replay) are busy time, never idle.
-    let busy: i64 = a.time_partition.iter().take(7).map(|r| r.ns).sum();
+    let busy: i64 = a.analysis.time_partition.iter().take(7).map(|r| r.ns).sum();
     assert!(busy >= replayed, "busy {busy} < replayed {replayed}");
 }
 
@@ -134,7 +136,10 @@ fn launch_bound_eager_model() {
     let f = finding(&a, "launch_bound");
     assert!(f.evidence["kernels_under_10us_pct"].as_f64().unwrap() > 50.0);
     assert_eq!(idle_rank(&a)[0], "launch_overhead");
-    assert_eq!(f.time_at_stake_ns, a.partition_ns("launch_overhead"));
+    assert_eq!(
+        f.time_at_stake_ns,
+        a.analysis.partition_ns("launch_overhead")
+    );
 }
 
 #[test]
@@ -215,6 +220,7 @@ fn manual_attention_in_compiled_code_unless_inductor_fused_it() {
     let fused = h100("compiled_manual_attn");
     assert!(!ids(&fused).contains(&"manual_attention"));
     assert!(fused
+        .analysis
         .buckets
         .iter()
         .any(|b| b.bucket == rocprof_classify::classify::Bucket::Attention && b.launches > 0));
@@ -241,37 +247,35 @@ fn fp32_gemms_without_tensor_cores() {
 fn steps_can_be_selected() {
     let path = fixture("kineto/h100/eager_manual_attn.json.gz");
     let trace = read_all(&[path], &ReadOptions::default()).unwrap();
-    let rules = crate::common::rules();
-    let all = analyze(&trace, rules, &AnalysisOptions::default());
-    assert!(all.warmup_in_window && ids(&all).contains(&"warmup_in_window"));
-    let skip = analyze(
-        &trace,
-        rules,
+    let all = run_trace(trace.clone(), &AnalysisOptions::default());
+    assert!(all.analysis.warmup_in_window && ids(&all).contains(&"warmup_in_window"));
+    let skip = run_trace(
+        trace.clone(),
         &AnalysisOptions {
             skip_warmup: true,
             ..Default::default()
         },
     );
-    assert_eq!(skip.summary.steps, all.summary.steps - 1);
+    assert_eq!(skip.analysis.summary.steps, all.analysis.summary.steps - 1);
     assert!(!ids(&skip).contains(&"warmup_in_window"));
-    assert!(skip.summary.kernel_ns < all.summary.kernel_ns);
-    let two = analyze(
-        &trace,
-        rules,
+    assert!(skip.analysis.summary.kernel_ns < all.analysis.summary.kernel_ns);
+    let two = run_trace(
+        trace.clone(),
         &AnalysisOptions {
             steps: Some("1..3".parse().unwrap()),
             ..Default::default()
         },
     );
-    assert_eq!(two.summary.steps, 2);
+    assert_eq!(two.analysis.summary.steps, 2);
     assert_eq!(
-        two.step_breakdown
+        two.analysis
+            .step_breakdown
             .iter()
             .map(|s| s.step)
             .collect::<Vec<_>>(),
         vec![1, 2]
     );
-    assert!((two.summary.kernel_ns as f64) < 0.5 * all.summary.kernel_ns as f64);
+    assert!((two.analysis.summary.kernel_ns as f64) < 0.5 * all.analysis.summary.kernel_ns as f64);
 }
 
 #[test]
@@ -279,9 +283,8 @@ fn the_dispatch_threshold_moves_idle_between_causes() {
     let path = fixture("kineto/h100/eager_host_bound.json.gz");
     let trace = read_all(&[path], &ReadOptions::default()).unwrap();
     let at = |us: i64| {
-        analyze(
-            &trace,
-            crate::common::rules(),
+        run_trace(
+            trace.clone(),
             &AnalysisOptions {
                 dispatch_threshold_ns: us * 1000,
                 ..Default::default()
@@ -290,9 +293,15 @@ fn the_dispatch_threshold_moves_idle_between_causes() {
     };
     let (small, large) = (at(10), at(20_000));
     // A 20 ms threshold bridges the data loader's 4 ms sleeps: they become "dispatch".
-    assert!(large.partition_ns("launch_overhead") > small.partition_ns("launch_overhead"));
-    assert!(large.partition_ns("host_idle") < small.partition_ns("host_idle"));
-    assert_eq!(small.summary.window_ns, large.summary.window_ns);
+    assert!(
+        large.analysis.partition_ns("launch_overhead")
+            > small.analysis.partition_ns("launch_overhead")
+    );
+    assert!(large.analysis.partition_ns("host_idle") < small.analysis.partition_ns("host_idle"));
+    assert_eq!(
+        small.analysis.summary.window_ns,
+        large.analysis.summary.window_ns
+    );
 }
 
 #[test]
@@ -303,7 +312,7 @@ fn step_partitions_add_up() {
         "eager_host_bound",
     ] {
         let a = h100(name);
-        for s in &a.step_breakdown {
+        for s in &a.analysis.step_breakdown {
             let sum: i64 = s.time_partition.iter().map(|r| r.ns).sum();
             assert_eq!(sum, s.dur_ns, "{name} step {}", s.step);
         }
@@ -313,9 +322,9 @@ fn step_partitions_add_up() {
 #[test]
 fn a_compiled_transformer_called_four_times_per_step_is_a_loop_not_breaks() {
     with_shared!(shared => {
-        let a = analyze_path(&shared.join("corpus/tracelens/profile_trace_rank_0.json.gz"));
-        assert_eq!(a.compile.regions_per_step, 4.0);
-        assert!(!a.compile.graph_breaks.detected);
+        let a = run_path(&shared.join("corpus/tracelens/profile_trace_rank_0.json.gz"));
+        assert_eq!(a.analysis.compile.regions_per_step, 4.0);
+        assert!(!a.analysis.compile.graph_breaks.detected);
         assert!(ids(&a).contains(&"compiled_loop") && !ids(&a).contains(&"graph_breaks"));
     });
 }
@@ -412,8 +421,8 @@ fn every_finding_on_amd_corpus_traces_is_accounted_for() {
     with_shared!(shared => {
         let mut problems = Vec::new();
         for (file, expected) in AMD_LEDGER {
-            let a = analyze_path(&shared.join(file));
-            assert_eq!(a.vendor(), rocprof_classify::model::Vendor::Amd, "{file}");
+            let a = run_path(&shared.join(file));
+            assert_eq!(a.analysis.vendor(), rocprof_classify::model::Vendor::Amd, "{file}");
             let mut fired: Vec<&str> = ids(&a);
             fired.sort();
             fired.dedup();
@@ -431,7 +440,8 @@ fn every_finding_on_amd_corpus_traces_is_accounted_for() {
 fn gpu_time_is_attributed_to_the_launching_ops() {
     let a = h100("eager_manual_attn");
     let op = |n: &str| {
-        a.ops
+        a.analysis
+            .ops
             .iter()
             .find(|o| o.name == n)
             .unwrap_or_else(|| panic!("no {n}"))
@@ -444,6 +454,7 @@ fn gpu_time_is_attributed_to_the_launching_ops() {
     );
     assert_eq!(softmax.launches, 20);
     let kernel = a
+        .analysis
         .top_kernels
         .iter()
         .find(|k| k.family == "softmax")
@@ -456,29 +467,33 @@ fn gpu_time_is_attributed_to_the_launching_ops() {
     assert!(op("aten::matmul").total_ns >= op("aten::bmm").self_ns);
     assert_eq!(op("aten::matmul").self_ns, 0);
     assert_eq!(
-        a.ops.iter().map(|o| o.self_ns).sum::<i64>(),
-        a.summary.kernel_ns
+        a.analysis.ops.iter().map(|o| o.self_ns).sum::<i64>(),
+        a.analysis.summary.kernel_ns
     );
-    assert!(a.ops.windows(2).all(|w| w[0].self_ns >= w[1].self_ns));
+    assert!(a
+        .analysis
+        .ops
+        .windows(2)
+        .all(|w| w[0].self_ns >= w[1].self_ns));
     assert!(op("aten::mm")
         .shapes
         .as_deref()
         .unwrap()
         .starts_with("[[4096,1024]"));
     // No Python stacks in this trace: no module or source rows.
-    assert!(a.modules.is_empty() && a.sources.is_empty());
+    assert!(a.analysis.modules.is_empty() && a.analysis.sources.is_empty());
 }
 
 #[test]
 fn modules_and_source_lines_from_python_stacks() {
     with_shared!(shared => {
-        let a = analyze_path(&shared.join("corpus/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"));
-        assert!(a.modules.iter().any(|m| m.name.as_deref().is_some_and(|n| n.starts_with("nn.Module: Qwen2Attention"))));
-        let top = a.sources.iter().find(|s| s.location.as_deref() != Some("(no source)")).unwrap();
+        let a = run_path(&shared.join("corpus/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"));
+        assert!(a.analysis.modules.iter().any(|m| m.name.as_deref().is_some_and(|n| n.starts_with("nn.Module: Qwen2Attention"))));
+        let top = a.analysis.sources.iter().find(|s| s.location.as_deref() != Some("(no source)")).unwrap();
         assert!(top.location.as_deref().unwrap().contains("modeling_qwen2.py("), "{top:?}");
-        assert!(a.sources.iter().all(|s| !s.location.as_deref().unwrap().starts_with("torch/")));
-        for list in [&a.modules, &a.sources] {
-            assert_eq!(list.iter().map(|r| r.self_ns).sum::<i64>(), a.summary.kernel_ns);
+        assert!(a.analysis.sources.iter().all(|s| !s.location.as_deref().unwrap().starts_with("torch/")));
+        for list in [&a.analysis.modules, &a.analysis.sources] {
+            assert_eq!(list.iter().map(|r| r.self_ns).sum::<i64>(), a.analysis.summary.kernel_ns);
             assert!(list.iter().all(|r| r.total_ns >= r.self_ns));
         }
     });

@@ -175,8 +175,9 @@ fn every_report_shows_the_ops_and_their_efficiency() {
 /// H100 trace's tiny GEMM ([16, 256] x [256, 256]) runs far under peak, and the finding says why.
 #[test]
 fn a_tiny_gemm_is_a_low_efficiency_finding_with_its_reasons() {
-    let a = analyze_path(&fixture("kineto/h100/eager_launch_bound.json.gz"));
-    let f = a
+    let run = crate::common::run_path(&fixture("kineto/h100/eager_launch_bound.json.gz"));
+    let a = &run.analysis;
+    let f = run
         .findings
         .iter()
         .find(|f| f.id == "low_gemm_efficiency")
@@ -204,7 +205,7 @@ fn a_tiny_gemm_is_a_low_efficiency_finding_with_its_reasons() {
     assert!(!why.iter().any(|w| w.contains("bytes")), "{why:?}");
     assert!(f.evidence["stride_hotspot_bytes"].is_null());
     // The well-shaped GEMMs of the manual-attention trace (70% of peak) are not in it.
-    let b = analyze_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
+    let b = crate::common::run_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
     let f = b
         .findings
         .iter()

@@ -1,8 +1,7 @@
 //! The module graph follows the layer order of `src/lib.rs`: a top-level module imports only
 //! modules below it (`error` is at the bottom, under everything). The edges come from the
 //! sources (`crate::X` outside unit tests); an edge the order does not allow fails, and so
-//! does any cycle. `KNOWN_UPWARD` lists the edges still to remove (issue 17): the list may
-//! only shrink.
+//! does any cycle.
 
 use crate::common::root;
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,14 +12,12 @@ const LAYERS: &[&[&str]] = &[
     &["model"],
     &["ingest", "classify"],
     &["analysis"],
-    &["detect", "diff"],
+    &["detect"],
     &["recommend"],
+    &["pipeline"],
     &["report"],
     &["cli"],
 ];
-
-/// Upward edges that remain, and why: `Analysis` still carries the findings and the plan.
-const KNOWN_UPWARD: &[(&str, &str)] = &[("analysis", "detect"), ("analysis", "recommend")];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
@@ -74,7 +71,6 @@ fn modules_import_only_downward() {
         "the scan sees imports: {edges:?}"
     );
     let mut bad = Vec::new();
-    let mut still_known = BTreeSet::new();
     for (from, tos) in &edges {
         for to in tos {
             let (f, t) = (layer_of(from).unwrap(), layer_of(to).unwrap());
@@ -82,11 +78,7 @@ fn modules_import_only_downward() {
             if allowed {
                 continue;
             }
-            if KNOWN_UPWARD.contains(&(from.as_str(), to.as_str())) {
-                still_known.insert((from.clone(), to.clone()));
-            } else {
-                bad.push(format!("{from} -> {to}"));
-            }
+            bad.push(format!("{from} -> {to}"));
         }
     }
     assert!(
@@ -94,11 +86,4 @@ fn modules_import_only_downward() {
         "imports against the layer order: {}",
         bad.join(", ")
     );
-    // A known edge that is gone comes off the list.
-    for (from, to) in KNOWN_UPWARD {
-        assert!(
-            still_known.contains(&(from.to_string(), to.to_string())),
-            "{from} -> {to} no longer exists: remove it from KNOWN_UPWARD"
-        );
-    }
 }

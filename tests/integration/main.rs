@@ -11,6 +11,7 @@ mod compile_logs;
 mod corpus;
 mod diagnosis;
 mod efficiency;
+mod exports;
 mod fuzz_regressions;
 mod graphs;
 mod h100;

@@ -2,19 +2,17 @@
 //! traces with a known straggler (`fixtures/kineto/h100x2`, made by `make_straggler_traces.py`
 //! on two GPUs; `truth.json` says which rank was slowed and how).
 
-use crate::common::{assert_valid_feed, bin, fixture, rules};
+use crate::common::{assert_valid_feed, bin, fixture, run_trace};
 use crate::with_shared;
-use rocprof_classify::analysis::{analyze_with_ranks, Analysis, AnalysisOptions};
+use rocprof_classify::analysis::AnalysisOptions;
 use rocprof_classify::detect::Finding;
 use rocprof_classify::ingest::{read_all, ReadOptions};
-use rocprof_classify::recommend::{plan, Catalog};
+use rocprof_classify::Run;
 use std::path::PathBuf;
 
-fn planned(paths: &[PathBuf]) -> Analysis {
+fn planned(paths: &[PathBuf]) -> Run {
     let trace = read_all(paths, &ReadOptions::default()).unwrap();
-    let mut a = analyze_with_ranks(&trace, rules(), &AnalysisOptions::default());
-    a.plan = plan(&a, &Catalog::load(&[]).unwrap(), None);
-    a
+    run_trace(trace, &AnalysisOptions::default())
 }
 
 fn truth() -> serde_json::Value {
@@ -22,11 +20,11 @@ fn truth() -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
-fn straggler(a: &Analysis) -> Option<&Finding> {
+fn straggler(a: &Run) -> Option<&Finding> {
     a.findings.iter().find(|f| f.id == "straggler_rank")
 }
 
-fn recommended(a: &Analysis) -> Vec<&str> {
+fn recommended(a: &Run) -> Vec<&str> {
     a.plan
         .recommendations
         .iter()
@@ -50,7 +48,7 @@ fn the_slowed_rank_is_named_with_its_cause() {
         ),
     ] {
         let a = planned(&[fixture(&format!("kineto/h100x2/{run}"))]);
-        let ranks: Vec<Option<u32>> = a.inputs.iter().map(|i| i.rank).collect();
+        let ranks: Vec<Option<u32>> = a.analysis.inputs.iter().map(|i| i.rank).collect();
         assert_eq!(
             ranks,
             [Some(0), Some(1)],
@@ -72,7 +70,7 @@ fn the_slowed_rank_is_named_with_its_cause() {
             steps.len() as u64,
             f.evidence["steps_compared"].as_u64().unwrap()
         );
-        assert_eq!(steps.len(), a.summary.steps, "{run}");
+        assert_eq!(steps.len(), a.analysis.summary.steps, "{run}");
         let per_rank = f.evidence["ranks"].as_array().unwrap();
         let comm = |r: u64| per_rank[r as usize]["communication_ns"].as_i64().unwrap();
         assert_eq!(f.time_at_stake_ns, comm(1 - expected) - comm(expected));
@@ -105,7 +103,7 @@ fn files_without_ranks_take_them_from_their_names_or_places() {
     };
     let ranks = |paths: &[PathBuf]| -> Vec<Option<u32>> {
         let a = planned(paths);
-        a.inputs.iter().map(|i| i.rank).collect()
+        a.analysis.inputs.iter().map(|i| i.rank).collect()
     };
     // Single-GPU traces carry no rank. Named per rank: the names say.
     let named = dir.path().join("named");
@@ -128,7 +126,7 @@ fn files_without_ranks_take_them_from_their_names_or_places() {
     copy("eager_sdpa_fused", "plain/b.json.gz");
     let a = planned(&[plain]);
     assert_eq!(
-        a.inputs.iter().map(|i| i.rank).collect::<Vec<_>>(),
+        a.analysis.inputs.iter().map(|i| i.rank).collect::<Vec<_>>(),
         [Some(0), Some(1)]
     );
     assert_eq!(a.ranks.len(), 2, "per-rank views");

@@ -2,9 +2,10 @@
 
 use crate::common::{analyze_path, assert_valid_feed, bin, fixture, rules};
 use crate::with_shared;
-use rocprof_classify::analysis::{analyze_with_ranks, Analysis, AnalysisOptions};
+use rocprof_classify::analysis::AnalysisOptions;
 use rocprof_classify::ingest::{read_all, ReadOptions};
-use rocprof_classify::recommend::{parse_env, plan, Catalog, EnvListing};
+use rocprof_classify::recommend::{parse_env, Catalog, EnvListing};
+use rocprof_classify::Run;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -12,18 +13,24 @@ fn catalog() -> Catalog {
     Catalog::load(&[]).expect("built-in ladder loads")
 }
 
-fn planned(path: &Path, env: Option<&EnvListing>) -> Analysis {
+fn planned(path: &Path, env: Option<&EnvListing>) -> Run {
     let trace = read_all(&[path.to_path_buf()], &ReadOptions::default()).unwrap();
-    let mut a = analyze_with_ranks(&trace, rules(), &AnalysisOptions::default());
-    a.plan = plan(&a, &catalog(), env);
-    a
+    rocprof_classify::pipeline::run_trace(
+        trace,
+        &[],
+        true,
+        rules(),
+        &catalog(),
+        env,
+        &AnalysisOptions::default(),
+    )
 }
 
-fn h100(name: &str) -> Analysis {
+fn h100(name: &str) -> Run {
     planned(&fixture(&format!("kineto/h100/{name}.json.gz")), None)
 }
 
-fn rec_ids(a: &Analysis) -> Vec<&str> {
+fn rec_ids(a: &Run) -> Vec<&str> {
     a.plan
         .recommendations
         .iter()
@@ -31,7 +38,7 @@ fn rec_ids(a: &Analysis) -> Vec<&str> {
         .collect()
 }
 
-fn rec<'a>(a: &'a Analysis, id: &str) -> &'a rocprof_classify::recommend::Recommendation {
+fn rec<'a>(a: &'a Run, id: &str) -> &'a rocprof_classify::recommend::Recommendation {
     a.plan
         .recommendations
         .iter()
@@ -39,7 +46,7 @@ fn rec<'a>(a: &'a Analysis, id: &str) -> &'a rocprof_classify::recommend::Recomm
         .unwrap_or_else(|| panic!("no {id} in {:?}", rec_ids(a)))
 }
 
-fn status(a: &Analysis, level: u8) -> &'static str {
+fn status(a: &Run, level: u8) -> &'static str {
     a.plan
         .ladder
         .iter()
@@ -242,10 +249,10 @@ fn every_recommendation_fires_on_some_trace() {
 }
 
 /// Savings never exceed the time of the categories a recommendation acts on.
-pub fn assert_savings_bounded(a: &Analysis, cat: &Catalog, label: &str) {
+pub fn assert_savings_bounded(a: &Run, cat: &Catalog, label: &str) {
     for r in &a.plan.recommendations {
         let def = cat.get(&r.id).unwrap();
-        let ceiling: i64 = def.acts_on.iter().map(|c| a.partition_ns(c)).sum();
+        let ceiling: i64 = def.acts_on.iter().map(|c| a.analysis.partition_ns(c)).sum();
         assert!(
             r.est_savings_ns <= ceiling,
             "{label}: {} saves {} > {ceiling}",

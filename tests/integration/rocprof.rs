@@ -107,8 +107,9 @@ fn every_rocprof_trace_loads() {
                 problems.push(format!("{file}: missing from the corpus"));
                 continue;
             }
-            let a = analyze_path(&path);
-            crate::common::assert_valid_feed(&rocprof_classify::report::json::render(&a));
+            let run = crate::common::run_path(&path);
+            crate::common::assert_valid_feed(&rocprof_classify::report::json::render(&run));
+            let a = &run.analysis;
             println!("{file:<66} {:<15} {:>10} {:>12.2}%", a.inputs[0].format.as_str(), a.activities, a.summary.unclassified_pct);
             if a.inputs[0].format.as_str() != format {
                 problems.push(format!("{file}: read as {}, expected {format}", a.inputs[0].format.as_str()));

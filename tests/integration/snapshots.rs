@@ -1,15 +1,10 @@
 //! Snapshots of the feed and the table for committed fixtures (`cargo insta review` to bless).
 
-use crate::common::{analyze_path, assert_valid_feed, fixture};
+use crate::common::{assert_valid_feed, fixture, run_path};
 use rocprof_classify::report::{json, table};
 
 fn feed_snapshot(rel: &str) -> serde_json::Value {
-    let mut a = analyze_path(&fixture(rel));
-    a.plan = rocprof_classify::recommend::plan(
-        &a,
-        &rocprof_classify::recommend::Catalog::load(&[]).unwrap(),
-        None,
-    );
+    let a = run_path(&fixture(rel));
     let mut v = assert_valid_feed(&json::render(&a));
     // Absolute paths and the version change between machines and releases.
     v["tool"]["version"] = "[version]".into();
@@ -35,14 +30,9 @@ fn feeds() {
 
 #[test]
 fn terminal_table() {
-    let mut a = analyze_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
-    a.plan = rocprof_classify::recommend::plan(
-        &a,
-        &rocprof_classify::recommend::Catalog::load(&[]).unwrap(),
-        None,
-    );
-    a.inputs[0].path = "eager_manual_attn.json.gz".into();
-    a.top_kernels.truncate(8);
+    let mut a = run_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
+    a.analysis.inputs[0].path = "eager_manual_attn.json.gz".into();
+    a.analysis.top_kernels.truncate(8);
     let text = String::from_utf8(table::render(
         &a,
         &table::TableOptions {
@@ -57,7 +47,7 @@ fn terminal_table() {
 
 /// Every committed fixture input: each trace file, and each directory of rank files, as
 /// (the folder to run in, the argument naming it there).
-fn fixture_inputs() -> Vec<(std::path::PathBuf, String)> {
+pub(crate) fn fixture_inputs() -> Vec<(std::path::PathBuf, String)> {
     fn walk(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
             .unwrap()

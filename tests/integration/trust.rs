@@ -311,7 +311,8 @@ fn graph_gaps_are_not_busy_time() {
         "kineto/zoo/llama_decode_reduce_overhead.json.gz",
         "kineto/h100/compiled_cudagraphs.json.gz",
     ] {
-        let a = analyze_path(&fixture(rel));
+        let run = crate::common::run_path(&fixture(rel));
+        let a = &run.analysis;
         let gaps = a.partition_ns("graph_gaps");
         assert!(
             gaps > 0,
@@ -333,7 +334,7 @@ fn graph_gaps_are_not_busy_time() {
             );
         }
         // Neither busy nor launch overhead: the launch-bound finding's evidence leaves it out.
-        if let Some(f) = a.findings.iter().find(|f| f.id == "launch_bound") {
+        if let Some(f) = run.findings.iter().find(|f| f.id == "launch_bound") {
             assert_eq!(
                 f.evidence["launch_overhead_ns"].as_i64(),
                 Some(a.partition_ns("launch_overhead")),

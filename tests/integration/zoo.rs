@@ -2,8 +2,8 @@
 //! time invariants, step times against the CUDA events of the run, and every finding its truth
 //! names raised or kept silent.
 
-use crate::common::{fixture, rules};
-use rocprof_classify::analysis::{analyze, steps::median, AnalysisOptions};
+use crate::common::fixture;
+use rocprof_classify::analysis::{steps::median, AnalysisOptions};
 use rocprof_classify::ingest::{read_all, ReadOptions};
 use serde_json::Value;
 
@@ -27,7 +27,8 @@ fn the_zoo_is_classified_timed_and_diagnosed_as_built() {
             "{name} is over 1 MB"
         );
         let trace = read_all(&[path], &ReadOptions::default()).unwrap();
-        let a = analyze(&trace, rules(), &AnalysisOptions::default());
+        let run = crate::common::run_trace(trace.clone(), &AnalysisOptions::default());
+        let a = &run.analysis;
         if a.summary.unclassified_pct > 2.0 {
             failures.push(format!(
                 "{name}: {:.2}% unclassified",
@@ -56,7 +57,7 @@ fn the_zoo_is_classified_timed_and_diagnosed_as_built() {
                 ));
             }
         }
-        let fired: Vec<&str> = a.findings.iter().map(|f| f.id).collect();
+        let fired: Vec<&str> = run.findings.iter().map(|f| f.id).collect();
         for id in t["findings"]["fire"].as_array().unwrap() {
             if !fired.contains(&id.as_str().unwrap()) {
                 failures.push(format!("{name}: {id} should fire (fired: {fired:?})"));

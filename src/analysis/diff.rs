@@ -1,7 +1,22 @@
-//! Before → after: two analyses compared per step, so runs with different step counts, formats
-//! or vendors compare (an MI300X trace against an H100 trace of the same model compares buckets).
+//! Before → after: two runs compared per step, so runs with different step counts, formats or
+//! vendors compare (an MI300X trace against an H100 trace of the same model compares buckets).
+//! The findings and the ladder come in as plain [`Outcome`] data (ids and statuses), so the
+//! comparison stays in the analysis layer; `report::diff` renders it.
 
 use crate::analysis::Analysis;
+use std::collections::BTreeSet;
+
+/// One side of a comparison: its analysis and what the layers above it concluded.
+pub struct Outcome<'a> {
+    pub analysis: &'a Analysis,
+    /// Ids of the findings that fired.
+    pub finding_ids: BTreeSet<String>,
+    /// The ladder: level, name, status.
+    pub ladder: Vec<(u8, String, &'static str)>,
+    pub next_level: Option<u8>,
+    /// Kernels replayed from CUDA/HIP graphs (the `cudagraphs_in_use` evidence), 0 without.
+    pub replayed_kernels: f64,
+}
 use crate::classify::Bucket;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -96,13 +111,8 @@ fn step_time(a: &Analysis) -> f64 {
     }
 }
 
-fn side(a: &Analysis) -> Side {
-    let replayed = a
-        .findings
-        .iter()
-        .find(|f| f.id == "cudagraphs_in_use")
-        .and_then(|f| f.evidence["replayed_kernels"].as_f64())
-        .unwrap_or(0.0);
+fn side(o: &Outcome) -> Side {
+    let (a, replayed) = (o.analysis, o.replayed_kernels);
     Side {
         inputs: a
             .inputs
@@ -129,7 +139,8 @@ fn side(a: &Analysis) -> Side {
 
 /// Compares two analyses; `top` bounds the kernel lists. The analyses should list all kernels
 /// (`top_kernels` unbounded) for the kernel lists to be complete.
-pub fn diff(base: &Analysis, new: &Analysis, top: usize) -> Diff {
+pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
+    let (base, new) = (base_run.analysis, new_run.analysis);
     let (sb, sn) = (steps_of(base), steps_of(new));
     let buckets = Bucket::ALL
         .iter()
@@ -235,32 +246,24 @@ pub fn diff(base: &Analysis, new: &Analysis, top: usize) -> Diff {
     by_size(&mut vanished);
     by_size(&mut changed);
 
-    let ids = |a: &Analysis| {
-        a.findings
-            .iter()
-            .map(|f| f.id.to_string())
-            .collect::<std::collections::BTreeSet<_>>()
-    };
-    let (fb, fnew) = (ids(base), ids(new));
-    let ladder = base
-        .plan
+    let (fb, fnew) = (&base_run.finding_ids, &new_run.finding_ids);
+    let ladder = base_run
         .ladder
         .iter()
-        .map(|l| LadderChange {
-            level: l.level,
-            name: l.name.clone(),
-            base: l.status,
-            new: new
-                .plan
+        .map(|(level, name, status)| LadderChange {
+            level: *level,
+            name: name.clone(),
+            base: status,
+            new: new_run
                 .ladder
                 .iter()
-                .find(|x| x.level == l.level)
-                .map_or("unknown", |x| x.status),
+                .find(|x| x.0 == *level)
+                .map_or("unknown", |x| x.2),
         })
         .collect();
     Diff {
-        base: side(base),
-        new: side(new),
+        base: side(base_run),
+        new: side(new_run),
         step: Delta::new("step", step_time(base), step_time(new)),
         gpu_busy: Delta::new(
             "gpu_busy",
@@ -273,11 +276,11 @@ pub fn diff(base: &Analysis, new: &Analysis, top: usize) -> Diff {
         kernels_appeared: appeared,
         kernels_vanished: vanished,
         kernels_changed: changed,
-        findings_resolved: fb.difference(&fnew).cloned().collect(),
-        findings_introduced: fnew.difference(&fb).cloned().collect(),
-        findings_remaining: fb.intersection(&fnew).cloned().collect(),
+        findings_resolved: fb.difference(fnew).cloned().collect(),
+        findings_introduced: fnew.difference(fb).cloned().collect(),
+        findings_remaining: fb.intersection(fnew).cloned().collect(),
         ladder,
-        next_level: (base.plan.next_level, new.plan.next_level),
+        next_level: (base_run.next_level, new_run.next_level),
     }
 }
 

@@ -1,0 +1,79 @@
+//! The annotated activity table: what the analysis decided about each GPU activity, computed
+//! once and read by every output that writes activities back out (Parquet/CSV, Perfetto).
+//! Columns are indexed like `trace.activities`; strings are resolved through the trace.
+
+use crate::classify::{Bucket, Classified};
+use crate::model::{NameId, Trace};
+
+/// Per GPU activity: bucket, kernel-name class (family, library, rule), step, launching op,
+/// innermost `nn.Module` and user source line, and whether it counts in `summary.kernel_ns`.
+#[derive(Debug, Default)]
+pub struct ActivityTable {
+    /// The feed's bucket (the launching op's where an op rule decides).
+    pub bucket: Vec<Bucket>,
+    /// Per distinct name: its kernel-name class.
+    pub classified: Classified,
+    /// Rule ids by rule index (what `classified` refers to).
+    pub rule_ids: Vec<String>,
+    /// Index of the step (of the activity's input) it was launched in.
+    pub step: Vec<Option<u32>>,
+    /// Per input: its steps' `ProfilerStep#N` numbers.
+    pub step_numbers: Vec<Vec<u64>>,
+    /// Host index of the innermost launching op.
+    pub op: Vec<Option<u32>>,
+    /// Innermost `nn.Module` frame and user source frame around the launch (`NameId::NONE`
+    /// without one); empty when the trace has no such frames.
+    pub module: Vec<NameId>,
+    pub source: Vec<NameId>,
+    /// Counts in the analysis (`summary.kernel_ns`, `buckets`): inside the selected steps.
+    pub in_window: Vec<bool>,
+}
+
+/// One activity's annotations, resolved to strings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Annotation<'a> {
+    pub bucket: Bucket,
+    pub family: &'a str,
+    pub library: &'a str,
+    pub rule: Option<&'a str>,
+    pub step: Option<u64>,
+    pub op: Option<&'a str>,
+    pub module: Option<&'a str>,
+    pub source: Option<&'a str>,
+    pub rank: Option<u32>,
+    pub in_window: bool,
+}
+
+impl ActivityTable {
+    pub fn len(&self) -> usize {
+        self.bucket.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.bucket.is_empty()
+    }
+
+    /// Activity `a`'s annotations (`trace` is the one the table was computed from).
+    pub fn get<'a>(&'a self, trace: &'a Trace, a: usize) -> Annotation<'a> {
+        let acts = &trace.activities;
+        let input = acts.input[a] as usize;
+        let class = self.classified.get(acts.name[a]);
+        let frame = |column: &[NameId]| {
+            column
+                .get(a)
+                .filter(|&&n| n != NameId::NONE)
+                .map(|&n| trace.names.get(n))
+        };
+        Annotation {
+            bucket: self.bucket[a],
+            family: &class.family,
+            library: &class.library,
+            rule: class.rule.map(|r| self.rule_ids[r].as_str()),
+            step: self.step[a].map(|s| self.step_numbers[input][s as usize]),
+            op: self.op[a].map(|h| trace.names.get(trace.host.name[h as usize])),
+            module: frame(&self.module),
+            source: frame(&self.source),
+            rank: trace.inputs[input].rank,
+            in_window: self.in_window[a],
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The whole job as one call: [`run`] reads the inputs (traces and torch.compile logs, files or
+//! directories), classifies and analyzes them, runs the detectors and evaluates the ladder,
+//! and hands back a [`Run`] that every output renders from. The command line, the tests, the
+//! benches and the fuzz targets all call it; [`run_trace`] starts from a trace already read.
+
+use crate::analysis::partition::PartitionRow;
+use crate::analysis::{self, ActivityTable, Analysis, AnalysisOptions, BucketRow, Summary};
+use crate::classify::RuleSet;
+use crate::detect::{self, Finding};
+use crate::error::RunError;
+use crate::ingest::{self, Cancel, Progress, ReadOptions};
+use crate::model::compile_log::{CompileLog, LogFormat};
+use crate::model::{Format, InputMeta, Trace, Vendor};
+use crate::recommend::{self, Catalog, EnvListing, Plan};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// What to read and compute: plain data, no command-line types.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub analysis: AnalysisOptions,
+    /// Treat a truncated trace as an error instead of analyzing what was written.
+    pub strict: bool,
+    /// Read every input as this format instead of telling it from its content.
+    pub force_format: Option<Format>,
+    /// Decompression-bomb ratio for gzip inputs (None: the default).
+    pub max_gunzip_ratio: Option<u64>,
+    /// Directories of extra rule files (classification, ops, devices, ladder).
+    pub rule_dirs: Vec<PathBuf>,
+    /// torch.compile logs of the same run (inputs recognized as logs join these).
+    pub torch_logs: Vec<PathBuf>,
+    /// The output of `env` on the machine that ran the trace (the ladder's level-1 audit).
+    pub env_file: Option<PathBuf>,
+    /// Told how many input bytes were read.
+    pub progress: Option<Progress>,
+    /// Set from another thread to stop the run: reading stops at its next block and `run`
+    /// returns [`RunError::Cancelled`].
+    pub cancel: Option<Cancel>,
+}
+
+/// One rank's view (the feed's `ranks[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct RankView {
+    pub rank: u32,
+    pub summary: Summary,
+    pub buckets: Vec<BucketRow>,
+    pub time_partition: Vec<PartitionRow>,
+    pub findings: Vec<Finding>,
+}
+
+/// How long the stages took (for `--timings`; never rendered into a report).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timings {
+    pub read: Duration,
+    pub analysis: Duration,
+}
+
+/// Everything one run computed.
+#[derive(Debug)]
+pub struct Run {
+    /// The inputs as read (empty after [`Run::drop_rows`]).
+    pub trace: Trace,
+    /// Per GPU activity of `trace`: what the analysis decided about it.
+    pub activities: ActivityTable,
+    pub analysis: Analysis,
+    /// What the detectors found, sorted (FEED.md order).
+    pub findings: Vec<Finding>,
+    /// Recommendations and ladder status.
+    pub plan: Plan,
+    /// Each rank's own view, when the inputs hold several ranks.
+    pub ranks: Vec<RankView>,
+    pub timings: Timings,
+}
+
+impl Run {
+    /// Frees the trace and the activity table: the reports need neither.
+    pub fn drop_rows(&mut self) {
+        self.trace = Trace::default();
+        self.activities = ActivityTable::default();
+    }
+
+    /// What a before/after comparison reads of this run.
+    pub fn outcome(&self) -> analysis::diff::Outcome<'_> {
+        analysis::diff::Outcome {
+            analysis: &self.analysis,
+            finding_ids: self.findings.iter().map(|f| f.id.to_string()).collect(),
+            ladder: self
+                .plan
+                .ladder
+                .iter()
+                .map(|l| (l.level, l.name.clone(), l.status))
+                .collect(),
+            next_level: self.plan.next_level,
+            replayed_kernels: self
+                .findings
+                .iter()
+                .find(|f| f.id == "cudagraphs_in_use")
+                .and_then(|f| f.evidence["replayed_kernels"].as_f64())
+                .unwrap_or(0.0),
+        }
+    }
+}
+
+/// Reads `inputs` and does the whole analysis. Paths may be trace files, directories (one
+/// file per rank, or a rocprof output directory), torch.compile logs, or `-` for stdin.
+pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
+    let env = match &config.env_file {
+        Some(p) => Some(recommend::parse_env(&std::fs::read_to_string(p).map_err(
+            |source| RunError::Env {
+                path: p.display().to_string(),
+                source,
+            },
+        )?)),
+        None => None,
+    };
+    // torch.compile logs given as inputs join the trace instead of being read as one.
+    let (log_inputs, paths): (Vec<PathBuf>, Vec<PathBuf>) = inputs
+        .iter()
+        .cloned()
+        .partition(|p| ingest::is_compile_log(p));
+    let logs = config
+        .torch_logs
+        .iter()
+        .chain(&log_inputs)
+        .map(|p| ingest::read_compile_log(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let started = Instant::now();
+    // Compiling the rules overlaps reading the traces (it only matters once they are read).
+    let (trace, loaded) = rayon::join(
+        || read_traces(&paths, config),
+        || -> Result<(RuleSet, Catalog), RunError> {
+            Ok((
+                RuleSet::load(&config.rule_dirs)?,
+                Catalog::load(&config.rule_dirs)?,
+            ))
+        },
+    );
+    if config.cancel.as_ref().is_some_and(Cancel::is_set) {
+        return Err(RunError::Cancelled);
+    }
+    let (rules, catalog) = loaded?;
+    let mut trace = trace?;
+    let read = started.elapsed();
+    add_log_inputs(&mut trace, &logs);
+    let mut run = run_trace(
+        trace,
+        &logs,
+        !paths.is_empty(),
+        &rules,
+        &catalog,
+        env.as_ref(),
+        &config.analysis,
+    );
+    run.timings = Timings {
+        read,
+        analysis: started.elapsed() - read,
+    };
+    Ok(run)
+}
+
+fn read_traces(paths: &[PathBuf], config: &Config) -> Result<Trace, RunError> {
+    if paths.is_empty() {
+        // The logs alone: what they say, without a trace to join.
+        return Ok(Trace::default());
+    }
+    let opts = ReadOptions {
+        strict: config.strict,
+        force: config.force_format,
+        progress: config.progress.clone(),
+        cancel: config.cancel.clone(),
+        max_gunzip_ratio: config.max_gunzip_ratio,
+        ..Default::default()
+    };
+    Ok(ingest::read_all(paths, &opts)?)
+}
+
+/// The logs are inputs too (after the traces; they hold no rows).
+fn add_log_inputs(trace: &mut Trace, logs: &[CompileLog]) {
+    for log in logs {
+        trace.inputs.push(InputMeta {
+            path: log.path.clone(),
+            format: match log.format {
+                LogFormat::TorchLogs => Format::TorchLogs,
+                LogFormat::TorchTrace => Format::TorchTrace,
+            },
+            vendor: Vendor::Unknown,
+            devices: Vec::new(),
+            rank: None,
+            truncated: false,
+            warnings: log.warnings.clone(),
+            hardware: None,
+            base_time_ns: None,
+        });
+    }
+}
+
+/// The analysis of a trace already read: `logs` are torch.compile logs of the same run
+/// (`has_trace` false when the logs came alone, with nothing to join them to).
+pub fn run_trace(
+    trace: Trace,
+    logs: &[CompileLog],
+    has_trace: bool,
+    rules: &RuleSet,
+    catalog: &Catalog,
+    env: Option<&EnvListing>,
+    opts: &AnalysisOptions,
+) -> Run {
+    let (analysis, activities, mut findings, ranks) = analyze_all(&trace, rules, opts);
+    if !logs.is_empty() {
+        let joined = analysis::compile_log::join(logs, has_trace.then_some(&trace));
+        detect::annotate(&mut findings, &joined);
+        detect::sort(&mut findings);
+    }
+    let plan = recommend::plan(&analysis, &findings, catalog, env);
+    Run {
+        trace,
+        activities,
+        analysis,
+        findings,
+        plan,
+        ranks,
+        timings: Timings::default(),
+    }
+}
+
+/// The analysis and findings of one trace (or one rank's part of it).
+fn analyze_one(
+    trace: &Trace,
+    rules: &RuleSet,
+    opts: &AnalysisOptions,
+    frames: bool,
+) -> (Analysis, ActivityTable, Vec<Finding>) {
+    let ctx = analysis::prepare(trace, rules, opts);
+    // The detectors and the frame views run side by side.
+    let (findings, frames) = rayon::join(
+        || detect::run_all(&ctx),
+        || {
+            if frames {
+                ctx.frames()
+            } else {
+                Default::default()
+            }
+        },
+    );
+    let (analysis, table) = ctx.finish(frames);
+    (analysis, table, findings)
+}
+
+/// [`analyze_one`] of the whole trace, plus each rank's own view when it holds several ranks.
+fn analyze_all(
+    trace: &Trace,
+    rules: &RuleSet,
+    opts: &AnalysisOptions,
+) -> (Analysis, ActivityTable, Vec<Finding>, Vec<RankView>) {
+    use rayon::prelude::*;
+    let mut ranks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (i, input) in trace.inputs.iter().enumerate() {
+        if let Some(r) = input.rank {
+            ranks.entry(r).or_default().push(i as u32);
+        }
+    }
+    if ranks.len() <= 1 {
+        let (a, t, f) = analyze_one(trace, rules, opts, true);
+        return (a, t, f, Vec::new());
+    }
+    // The aggregate and each rank's view are independent: compute them in parallel (collect
+    // keeps rank order, so the output does not depend on the thread count).
+    let ((a, t, f), views) = rayon::join(
+        || analyze_one(trace, rules, opts, true),
+        || {
+            ranks
+                .into_par_iter()
+                .map(|(rank, inputs)| {
+                    let (a, _, findings) = analyze_one(&trace.subset(&inputs), rules, opts, false);
+                    RankView {
+                        rank,
+                        summary: a.summary,
+                        buckets: a.buckets,
+                        time_partition: a.time_partition,
+                        findings,
+                    }
+                })
+                .collect::<Vec<RankView>>()
+        },
+    );
+    (a, t, f, views)
+}
