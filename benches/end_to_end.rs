@@ -12,6 +12,10 @@
 //!
 //! `BENCH_RUNS=N` sets the runs per input (default 3); `BENCH_MAX_MB=N` skips larger inputs;
 //! `BENCH_ONLY=attribution` runs only the attribution on/off comparison on big_eager.
+//! `BENCH_BASELINE=REV` first builds commit REV (a git worktree, release, its own target
+//! directory under `bench-baseline/`, seeded with this build's dependencies) and runs it against
+//! this build on big_eager, alternating, and prints old/new wall and peak-RSS ratios;
+//! `BENCH_ONLY=baseline` stops after that.
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -26,9 +30,14 @@ const BIN: &str = env!("CARGO_BIN_EXE_rocprof-classify");
 
 /// Wall time and peak RSS (bytes) of one run of the binary.
 fn run_once(args: &[&str], input: &Path) -> (Duration, u64) {
+    run_bin(Path::new(BIN), args, input)
+}
+
+/// [`run_once`] of another binary (a baseline build).
+fn run_bin(bin: &Path, args: &[&str], input: &Path) -> (Duration, u64) {
     let start = Instant::now();
     #[allow(clippy::zombie_processes)]
-    let child = Command::new(BIN)
+    let child = Command::new(bin)
         .args(args)
         .arg(input)
         .stdout(std::process::Stdio::null())
@@ -46,7 +55,7 @@ fn run_once(args: &[&str], input: &Path) -> (Duration, u64) {
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{} failed on {}",
-        BIN,
+        bin.display(),
         input.display()
     );
     (wall, usage.ru_maxrss as u64 * 1024)
@@ -331,6 +340,98 @@ fn generate(what: &str) {
     }
 }
 
+/// Runs git in the current directory; its trimmed stdout.
+fn git(args: &[&str]) -> String {
+    let out = Command::new("git").args(args).output().expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The release binary of commit `rev`, built once per commit hash into
+/// `bench-baseline/<hash>/`: a detached worktree, built with its own target directory (seeded
+/// from this build's release directory, so only the crate itself compiles).
+fn build_baseline(rev: &str, target_dir: &Path) -> PathBuf {
+    let hash = git(&["rev-parse", "--verify", &format!("{rev}^{{commit}}")]);
+    let root = std::fs::canonicalize(target_dir)
+        .unwrap()
+        .join("bench-baseline");
+    let bin = root.join(&hash).join("rocprof-classify");
+    if bin.exists() {
+        return bin;
+    }
+    let worktree = root.join(format!("src-{hash}"));
+    let target = root.join("target");
+    if !target.join("release").exists() {
+        std::fs::create_dir_all(&target).unwrap();
+        let seeded = Command::new("cp")
+            .arg("-r")
+            .arg(std::fs::canonicalize(target_dir).unwrap().join("release"))
+            .arg(&target)
+            .status()
+            .is_ok_and(|s| s.success());
+        eprintln!("baseline: seeded its target directory from this build: {seeded}");
+    }
+    let _ = std::fs::remove_dir_all(&worktree);
+    let _ = git(&["worktree", "prune"]);
+    git(&[
+        "worktree",
+        "add",
+        "--detach",
+        &worktree.to_string_lossy(),
+        &hash,
+    ]);
+    eprintln!("baseline: building {hash} (release) ...");
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--bin",
+            "rocprof-classify",
+        ])
+        .current_dir(&worktree)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the baseline {hash} failed");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::copy(target.join("release").join("rocprof-classify"), &bin).unwrap();
+    let _ = git(&["worktree", "remove", "--force", &worktree.to_string_lossy()]);
+    bin
+}
+
+/// This build against the baseline binary on big_eager: runs alternate, so drift on a shared
+/// machine hits both alike.
+fn against_baseline(rev: &str, old: &Path, big: &Path, runs: usize) {
+    let args = ["-q", "--json", "/dev/null"];
+    let runs = runs.max(5);
+    let (mut o, mut n) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        o.push(run_bin(old, &args, big));
+        n.push(run_once(&args, big));
+    }
+    o.sort();
+    n.sort();
+    let (ow, orss) = o[runs / 2];
+    let (nw, nrss) = n[runs / 2];
+    let peak = |v: &[(Duration, u64)]| v.iter().map(|r| r.1).max().unwrap_or(0);
+    println!(
+        "baseline {rev} vs this build on big_eager ({runs} runs each, alternating, medians): wall {:.3} s vs {:.3} s, old/new wall {:.3}; peak RSS {:.1} MB vs {:.1} MB (max {:.1} vs {:.1}), new/old RSS {:.3}",
+        ow.as_secs_f64(),
+        nw.as_secs_f64(),
+        ow.as_secs_f64() / nw.as_secs_f64(),
+        orss as f64 / 1e6,
+        nrss as f64 / 1e6,
+        peak(&o) as f64 / 1e6,
+        peak(&n) as f64 / 1e6,
+        nrss as f64 / orss as f64
+    );
+}
+
 /// The cost of attributing GPU time to ops, modules and source lines: big_eager with and
 /// without it, runs interleaved so machine noise hits both alike.
 fn attribution_cost(big: &Path, runs: usize) {
@@ -380,32 +481,69 @@ fn main() {
     if !big.exists() {
         generate_in_child("gunzip", &big, &src_gz, 0);
     }
+    if let Ok(rev) = std::env::var("BENCH_BASELINE") {
+        let old = build_baseline(&rev, &target_dir);
+        against_baseline(&rev, &old, &big, runs);
+    }
+    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "baseline") {
+        return;
+    }
     attribution_cost(&big, runs);
     if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "attribution") {
         return;
     }
+    let generated = replicated_kineto(&dir, &big, max_mb);
+    let ranks = rank_directory(&dir, &big);
+
+    // rocprofv3 CSV and rocpd at scale, from the corpus's real rows.
+    let replicated_amd = replicated_amd(shared, &dir, max_mb);
+
+    let mut inputs = corpus_inputs(shared, &big, &src_gz);
+    inputs.extend(replicated_amd);
+    inputs.extend(generated);
+
+    let args = ["-q", "--json", "/dev/null"];
+    let big_wall = time_inputs(&inputs, &big, &args, runs);
+
+    // Several ranks: default threads against one thread.
+    compare_rank_threads(&ranks, &args, runs);
+
+    // The floor: serde_json parsing big_eager's event skeleton on one thread.
+    skeleton_parse_floor(&big, runs, big_wall);
+}
+
+/// The replicated Kineto traces up to `max_mb` (50 MB to 2 GB), generated from big_eager if absent.
+fn replicated_kineto(dir: &Path, big: &Path, max_mb: u64) -> Vec<(String, PathBuf)> {
     let mut generated = Vec::new();
     for mb in [50u64, 200, 1000, 2000] {
         let p = dir.join(format!("kineto_{mb}mb.json"));
         if mb <= max_mb && !p.exists() {
             eprintln!("generating {} ...", p.display());
-            generate_in_child("replicate", &p, &big, mb);
+            generate_in_child("replicate", &p, big, mb);
         }
         if mb <= max_mb {
             generated.push((format!("Kineto JSON, replicated {mb} MB"), p));
         }
     }
+    generated
+}
+
+/// An 8-rank directory of big_eager (hard links, or copies), made if absent.
+fn rank_directory(dir: &Path, big: &Path) -> PathBuf {
     let ranks = dir.join("ranks8");
     if !ranks.exists() {
         std::fs::create_dir_all(&ranks).unwrap();
         for r in 0..8 {
-            std::fs::hard_link(&big, ranks.join(format!("rank{r}.json")))
-                .or_else(|_| std::fs::copy(&big, ranks.join(format!("rank{r}.json"))).map(|_| ()))
+            std::fs::hard_link(big, ranks.join(format!("rank{r}.json")))
+                .or_else(|_| std::fs::copy(big, ranks.join(format!("rank{r}.json"))).map(|_| ()))
                 .unwrap();
         }
     }
+    ranks
+}
 
-    // rocprofv3 CSV and rocpd at scale, from the corpus's real rows.
+/// rocprofv3 CSV (200 MB) and rocpd (>= 900k rows) inputs from the corpus's rows, made if absent.
+fn replicated_amd(shared: &Path, dir: &Path, max_mb: u64) -> Vec<(String, PathBuf)> {
     let mut replicated_amd = Vec::new();
     let v3_src = shared.join("corpus/rocprofv3_sdk_docs_2025/kernel_trace.csv");
     let v3 = dir.join("rocprofv3_200mb").join("run_kernel_trace.csv");
@@ -431,10 +569,14 @@ fn main() {
             rocpd,
         ));
     }
+    replicated_amd
+}
 
+/// big_eager, its gzip original and the corpus's real traces that are present.
+fn corpus_inputs(shared: &Path, big: &Path, src_gz: &Path) -> Vec<(String, PathBuf)> {
     let mut inputs: Vec<(String, PathBuf)> = vec![
-        ("Kineto JSON, big_eager (H100)".into(), big.clone()),
-        ("Kineto .json.gz, big_eager".into(), src_gz.clone()),
+        ("Kineto JSON, big_eager (H100)".into(), big.to_path_buf()),
+        ("Kineto .json.gz, big_eager".into(), src_gz.to_path_buf()),
     ];
     for (label, rel) in [
         (
@@ -453,10 +595,11 @@ fn main() {
             inputs.push((label.into(), p));
         }
     }
-    inputs.extend(replicated_amd);
-    inputs.extend(generated);
+    inputs
+}
 
-    let args = ["-q", "--json", "/dev/null"];
+/// Times each input and prints the table; returns big_eager's median wall time.
+fn time_inputs(inputs: &[(String, PathBuf)], big: &Path, args: &[&str], runs: usize) -> Duration {
     println!(
         "rocprof-classify end to end ({} runs per input, medians; full analysis + JSON feed)",
         runs
@@ -466,10 +609,10 @@ fn main() {
         "input", "MB", "wall s", "MB/s", "peak RSS MB"
     );
     let mut big_wall = Duration::ZERO;
-    for (label, p) in &inputs {
+    for (label, p) in inputs {
         let mb = input_bytes(p) as f64 / 1e6;
-        let (wall, rss) = median_run(&args, p, runs);
-        if p == &big {
+        let (wall, rss) = median_run(args, p, runs);
+        if p == big {
             big_wall = wall;
         }
         println!(
@@ -479,13 +622,16 @@ fn main() {
             rss as f64 / 1e6
         );
     }
+    big_wall
+}
 
-    // Several ranks: default threads against one thread.
-    let mb = input_bytes(&ranks) as f64 / 1e6;
-    let (par, par_rss) = median_run(&args, &ranks, runs);
+/// The 8-rank directory with default threads against `--threads 1`.
+fn compare_rank_threads(ranks: &Path, args: &[&str], runs: usize) {
+    let mb = input_bytes(ranks) as f64 / 1e6;
+    let (par, par_rss) = median_run(args, ranks, runs);
     let (one, one_rss) = median_run(
         &["-q", "--threads", "1", "--json", "/dev/null"],
-        &ranks,
+        ranks,
         runs,
     );
     println!(
@@ -506,9 +652,11 @@ fn main() {
         "8-rank speed-up over --threads 1: {:.2}x",
         one.as_secs_f64() / par.as_secs_f64()
     );
+}
 
-    // The floor: serde_json parsing big_eager's event skeleton on one thread.
-    let mut skel: Vec<Duration> = (0..runs).map(|_| skeleton_parse(&big)).collect();
+/// The one-thread serde_json skeleton parse of big_eager, against the end-to-end wall time.
+fn skeleton_parse_floor(big: &Path, runs: usize, big_wall: Duration) {
+    let mut skel: Vec<Duration> = (0..runs).map(|_| skeleton_parse(big)).collect();
     skel.sort();
     let s = skel[runs / 2];
     println!(

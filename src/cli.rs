@@ -135,14 +135,15 @@ pub struct OutputArgs {
 /// Outputs only a single-trace analysis has.
 #[derive(Args, Debug, Clone)]
 pub struct TraceOutputArgs {
-    /// Write the input trace with every GPU activity annotated (bucket, family, rule, findings)
-    /// and the findings as instant events, for the Perfetto UI (one input file).
+    /// Write the GPU activities annotated with their classes (bucket, family, rule, step, op,
+    /// in_window, findings) and the findings as instant events, for the Perfetto UI: a copy of
+    /// one Kineto input, else a trace rebuilt from what was read.
     #[arg(long, value_name = "PATH")]
     pub perfetto: Option<PathBuf>,
 
     /// Write the classified activity table (one row per GPU activity: rank, input, device,
-    /// stream, kind, start_ns, dur_ns, name, bucket, family, library, step) as Parquet, for
-    /// Spark, DuckDB or polars.
+    /// stream, kind, start_ns, dur_ns, name, bucket, family, library, step, rule, op, module,
+    /// source, in_window) as Parquet, for Spark, DuckDB or polars.
     #[arg(long, value_name = "PATH")]
     pub export_parquet: Option<PathBuf>,
 

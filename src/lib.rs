@@ -1,26 +1,29 @@
 //! rocprof-classify: where a PyTorch model's GPU time goes, and what to do next.
 //!
-//! Module map (data flows top to bottom):
+//! One call does the whole job: [`run`]`(inputs, &`[`Config`]`) -> `[`Run`] reads the inputs,
+//! classifies and analyzes them, runs the detectors and evaluates the ladder; every output
+//! renders from the [`Run`] (the command line, the tests, the benches and the fuzz targets all
+//! go through it).
+//!
+//! Module map (layers import only downward; a test reads the sources and fails on any other
+//! edge):
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`ingest`] | opening files/dirs/stdin/gzip, format sniffing, one reader per input format (Kineto, rocprof v1/v2/v3 CSV and JSON, rocpd, rocprof-compute workloads, torch.compile logs); several files read in parallel |
-//! | [`model`] | the normalized columnar [`model::Trace`]: GPU activities, host events, interned names, hardware counters per dispatch; what torch.compile logs say ([`model::compile_log`]); durations for people ([`model::units`]) |
-//! | [`classify`] | rule files (`rules/*.toml`), the regex engine, name normalization (demangling), the device table ([`classify::devices`]) |
-//! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals (and their logs joined to the trace), top kernels, attribution, hardware-counter metrics: plain `Serialize` data |
-//! | [`detect`] | one function per finding (graph breaks, launch-bound, manual attention, …), reading only the analysis context |
-//! | [`diff`] | two analyses compared per step (buckets, partition, kernels, findings, ladder) |
-//! | [`recommend`] | the ladder catalog (`rules/ladder.toml`): triggers, savings, ranking, ladder status |
-//! | [`report`] | renderers into memory: terminal table, JSON feed (+ its JSON Schema), Markdown, HTML, diff; writers of the trace back out: Perfetto, Parquet/CSV activity export |
-//! | [`cli`] | clap definitions and `run`; the only module that knows about the command line |
-//! | [`error`] | typed errors at the seams (ingest, rules) |
+//! | [`error`] | typed errors at the seams (ingest, rules, the run); under everything |
+//! | [`model`] | the normalized columnar [`model::Trace`] (GPU activities, host events, interned names, counters), what torch.compile logs say, durations for people |
+//! | [`ingest`] | files, directories, stdin, gzip; sniffing; one reader per format (Kineto, rocprof v1/v2/v3 CSV and JSON, rocpd, rocprof-compute, torch.compile logs) behind one trait |
+//! | [`classify`] | rule files (`rules/*.toml`), the regex engine, demangling, the device table |
+//! | [`analysis`] | steps and window, buckets, time partition, compile signals, attribution, counters; the per-activity [`analysis::ActivityTable`]; the before/after comparison |
+//! | [`detect`] | one function per finding, reading the analysis [`analysis::Context`] |
+//! | [`recommend`] | the ladder catalog (`rules/ladder.toml`): triggers, savings, ranking, status |
+//! | [`pipeline`] | [`run`]: read → analyze → detect → plan, into a [`Run`] |
+//! | [`report`] | renderers of a [`Run`] (table, JSON feed, Markdown, HTML, diff) and writers of its activities (Perfetto, Parquet/CSV) |
+//! | [`cli`] | clap definitions; parses arguments, calls [`run`] and the renderers, routes outputs, applies gates |
 //!
-//! Readers never analyze, analyses never see a file format, reporters never see the trace (except
-//! the two that write its rows back out).
-//!
-//! Layers import only downward: `error` ← `model` ← `ingest`, `classify` ← `analysis` ←
-//! `detect`, `diff` ← `recommend` ← `report` ← `cli` (a test reads the sources and fails on any
-//! other edge; `analysis` still reaching up to `detect` and `recommend` is the last exception).
+//! `error` ← `model` ← `ingest`, `classify` ← `analysis` ← `detect` ← `recommend` ← `pipeline`
+//! ← `report` ← `cli`. Readers never analyze, analyses never see a file format, and reporters
+//! read no file (but Perfetto, which copies a Kineto input as it annotates it).
 
 pub mod analysis;
 pub mod classify;

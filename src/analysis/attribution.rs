@@ -260,44 +260,7 @@ pub fn ops(
 ) -> (Vec<OpRow>, Vec<ShapeRow>) {
     let host = &trace.host;
     let threads = &index.threads;
-
-    #[derive(Default)]
-    struct Acc {
-        self_ns: i64,
-        total_ns: i64,
-        launches: u64,
-        by_bucket: BTreeMap<Bucket, i64>,
-        total_by_bucket: BTreeMap<Bucket, i64>,
-        shapes: HashMap<NameId, u64>,
-        /// GEMM efficiency: FLOPs of the calls, their GPU time, and the time weighted by the
-        /// device peak (FLOP per ns at peak) for the calls whose peak is known.
-        flops: f64,
-        gemm_ns: i64,
-        flops_at_known_peak: f64,
-        peak_flops: f64,
-    }
-    /// One GEMM or composite call: its FLOPs and data type, the peak of the device of its first
-    /// kernel, and its activities' spans, whose union is its time (cuDNN runs some convolutions'
-    /// kernels side by side on several streams: the call took their union, as TraceLens counts
-    /// it, not their sum).
-    struct Call {
-        op: NameId,
-        dims: NameId,
-        flops: f64,
-        bytes: Option<f64>,
-        peak_tflops: Option<f64>,
-        /// Index into the spans' union, set when the call is first seen.
-        id: u32,
-        ns: i64,
-    }
-    // Every GEMM and composite call's activity spans, by call id: each call's time is their
-    // union.
-    let mut call_spans: Vec<(u32, i64, i64)> = Vec::new();
-    let mut next_call = 0u32;
-    // By (call, execution): a captured call runs once per graph replay, each time its FLOPs.
-    let mut calls: BTreeMap<(usize, u32), Option<Call>> = BTreeMap::new();
-    // Composite ops (SDPA, convolution) around the launching op, by call and execution.
-    let mut composites: BTreeMap<(usize, u32), Option<Call>> = BTreeMap::new();
+    let mut calls = Calls::default();
     let composite_name = trace.names.per_name(efficiency::is_composite);
     let mut device_peaks: HashMap<(u32, u32), Option<&efficiency::DevicePeaks>> =
         HashMap::default();
@@ -334,40 +297,11 @@ pub fn ops(
                     .and_then(|d| efficiency::find_device(devices, &d.name))
             });
         let execution = index.execution(a);
-        let call = calls.entry((h, execution)).or_insert_with(|| {
-            let dims = host.input_dims[h];
-            let flops = (dims != NameId::NONE)
-                .then(|| {
-                    efficiency::gemm_flops(trace.names.get(host.name[h]), trace.names.get(dims))
-                })
-                .flatten()?;
-            let dtype = efficiency::compute_dtype(
-                efficiency::dtype_of(trace.names.get(host.input_types[h]))?,
-                peaks,
-                classified.get(acts.name[a]).family == "gemm_fp32",
-            );
-            Some(Call {
-                op: host.name[h],
-                dims,
-                flops,
-                bytes: efficiency::gemm_bytes(
-                    trace.names.get(host.name[h]),
-                    trace.names.get(dims),
-                    dtype,
-                ),
-                peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
-                id: u32::MAX,
-                ns: 0,
-            })
-        });
         let span = (acts.ts_ns[a], acts.end_ns(a));
-        if let Some(c) = call {
-            if c.id == u32::MAX {
-                c.id = next_call;
-                next_call += 1;
-            }
-            call_spans.push((c.id, span.0, span.1));
-        }
+        let fp32_kernel = classified.get(acts.name[a]).family == "gemm_fp32";
+        calls.add_gemm((h, execution), span, || {
+            gemm_call(trace, h, peaks, fp32_kernel)
+        });
         // total_ns: this op and every distinct op name enclosing it.
         let mut seen: Vec<NameId> = Vec::new();
         let mut composite_chain: Vec<usize> = Vec::new();
@@ -389,96 +323,238 @@ pub fn ops(
         // by the ops inside it, are its time. Only the outermost one with a number counts, so
         // eager SDPA around its flash/efficient op is one call, not two.
         for &outer in composite_chain.iter().rev() {
-            let name = host.name[outer];
-            let composite = composites.entry((outer, execution)).or_insert_with(|| {
-                let dims = host.input_dims[outer];
-                let flops = (dims != NameId::NONE)
-                    .then(|| {
-                        efficiency::composite_flops(
-                            trace.names.get(name),
-                            trace.names.get(dims),
-                            trace.names.get(host.concrete_inputs[outer]),
-                        )
-                    })
-                    .flatten()?;
-                let dtype = efficiency::compute_dtype(
-                    efficiency::dtype_of(trace.names.get(host.input_types[outer]))?,
-                    peaks,
-                    false,
-                );
-                Some(Call {
-                    op: name,
-                    dims,
-                    flops,
-                    bytes: None,
-                    peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
-                    id: u32::MAX,
-                    ns: 0,
-                })
-            });
-            if let Some(c) = composite {
-                if c.id == u32::MAX {
-                    c.id = next_call;
-                    next_call += 1;
-                }
-                call_spans.push((c.id, span.0, span.1));
+            if calls.add_composite((outer, execution), span, || {
+                composite_call(trace, outer, peaks)
+            }) {
                 break;
             }
         }
     }
-    #[derive(Default)]
-    struct ShapeAcc {
-        calls: u64,
-        ns: i64,
-        flops: f64,
-        bytes: Option<f64>,
-        flops_at_known_peak: f64,
-        peak_flops: f64,
+    let by_shape = calls.rates(&mut acc);
+    let mut rows: Vec<OpRow> = acc
+        .iter()
+        .filter(|(_, a)| a.total_ns > 0 || a.launches > 0)
+        .map(|(n, a)| op_row(trace, trace.names.get(*n).to_string(), a))
+        .collect();
+    if no_op.launches > 0 {
+        rows.push(op_row(trace, NO_OP.to_string(), &no_op));
     }
-    let mut by_shape: BTreeMap<(NameId, NameId), ShapeAcc> = BTreeMap::new();
-    // A call faster than the device's peak (or with no finite count) has shapes that do not
-    // describe its kernels: it gets no rate rather than an impossible one.
-    let plausible = |c: &Call| {
-        c.flops.is_finite()
-            && c.peak_tflops
-                .is_none_or(|p| c.flops <= c.ns as f64 * p * 1e3)
-    };
-    let busy = union_per_call(&mut call_spans, next_call as usize);
-    drop(call_spans);
-    let timed = |mut c: Call| {
-        c.ns = busy.get(c.id as usize).copied().unwrap_or(0);
-        c
-    };
-    for c in calls
-        .into_values()
-        .chain(composites.into_values())
-        .flatten()
-        .map(timed)
-        .filter(plausible)
-    {
-        let sh = by_shape.entry((c.op, c.dims)).or_default();
-        sh.calls += 1;
-        sh.ns += c.ns;
-        sh.flops += c.flops;
-        sh.bytes = match (sh.bytes, c.bytes) {
-            (Some(a), Some(b)) => Some(a + b),
-            (None, b) if sh.calls == 1 => b,
-            _ => None,
+    rows.sort_by(|a, b| {
+        b.self_ns
+            .cmp(&a.self_ns)
+            .then(b.total_ns.cmp(&a.total_ns))
+            .then(a.name.cmp(&b.name))
+    });
+    (rows, shape_rows(trace, by_shape))
+}
+
+/// GPU time of one op name: its own, with the ops it encloses, per bucket, its shapes and the
+/// FLOPs of its GEMM or composite calls.
+#[derive(Default)]
+struct Acc {
+    self_ns: i64,
+    total_ns: i64,
+    launches: u64,
+    by_bucket: BTreeMap<Bucket, i64>,
+    total_by_bucket: BTreeMap<Bucket, i64>,
+    shapes: HashMap<NameId, u64>,
+    /// GEMM efficiency: FLOPs of the calls, their GPU time, and the time weighted by the
+    /// device peak (FLOP per ns at peak) for the calls whose peak is known.
+    flops: f64,
+    gemm_ns: i64,
+    flops_at_known_peak: f64,
+    peak_flops: f64,
+}
+
+/// One GEMM or composite call: its FLOPs and data type, the peak of the device of its first
+/// kernel, and its activities' spans, whose union is its time (cuDNN runs some convolutions'
+/// kernels side by side on several streams: the call took their union, as TraceLens counts
+/// it, not their sum).
+struct Call {
+    op: NameId,
+    dims: NameId,
+    flops: f64,
+    bytes: Option<f64>,
+    peak_tflops: Option<f64>,
+    /// Index into the spans' union, set when the call is first seen.
+    id: u32,
+    ns: i64,
+}
+
+/// A GEMM call of host op `h`, when its shapes and data type give its FLOPs.
+fn gemm_call(
+    trace: &Trace,
+    h: usize,
+    peaks: Option<&efficiency::DevicePeaks>,
+    fp32_kernel: bool,
+) -> Option<Call> {
+    let host = &trace.host;
+    let dims = host.input_dims[h];
+    let flops = (dims != NameId::NONE)
+        .then(|| efficiency::gemm_flops(trace.names.get(host.name[h]), trace.names.get(dims)))
+        .flatten()?;
+    let dtype = efficiency::compute_dtype(
+        efficiency::dtype_of(trace.names.get(host.input_types[h]))?,
+        peaks,
+        fp32_kernel,
+    );
+    Some(Call {
+        op: host.name[h],
+        dims,
+        flops,
+        bytes: efficiency::gemm_bytes(trace.names.get(host.name[h]), trace.names.get(dims), dtype),
+        peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
+        id: u32::MAX,
+        ns: 0,
+    })
+}
+
+/// A composite call (SDPA, convolution) of host op `outer`, when its shapes give its FLOPs.
+fn composite_call(
+    trace: &Trace,
+    outer: usize,
+    peaks: Option<&efficiency::DevicePeaks>,
+) -> Option<Call> {
+    let host = &trace.host;
+    let name = host.name[outer];
+    let dims = host.input_dims[outer];
+    let flops = (dims != NameId::NONE)
+        .then(|| {
+            efficiency::composite_flops(
+                trace.names.get(name),
+                trace.names.get(dims),
+                trace.names.get(host.concrete_inputs[outer]),
+            )
+        })
+        .flatten()?;
+    let dtype = efficiency::compute_dtype(
+        efficiency::dtype_of(trace.names.get(host.input_types[outer]))?,
+        peaks,
+        false,
+    );
+    Some(Call {
+        op: name,
+        dims,
+        flops,
+        bytes: None,
+        peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
+        id: u32::MAX,
+        ns: 0,
+    })
+}
+
+/// The GEMM and composite calls, by (host op, execution): a captured call runs once per graph
+/// replay, each time its FLOPs; and every call's activity spans, by call id.
+#[derive(Default)]
+struct Calls {
+    gemm: BTreeMap<(usize, u32), Option<Call>>,
+    composite: BTreeMap<(usize, u32), Option<Call>>,
+    spans: Vec<(u32, i64, i64)>,
+    next_id: u32,
+}
+
+impl Calls {
+    /// Adds an activity's span to its GEMM call (made by `make` when first seen).
+    fn add_gemm(
+        &mut self,
+        key: (usize, u32),
+        span: (i64, i64),
+        make: impl FnOnce() -> Option<Call>,
+    ) {
+        let call = self.gemm.entry(key).or_insert_with(make);
+        Self::push(call, &mut self.next_id, &mut self.spans, span);
+    }
+    /// Adds an activity's span to a composite call; false when that op has no FLOPs.
+    fn add_composite(
+        &mut self,
+        key: (usize, u32),
+        span: (i64, i64),
+        make: impl FnOnce() -> Option<Call>,
+    ) -> bool {
+        let call = self.composite.entry(key).or_insert_with(make);
+        Self::push(call, &mut self.next_id, &mut self.spans, span)
+    }
+    fn push(
+        call: &mut Option<Call>,
+        next_id: &mut u32,
+        spans: &mut Vec<(u32, i64, i64)>,
+        span: (i64, i64),
+    ) -> bool {
+        let Some(c) = call else {
+            return false;
         };
-        if let Some(p) = c.peak_tflops {
-            sh.flops_at_known_peak += c.flops;
-            sh.peak_flops += c.ns as f64 * p * 1e3;
+        if c.id == u32::MAX {
+            c.id = *next_id;
+            *next_id += 1;
         }
-        let e = acc.entry(c.op).or_default();
-        e.flops += c.flops;
-        e.gemm_ns += c.ns;
-        if let Some(p) = c.peak_tflops {
-            e.flops_at_known_peak += c.flops;
-            // TFLOP/s = 1e3 FLOP per ns.
-            e.peak_flops += c.ns as f64 * p * 1e3;
-        }
+        spans.push((c.id, span.0, span.1));
+        true
     }
-    let row = |name: String, a: &Acc| OpRow {
+
+    /// Each call timed (the union of its spans), its FLOPs added to its op's row; the calls
+    /// summed per (op, shapes).
+    fn rates(mut self, acc: &mut BTreeMap<NameId, Acc>) -> BTreeMap<(NameId, NameId), ShapeAcc> {
+        let mut by_shape: BTreeMap<(NameId, NameId), ShapeAcc> = BTreeMap::new();
+        // A call faster than the device's peak (or with no finite count) has shapes that do not
+        // describe its kernels: it gets no rate rather than an impossible one.
+        let plausible = |c: &Call| {
+            c.flops.is_finite()
+                && c.peak_tflops
+                    .is_none_or(|p| c.flops <= c.ns as f64 * p * 1e3)
+        };
+        let busy = union_per_call(&mut self.spans, self.next_id as usize);
+        drop(self.spans);
+        let timed = |mut c: Call| {
+            c.ns = busy.get(c.id as usize).copied().unwrap_or(0);
+            c
+        };
+        for c in self
+            .gemm
+            .into_values()
+            .chain(self.composite.into_values())
+            .flatten()
+            .map(timed)
+            .filter(plausible)
+        {
+            let sh = by_shape.entry((c.op, c.dims)).or_default();
+            sh.calls += 1;
+            sh.ns += c.ns;
+            sh.flops += c.flops;
+            sh.bytes = match (sh.bytes, c.bytes) {
+                (Some(a), Some(b)) => Some(a + b),
+                (None, b) if sh.calls == 1 => b,
+                _ => None,
+            };
+            if let Some(p) = c.peak_tflops {
+                sh.flops_at_known_peak += c.flops;
+                sh.peak_flops += c.ns as f64 * p * 1e3;
+            }
+            let e = acc.entry(c.op).or_default();
+            e.flops += c.flops;
+            e.gemm_ns += c.ns;
+            if let Some(p) = c.peak_tflops {
+                e.flops_at_known_peak += c.flops;
+                // TFLOP/s = 1e3 FLOP per ns.
+                e.peak_flops += c.ns as f64 * p * 1e3;
+            }
+        }
+        by_shape
+    }
+}
+
+/// The calls of one (op, shapes).
+#[derive(Default)]
+struct ShapeAcc {
+    calls: u64,
+    ns: i64,
+    flops: f64,
+    bytes: Option<f64>,
+    flops_at_known_peak: f64,
+    peak_flops: f64,
+}
+
+fn op_row(trace: &Trace, name: String, a: &Acc) -> OpRow {
+    OpRow {
         name,
         self_ns: a.self_ns,
         total_ns: a.total_ns,
@@ -504,21 +580,10 @@ pub fn ops(
             .then(|| (a.flops / a.gemm_ns as f64 / 1e3 * 1e3).round() / 1e3),
         pct_of_peak: (a.peak_flops > 0.0)
             .then(|| (a.flops_at_known_peak * 100.0 / a.peak_flops * 100.0).round() / 100.0),
-    };
-    let mut rows: Vec<OpRow> = acc
-        .iter()
-        .filter(|(_, a)| a.total_ns > 0 || a.launches > 0)
-        .map(|(n, a)| row(trace.names.get(*n).to_string(), a))
-        .collect();
-    if no_op.launches > 0 {
-        rows.push(row(NO_OP.to_string(), &no_op));
     }
-    rows.sort_by(|a, b| {
-        b.self_ns
-            .cmp(&a.self_ns)
-            .then(b.total_ns.cmp(&a.total_ns))
-            .then(a.name.cmp(&b.name))
-    });
+}
+
+fn shape_rows(trace: &Trace, by_shape: BTreeMap<(NameId, NameId), ShapeAcc>) -> Vec<ShapeRow> {
     let mut shapes: Vec<ShapeRow> = by_shape
         .into_iter()
         .filter(|(_, a)| a.ns > 0)
@@ -539,7 +604,7 @@ pub fn ops(
             .then(a.op.cmp(&b.op))
             .then(a.shapes.cmp(&b.shapes))
     });
-    (rows, shapes)
+    shapes
 }
 
 /// One GEMM or composite op at one shape (the feed's `op_shapes`): its calls, the time of their

@@ -52,16 +52,8 @@ pub struct CompileDetail {
     pub graph_kernel_ns: i64,
 }
 
-/// Analyzes compile signals over the analyzed steps (the whole trace as one step without any).
-pub fn analyze(
-    trace: &Trace,
-    links: &Links,
-    steps: &Steps,
-    windows: &[(i64, i64)],
-) -> (CompileSummary, CompileDetail) {
-    let host = &trace.host;
-    let mut detail = CompileDetail::default();
-    // Step slots: (input, cpu range); one slot per input without steps.
+/// Step slots: (input, cpu range) of each kept step, sorted; one slot per input without steps.
+fn step_slots(trace: &Trace, steps: &Steps) -> Vec<(u32, i64, i64)> {
     let mut slots: Vec<(u32, i64, i64)> = Vec::new();
     for input in 0..trace.inputs.len() {
         let kept: Vec<_> = steps
@@ -75,12 +67,96 @@ pub fn analyze(
         }
     }
     slots.sort();
+    slots
+}
+
+/// The slot of a host event of `input` at `t`.
+fn slot_of(slots: &[(u32, i64, i64)], input: u32, t: i64) -> Option<usize> {
+    let k = slots.partition_point(|s| (s.0, s.1) <= (input, t));
+    (k > 0 && slots[k - 1].0 == input && t < slots[k - 1].2).then(|| k - 1)
+}
+
+/// The union of nesting ranges, in ns.
+fn union_ns(mut ranges: Vec<(i64, i64)>) -> i64 {
+    ranges.sort_unstable();
+    let (mut total, mut cur_end) = (0i64, i64::MIN);
+    for (s, e) in ranges {
+        let s = s.max(cur_end);
+        if e > s {
+            total += e - s;
+            cur_end = e;
+        }
+    }
+    total
+}
+
+/// Eager ATen ops between the first and last compiled region of a step, outside every
+/// region: the eight most frequent, with their counts.
+fn ops_between_regions(
+    trace: &Trace,
+    slots: &[(u32, i64, i64)],
+    region_spans: &mut [Vec<(i64, i64)>],
+) -> Vec<(String, usize)> {
+    let host = &trace.host;
+    let mut between: BTreeMap<&str, usize> = BTreeMap::new();
+    for spans in region_spans.iter_mut() {
+        spans.sort_unstable();
+    }
+    // ATen ops that do work, not the allocation and view plumbing inside them.
+    let eager_work = trace.names.per_name(|name| {
+        let plumbing = matches!(
+            name,
+            "aten::empty"
+                | "aten::empty_strided"
+                | "aten::as_strided"
+                | "aten::resize_"
+                | "aten::_local_scalar_dense"
+                | "aten::view"
+                | "aten::detach"
+                | "aten::alias"
+                | "aten::lift_fresh"
+        );
+        name.starts_with("aten::") && !plumbing
+    });
+    for i in 0..host.len() {
+        if host.kind[i] != HostKind::CpuOp || !eager_work[host.name[i].index()] {
+            continue;
+        }
+        let name = trace.names.get(host.name[i]);
+        let ts = host.ts_ns[i];
+        let Some(slot) = slot_of(slots, host.input[i], ts) else {
+            continue;
+        };
+        let spans = &region_spans[slot];
+        if spans.len() < 2 || ts < spans[0].0 || ts > spans[spans.len() - 1].0 {
+            continue;
+        }
+        if !spans.iter().any(|&(s, e)| ts >= s && ts < e) {
+            *between.entry(name).or_default() += 1;
+        }
+    }
+    let mut between: Vec<(String, usize)> = between
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    between.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    between.truncate(8);
+    between
+}
+
+/// Analyzes compile signals over the analyzed steps (the whole trace as one step without any).
+pub fn analyze(
+    trace: &Trace,
+    links: &Links,
+    steps: &Steps,
+    windows: &[(i64, i64)],
+) -> (CompileSummary, CompileDetail) {
+    let host = &trace.host;
+    let mut detail = CompileDetail::default();
+    let slots = step_slots(trace, steps);
     detail.step_regions = vec![Vec::new(); slots.len()];
     detail.step_item_calls = vec![0; slots.len()];
-    let slot_of = |input: u32, t: i64| -> Option<usize> {
-        let k = slots.partition_point(|s| (s.0, s.1) <= (input, t));
-        (k > 0 && slots[k - 1].0 == input && t < slots[k - 1].2).then(|| k - 1)
-    };
+    let slot_of = |input: u32, t: i64| slot_of(&slots, input, t);
 
     let mut all_regions: BTreeSet<(u32, u32)> = BTreeSet::new();
     let mut ids_in_window: BTreeSet<(u32, u32)> = BTreeSet::new();
@@ -133,51 +209,7 @@ pub fn analyze(
     for (_, slot, id) in region_rows {
         detail.step_regions[slot].push(id);
     }
-    // Eager ATen ops between the first and last compiled region of a step, outside every region.
-    let mut between: BTreeMap<&str, usize> = BTreeMap::new();
-    for spans in &mut region_spans {
-        spans.sort_unstable();
-    }
-    // ATen ops that do work, not the allocation and view plumbing inside them.
-    let eager_work = trace.names.per_name(|name| {
-        let plumbing = matches!(
-            name,
-            "aten::empty"
-                | "aten::empty_strided"
-                | "aten::as_strided"
-                | "aten::resize_"
-                | "aten::_local_scalar_dense"
-                | "aten::view"
-                | "aten::detach"
-                | "aten::alias"
-                | "aten::lift_fresh"
-        );
-        name.starts_with("aten::") && !plumbing
-    });
-    for i in 0..host.len() {
-        if host.kind[i] != HostKind::CpuOp || !eager_work[host.name[i].index()] {
-            continue;
-        }
-        let name = trace.names.get(host.name[i]);
-        let ts = host.ts_ns[i];
-        let Some(slot) = slot_of(host.input[i], ts) else {
-            continue;
-        };
-        let spans = &region_spans[slot];
-        if spans.len() < 2 || ts < spans[0].0 || ts > spans[spans.len() - 1].0 {
-            continue;
-        }
-        if !spans.iter().any(|&(s, e)| ts >= s && ts < e) {
-            *between.entry(name).or_default() += 1;
-        }
-    }
-    let mut between: Vec<(String, usize)> = between
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    between.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    between.truncate(8);
-    detail.ops_between_regions = between;
+    detail.ops_between_regions = ops_between_regions(trace, &slots, &mut region_spans);
 
     // Kernels replayed by a graph launch.
     for (a, launch) in links.launch.iter().enumerate() {
@@ -190,21 +222,7 @@ pub fn analyze(
     }
 
     // Compile time: the union of compile ranges (they nest) inside the window.
-    let compile_in_window_ns: i64 = compile_iv
-        .into_iter()
-        .map(|mut v| {
-            v.sort_unstable();
-            let (mut total, mut cur_end) = (0i64, i64::MIN);
-            for (s, e) in v {
-                let s = s.max(cur_end);
-                if e > s {
-                    total += e - s;
-                    cur_end = e;
-                }
-            }
-            total
-        })
-        .sum();
+    let compile_in_window_ns: i64 = compile_iv.into_iter().map(union_ns).sum();
 
     // Graph breaks per step.
     let frame0_seen = all_regions.iter().any(|&(f, _)| f == 0);

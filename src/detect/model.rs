@@ -157,6 +157,64 @@ fn tensor_dims(raw: &str) -> Vec<String> {
 /// Runs of projection ops (host event indices) by run length, with their (input, thread).
 type RunsByLength = BTreeMap<usize, Vec<(Vec<usize>, (u32, u64))>>;
 
+/// The GPU time of the kernels a host op launched: the runtime calls of its thread inside its
+/// span, and their in-scope activities.
+struct LaunchedTime<'c> {
+    ctx: &'c Context<'c>,
+    /// Kernels launched by each runtime call.
+    launched: HashMap<usize, Vec<usize>>,
+    /// Launching runtime calls per (input, thread), in time order.
+    calls: BTreeMap<(u32, u64), Vec<usize>>,
+}
+
+impl<'c> LaunchedTime<'c> {
+    fn new(ctx: &'c Context<'c>) -> Self {
+        let host = &ctx.trace.host;
+        let mut launched: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (a, l) in ctx.links.launch.iter().enumerate() {
+            if let Some(h) = l {
+                launched.entry(*h as usize).or_default().push(a);
+            }
+        }
+        let mut calls: BTreeMap<(u32, u64), Vec<usize>> = BTreeMap::new();
+        for h in 0..host.len() {
+            if matches!(host.kind[h], HostKind::Runtime | HostKind::Driver)
+                && launched.contains_key(&h)
+            {
+                calls
+                    .entry((host.input[h], host.tid[h]))
+                    .or_default()
+                    .push(h);
+            }
+        }
+        for v in calls.values_mut() {
+            v.sort_by_key(|&h| host.ts_ns[h]);
+        }
+        LaunchedTime {
+            ctx,
+            launched,
+            calls,
+        }
+    }
+
+    /// GPU time launched by thread `key` during host op `h`.
+    fn during(&self, key: (u32, u64), h: usize) -> i64 {
+        let host = &self.ctx.trace.host;
+        let Some(calls) = self.calls.get(&key) else {
+            return 0;
+        };
+        let (s, e) = (host.ts_ns[h], host.ts_ns[h].saturating_add(host.dur_ns[h]));
+        let lo = calls.partition_point(|&c| host.ts_ns[c] < s);
+        calls[lo..]
+            .iter()
+            .take_while(|&&c| host.ts_ns[c] < e)
+            .flat_map(|c| self.launched[c].iter())
+            .filter(|&&a| self.ctx.in_scope[a])
+            .map(|&a| self.ctx.trace.activities.dur_ns[a])
+            .sum()
+    }
+}
+
 pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     let trace = ctx.trace;
     let host = &trace.host;
@@ -170,40 +228,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
                 .push(h);
         }
     }
-    // Kernels launched by each runtime call, to price a run.
-    let mut launched: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (a, l) in ctx.links.launch.iter().enumerate() {
-        if let Some(h) = l {
-            launched.entry(*h as usize).or_default().push(a);
-        }
-    }
-    let mut launches_by_thread: BTreeMap<(u32, u64), Vec<usize>> = BTreeMap::new();
-    for h in 0..host.len() {
-        if matches!(host.kind[h], HostKind::Runtime | HostKind::Driver) && launched.contains_key(&h)
-        {
-            launches_by_thread
-                .entry((host.input[h], host.tid[h]))
-                .or_default()
-                .push(h);
-        }
-    }
-    for v in launches_by_thread.values_mut() {
-        v.sort_by_key(|&h| host.ts_ns[h]);
-    }
-    let gpu_ns_of = |key: (u32, u64), h: usize| -> i64 {
-        let Some(calls) = launches_by_thread.get(&key) else {
-            return 0;
-        };
-        let (s, e) = (host.ts_ns[h], host.ts_ns[h].saturating_add(host.dur_ns[h]));
-        let lo = calls.partition_point(|&c| host.ts_ns[c] < s);
-        calls[lo..]
-            .iter()
-            .take_while(|&&c| host.ts_ns[c] < e)
-            .flat_map(|c| launched[c].iter())
-            .filter(|&&a| ctx.in_scope[a])
-            .map(|&a| trace.activities.dur_ns[a])
-            .sum()
-    };
+    let priced = LaunchedTime::new(ctx);
 
     // What each distinct op name is, decided once (traces have millions of ops, few names).
     const GEMM: u8 = 1;
@@ -314,7 +339,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
         let stake: i64 = list
             .iter()
             .flat_map(|(run, key)| run.iter().map(move |&h| (*key, h)))
-            .map(|(k, h)| gpu_ns_of(k, h))
+            .map(|(k, h)| priced.during(k, h))
             .sum();
         let (example, _) = &list[0];
         let shapes: Vec<String> = example

@@ -29,13 +29,18 @@ const MIN_WAIT_NS: i64 = 100_000;
 /// (an imbalance); otherwise it reaches the collectives late for reasons on its host.
 const MORE_WORK_PCT: f64 = 5.0;
 
-pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
+/// Communication and compute time per (unit, rank).
+type Loads = BTreeMap<(Option<u64>, u32), Load>;
+
+/// Per (unit, rank), the communication and compute time: units are step numbers every rank
+/// profiled, else one unit (None), each rank's whole window. Returns the loads, the units and
+/// whether they are steps.
+fn loads_per_unit(
+    ctx: &Context,
+    ranks: &BTreeSet<u32>,
+    rank_of: &[Option<u32>],
+) -> (Loads, Vec<Option<u64>>, bool) {
     let trace = ctx.trace;
-    let rank_of: Vec<Option<u32>> = trace.inputs.iter().map(|i| i.rank).collect();
-    let ranks: BTreeSet<u32> = rank_of.iter().flatten().copied().collect();
-    if ranks.len() < 2 {
-        return vec![];
-    }
     // Steps are compared by number when every rank has them; else each rank's whole window.
     let ranked_steps = |r: u32| -> BTreeSet<u64> {
         (0..trace.inputs.len())
@@ -84,14 +89,19 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
         vec![None]
     };
 
-    // Per unit where every rank communicated: who was last, and what the others lost to it.
-    struct Unit {
-        step: Option<u64>,
-        last: u32,
-        wait_ns: i64,
-    }
+    (load, units, by_step)
+}
+
+/// A unit every rank communicated in: the rank that was last, and what the others lost to it.
+struct Unit {
+    step: Option<u64>,
+    last: u32,
+    wait_ns: i64,
+}
+
+fn who_was_last(units: &[Option<u64>], ranks: &BTreeSet<u32>, load: &Loads) -> Vec<Unit> {
     let mut compared = Vec::new();
-    for &unit in &units {
+    for &unit in units {
         let loads: Vec<(u32, Load)> = ranks
             .iter()
             .map(|&r| (r, load.get(&(unit, r)).copied().unwrap_or_default()))
@@ -114,6 +124,70 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
             wait_ns,
         });
     }
+    compared
+}
+
+/// What the ranks' hosts and steps show: per rank, the GPU idle time its host causes, and the
+/// others' median of it; each rank's median step time, and their spread.
+struct HostSide {
+    gaps: BTreeMap<u32, i64>,
+    others_gap: f64,
+    step_medians: BTreeMap<u32, f64>,
+    spread_ns: i64,
+}
+
+fn host_side(ctx: &Context, straggler: u32) -> HostSide {
+    // Step times per rank show the spread the straggler causes (they end together when synced).
+    // And the GPU idle time each rank's host causes (launch overhead + host idle, FEED.md
+    // partition), which points at the host when the straggler has no more GPU work.
+    let mut step_ns: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+    let mut host_gaps: BTreeMap<u32, i64> = BTreeMap::new();
+    for row in &ctx.analysis.step_breakdown {
+        if let Some(r) = row.rank {
+            step_ns.entry(r).or_default().push(row.dur_ns);
+            let gap: i64 = row
+                .time_partition
+                .iter()
+                .filter(|p| p.category == "launch_overhead" || p.category == "host_idle")
+                .map(|p| p.ns)
+                .sum();
+            *host_gaps.entry(r).or_default() += gap;
+        }
+    }
+    let others_gap = median(
+        &host_gaps
+            .iter()
+            .filter(|(r, _)| **r != straggler)
+            .map(|(_, g)| *g)
+            .collect::<Vec<_>>(),
+    );
+    let step_medians: BTreeMap<u32, f64> = step_ns.iter().map(|(r, d)| (*r, median(d))).collect();
+    let spread_ns = match (
+        step_medians.values().copied().reduce(f64::max),
+        step_medians.values().copied().reduce(f64::min),
+    ) {
+        (Some(hi), Some(lo)) => (hi - lo).round() as i64,
+        _ => 0,
+    };
+
+    HostSide {
+        gaps: host_gaps,
+        others_gap,
+        step_medians,
+        spread_ns,
+    }
+}
+
+pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
+    let trace = ctx.trace;
+    let rank_of: Vec<Option<u32>> = trace.inputs.iter().map(|i| i.rank).collect();
+    let ranks: BTreeSet<u32> = rank_of.iter().flatten().copied().collect();
+    if ranks.len() < 2 {
+        return vec![];
+    }
+    let (load, units, by_step) = loads_per_unit(ctx, &ranks, &rank_of);
+
+    let compared = who_was_last(&units, &ranks, &load);
     if compared.is_empty() {
         return vec![];
     }
@@ -161,38 +235,12 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
         0.0
     };
     let more_work = more_work_pct > MORE_WORK_PCT;
-    // Step times per rank show the spread the straggler causes (they end together when synced).
-    // And the GPU idle time each rank's host causes (launch overhead + host idle, FEED.md
-    // partition), which points at the host when the straggler has no more GPU work.
-    let mut step_ns: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
-    let mut host_gaps: BTreeMap<u32, i64> = BTreeMap::new();
-    for row in &ctx.analysis.step_breakdown {
-        if let Some(r) = row.rank {
-            step_ns.entry(r).or_default().push(row.dur_ns);
-            let gap: i64 = row
-                .time_partition
-                .iter()
-                .filter(|p| p.category == "launch_overhead" || p.category == "host_idle")
-                .map(|p| p.ns)
-                .sum();
-            *host_gaps.entry(r).or_default() += gap;
-        }
-    }
-    let others_gap = median(
-        &host_gaps
-            .iter()
-            .filter(|(r, _)| **r != straggler)
-            .map(|(_, g)| *g)
-            .collect::<Vec<_>>(),
-    );
-    let step_medians: BTreeMap<u32, f64> = step_ns.iter().map(|(r, d)| (*r, median(d))).collect();
-    let spread_ns = match (
-        step_medians.values().copied().reduce(f64::max),
-        step_medians.values().copied().reduce(f64::min),
-    ) {
-        (Some(hi), Some(lo)) => (hi - lo).round() as i64,
-        _ => 0,
-    };
+    let HostSide {
+        gaps: host_gaps,
+        others_gap,
+        step_medians,
+        spread_ns,
+    } = host_side(ctx, straggler);
 
     let where_ = if by_step {
         format!("in {count} of {} steps", compared.len())

@@ -230,6 +230,9 @@ fn describe(b: u8) -> String {
 
 /// Scans `reader` to the end, feeding `sink`. `block` is the initial window size (tests use tiny
 /// windows to exercise every boundary).
+// One state machine over the window: its states share the cursor, the window and the batch,
+// and split into functions they would pass all of them back and forth in the hottest loop.
+#[allow(clippy::too_many_lines)]
 pub fn scan<R: Read, S: ScanSink>(
     reader: R,
     sink: &mut S,

@@ -328,6 +328,16 @@ impl InputState {
             .collect();
         meta.truncated = self.truncated;
     }
+
+    /// A stream id as a small number: numeric ids as they are, string ids (queue handles) from
+    /// 1,000,000 up in the order first seen.
+    fn small_id(&mut self, s: &str) -> u32 {
+        if let Ok(v) = s.trim().parse::<u32>() {
+            return v;
+        }
+        let n = self.ids.len() as u32;
+        *self.ids.entry(s.to_string()).or_insert(1_000_000 + n)
+    }
 }
 
 /// Integer nanoseconds from `1071423114883652`, `1.071e15` (spreadsheet-mangled) or `12.0`.
@@ -358,8 +368,78 @@ pub(super) fn read_csv(
         .flexible(true)
         .has_headers(true)
         .from_reader(reader);
-    let headers: Vec<String> = match rdr.headers() {
-        Ok(h) => h
+    let headers = read_headers(&mut rdr, label)?;
+    let cols = Columns::find(&headers, kind, label, state)?;
+    let width = headers.len();
+    // The counter file repeats each dispatch once per counter.
+    let mut dispatches_seen = std::collections::HashSet::new();
+    let mut record = csv::StringRecord::new();
+    let mut issues = RowIssues::default();
+    loop {
+        let more = match rdr.read_record(&mut record) {
+            Ok(m) => m,
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line());
+                return Err(IngestError::Csv {
+                    path: label.into(),
+                    line,
+                    message: e.to_string(),
+                });
+            }
+        };
+        if !more {
+            break;
+        }
+        let line = record.position().map_or(0, |p| p.line());
+        if !issues.check_width(record.len(), width, line) {
+            continue;
+        }
+        let get = |c: usize| record.get(c).unwrap_or("");
+        if kind == CsvKind::V3Counters {
+            if let Some(c) = cols.dispatch {
+                if !dispatches_seen.insert(get(c).to_string()) {
+                    continue;
+                }
+            }
+        }
+        // A row whose times do not read is skipped (and counted), unless `--strict`.
+        let (start, end) = match row_times(&record, &cols, &headers, label, line) {
+            Ok(t) => t,
+            Err(e) if opts.strict => return Err(e),
+            Err(e) => {
+                issues.note_bad_times(&e, line);
+                continue;
+            }
+        };
+        if cols.start != usize::MAX && (get(cols.start).contains(['e', 'E'])) {
+            issues.exponent_times = true;
+        }
+        let dur = end.saturating_sub(start).max(0);
+        if dur == 0 && cols.start != usize::MAX {
+            issues.zero_len += 1;
+        }
+        let row = Row {
+            record: &record,
+            cols: &cols,
+            input,
+            start,
+            dur,
+        };
+        match kind {
+            CsvKind::V3Api => row.push_api_call(trace),
+            _ => row.push_activity(kind, trace, state),
+        }
+    }
+    issues.report(label, kind, cols.start != usize::MAX, opts, state)
+}
+
+/// The header's column names, normalized (no quotes or BOM, lower case).
+fn read_headers<R: Read>(
+    rdr: &mut csv::Reader<R>,
+    label: &str,
+) -> Result<Vec<String>, IngestError> {
+    match rdr.headers() {
+        Ok(h) => Ok(h
             .iter()
             .map(|f| {
                 f.trim()
@@ -367,15 +447,70 @@ pub(super) fn read_csv(
                     .trim_matches('"')
                     .to_ascii_lowercase()
             })
-            .collect(),
-        Err(e) => {
-            return Err(IngestError::Unrecognized {
-                path: label.into(),
-                offset: 0,
-                reason: format!("unreadable CSV header: {e}"),
-            })
-        }
-    };
+            .collect()),
+        Err(e) => Err(IngestError::Unrecognized {
+            path: label.into(),
+            offset: 0,
+            reason: format!("unreadable CSV header: {e}"),
+        }),
+    }
+}
+
+/// Where a CSV kind's fields are; `usize::MAX` for start/end means the file has no times.
+struct Columns {
+    name: usize,
+    start: usize,
+    end: usize,
+    agent: Option<usize>,
+    dispatch: Option<usize>,
+    stream: Option<usize>,
+    corr: Option<usize>,
+    tid: Option<usize>,
+    pid: Option<usize>,
+    domain: Option<usize>,
+}
+
+impl Columns {
+    /// Maps the header's columns for `kind`, failing on a missing required one.
+    fn find(
+        headers: &[String],
+        kind: CsvKind,
+        label: &str,
+        state: &mut InputState,
+    ) -> Result<Columns, IngestError> {
+        let col = |name: &str| headers.iter().position(|h| h == name);
+        let (name, start, end) = required_columns(headers, kind, label, state)?;
+        let agent = match kind {
+            CsvKind::V3Kernels | CsvKind::V3Counters => col("agent_id"),
+            CsvKind::V3Copies => col("destination_agent_id"),
+            CsvKind::V1Results => col("gpu-id"),
+            CsvKind::V2Timestamps => col("gpu_id"),
+            CsvKind::V3Api | CsvKind::Stats => None,
+        };
+        Ok(Columns {
+            name,
+            start,
+            end,
+            agent,
+            dispatch: col("dispatch_id"),
+            stream: col("stream_id")
+                .or_else(|| col("queue_id"))
+                .or_else(|| col("queue-id")),
+            corr: col("correlation_id"),
+            tid: col("thread_id").or_else(|| col("tid")),
+            pid: col("process_id").or_else(|| col("pid")),
+            domain: col("domain"),
+        })
+    }
+}
+
+/// The (name, start, end) columns each kind requires; times may be absent, with a warning.
+fn required_columns(
+    headers: &[String],
+    kind: CsvKind,
+    label: &str,
+    state: &mut InputState,
+) -> Result<(usize, usize, usize), IngestError> {
     let col = |name: &str| headers.iter().position(|h| h == name);
     let need = |name: &str| {
         col(name).ok_or_else(|| IngestError::Csv {
@@ -387,9 +522,8 @@ pub(super) fn read_csv(
             ),
         })
     };
-    let width = headers.len();
     // Required columns per kind.
-    let (c_name, c_start, c_end) = match kind {
+    Ok(match kind {
         CsvKind::V3Kernels => (
             need("kernel_name")?,
             need("start_timestamp")?,
@@ -439,218 +573,231 @@ pub(super) fn read_csv(
                 }
             }
         }
-    };
-    let c_agent = match kind {
-        CsvKind::V3Kernels | CsvKind::V3Counters => col("agent_id"),
-        CsvKind::V3Copies => col("destination_agent_id"),
-        CsvKind::V1Results => col("gpu-id"),
-        CsvKind::V2Timestamps => col("gpu_id"),
-        CsvKind::V3Api | CsvKind::Stats => None,
-    };
-    // The counter file repeats each dispatch once per counter.
-    let c_dispatch = col("dispatch_id");
-    let mut dispatches_seen = std::collections::HashSet::new();
-    let c_stream = col("stream_id")
-        .or_else(|| col("queue_id"))
-        .or_else(|| col("queue-id"));
-    let c_corr = col("correlation_id");
-    let c_tid = col("thread_id").or_else(|| col("tid"));
-    let c_pid = col("process_id").or_else(|| col("pid"));
-    let c_domain = col("domain");
-    let mut record = csv::StringRecord::new();
-    let mut exponent_times = false;
-    let mut zero_len = 0u64;
-    let mut short_row: Option<u64> = None;
-    let mut skipped = 0u64;
-    let mut first_skipped: Option<u64> = None;
-    let mut long_rows = (0u64, 0u64); // (count, first line)
-    let mut bad_times: Option<(u64, u64, String)> = None; // (count, first line, message)
-    loop {
-        let more = match rdr.read_record(&mut record) {
-            Ok(m) => m,
-            Err(e) => {
-                let line = e.position().map_or(0, |p| p.line());
-                return Err(IngestError::Csv {
-                    path: label.into(),
-                    line,
-                    message: e.to_string(),
-                });
-            }
-        };
-        if !more {
-            break;
+    })
+}
+
+/// A row's start and end times, both zero where the file has no time columns.
+fn row_times(
+    record: &csv::StringRecord,
+    cols: &Columns,
+    headers: &[String],
+    label: &str,
+    line: u64,
+) -> Result<(i64, i64), IngestError> {
+    let get = |c: usize| record.get(c).unwrap_or("");
+    let time = |c: usize, what: &str| -> Result<i64, IngestError> {
+        if c == usize::MAX {
+            return Ok(0);
         }
-        let line = record.position().map_or(0, |p| p.line());
+        ns(get(c)).ok_or_else(|| IngestError::Csv {
+            path: label.into(),
+            line,
+            message: format!("column '{what}': not a time: {:?}", get(c)),
+        })
+    };
+    time(
+        cols.start,
+        &headers.get(cols.start).cloned().unwrap_or_default(),
+    )
+    .and_then(|start| {
+        Ok((
+            start,
+            time(
+                cols.end,
+                &headers.get(cols.end).cloned().unwrap_or_default(),
+            )?,
+        ))
+    })
+}
+
+/// What was wrong with a file's rows, counted as they are read and warned about at the end.
+#[derive(Default)]
+struct RowIssues {
+    exponent_times: bool,
+    zero_len: u64,
+    /// The line of the latest short row, while no full row has followed it.
+    short_row: Option<u64>,
+    skipped: u64,
+    first_skipped: Option<u64>,
+    long_rows: (u64, u64),                 // (count, first line)
+    bad_times: Option<(u64, u64, String)>, // (count, first line, message)
+}
+
+impl RowIssues {
+    /// Notes a row's field count against the header's; false for a short row, not to be read.
+    fn check_width(&mut self, len: usize, width: usize, line: u64) -> bool {
         // A short row is a row cut mid-write when it is the last one (checked at the end), else
         // a malformed row to skip.
-        if record.len() < width {
-            if let Some(previous) = short_row.replace(line) {
-                skipped += 1;
-                first_skipped.get_or_insert(previous);
+        if len < width {
+            if let Some(previous) = self.short_row.replace(line) {
+                self.skipped += 1;
+                self.first_skipped.get_or_insert(previous);
             }
-            continue;
+            return false;
         }
-        if let Some(previous) = short_row.take() {
-            skipped += 1;
-            first_skipped.get_or_insert(previous);
+        if let Some(previous) = self.short_row.take() {
+            self.skipped += 1;
+            self.first_skipped.get_or_insert(previous);
         }
-        if record.len() > width {
-            long_rows.0 += 1;
-            if long_rows.1 == 0 {
-                long_rows.1 = line;
-            }
-        }
-        let get = |c: usize| record.get(c).unwrap_or("");
-        if kind == CsvKind::V3Counters {
-            if let Some(c) = c_dispatch {
-                if !dispatches_seen.insert(get(c).to_string()) {
-                    continue;
-                }
+        if len > width {
+            self.long_rows.0 += 1;
+            if self.long_rows.1 == 0 {
+                self.long_rows.1 = line;
             }
         }
-        let time = |c: usize, what: &str| -> Result<i64, IngestError> {
-            if c == usize::MAX {
-                return Ok(0);
-            }
-            ns(get(c)).ok_or_else(|| IngestError::Csv {
-                path: label.into(),
-                line,
-                message: format!("column '{what}': not a time: {:?}", get(c)),
-            })
+        true
+    }
+
+    /// Counts a row skipped for times that do not read, keeping the first one's message.
+    fn note_bad_times(&mut self, e: &IngestError, line: u64) {
+        let text = match e {
+            IngestError::Csv { line, message, .. } => format!("line {line}: {message}"),
+            other => other.to_string(),
         };
-        // A row whose times do not read is skipped (and counted), unless `--strict`.
-        let times =
-            time(c_start, &headers.get(c_start).cloned().unwrap_or_default()).and_then(|start| {
-                Ok((
-                    start,
-                    time(c_end, &headers.get(c_end).cloned().unwrap_or_default())?,
-                ))
-            });
-        let (start, end) = match times {
-            Ok(t) => t,
-            Err(e) if opts.strict => return Err(e),
-            Err(e) => {
-                let text = match &e {
-                    IngestError::Csv { line, message, .. } => format!("line {line}: {message}"),
-                    other => other.to_string(),
-                };
-                bad_times.get_or_insert((0, line, text)).0 += 1;
-                continue;
+        self.bad_times.get_or_insert((0, line, text)).0 += 1;
+    }
+
+    /// Turns the counts into the input's warnings (a cut last row is an error under `--strict`).
+    fn report(
+        self,
+        label: &str,
+        kind: CsvKind,
+        timed: bool,
+        opts: &ReadOptions,
+        state: &mut InputState,
+    ) -> Result<(), IngestError> {
+        if let Some(line) = self.short_row {
+            if opts.strict {
+                return Err(IngestError::TruncatedCsv {
+                    path: label.into(),
+                    line,
+                });
             }
+            state.truncated = true;
+            state.warnings.push(format!(
+                "{label}: truncated: line {line} is cut short; read the complete rows before it"
+            ));
+        }
+        if self.skipped > 0 {
+            state.warnings.push(format!(
+                "{label}: skipped {} rows with fewer fields than the header (first at line {})",
+                self.skipped,
+                self.first_skipped.unwrap_or(0)
+            ));
+        }
+        if self.long_rows.0 > 0 {
+            state.warnings.push(format!(
+                "{label}: {} rows have more fields than the header (first at line {}): the extra fields were ignored",
+                self.long_rows.0, self.long_rows.1
+            ));
+        }
+        if let Some((count, _, first)) = self.bad_times {
+            state.warnings.push(format!(
+                "{label}: skipped {count} rows whose times do not read (first: {first})"
+            ));
+        }
+        if self.exponent_times {
+            state.warnings.push(format!(
+                "{label}: timestamps in exponent notation (a spreadsheet round trip?) lost their precision: durations are unreliable"
+            ));
+        }
+        if self.zero_len > 0 && timed && kind != CsvKind::V3Api {
+            state.warnings.push(format!(
+                "{label}: {} rows with zero or negative duration",
+                self.zero_len
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One row that read, with its times, to add to the trace.
+struct Row<'a> {
+    record: &'a csv::StringRecord,
+    cols: &'a Columns,
+    input: u32,
+    start: i64,
+    dur: i64,
+}
+
+impl Row<'_> {
+    fn get(&self, c: usize) -> &str {
+        self.record.get(c).unwrap_or("")
+    }
+
+    /// An optional numeric column, 0 where absent or unreadable.
+    fn number(&self, c: Option<usize>) -> u64 {
+        c.and_then(|c| self.get(c).trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    }
+
+    /// An API-trace row: HIP runtime calls and markers become host events, other domains are
+    /// dropped.
+    fn push_api_call(&self, trace: &mut Trace) {
+        let domain = self.cols.domain.map(|c| self.get(c)).unwrap_or("");
+        let kind = if domain.starts_with("HIP_RUNTIME") || domain.starts_with("HIP_API") {
+            HostKind::Runtime
+        } else if domain.starts_with("MARKER") {
+            HostKind::Annotation
+        } else {
+            return;
         };
-        if c_start != usize::MAX && (get(c_start).contains(['e', 'E'])) {
-            exponent_times = true;
-        }
-        let dur = end.saturating_sub(start).max(0);
-        if dur == 0 && c_start != usize::MAX {
-            zero_len += 1;
-        }
-        let corr = c_corr
-            .and_then(|c| get(c).trim().parse::<u64>().ok())
+        let name = trace.names.intern(self.get(self.cols.name).trim());
+        let tid = self.number(self.cols.tid);
+        let pid = self.number(self.cols.pid);
+        trace.host.push(HostEvent {
+            kind,
+            name,
+            input: self.input,
+            pid,
+            tid,
+            ts_ns: self.start,
+            dur_ns: self.dur,
+            correlation: self.number(self.cols.corr),
+            external_id: 0,
+            input_dims: NameId::NONE,
+            input_types: NameId::NONE,
+            concrete_inputs: NameId::NONE,
+            input_strides: NameId::NONE,
+        });
+    }
+
+    /// A kernel dispatch or memory copy row, noting its device.
+    fn push_activity(&self, kind: CsvKind, trace: &mut Trace, state: &mut InputState) {
+        let (akind, name) = match kind {
+            CsvKind::V3Copies => (
+                ActivityKind::Memcpy,
+                self.get(self.cols.name).trim().to_string(),
+            ),
+            _ => (
+                ActivityKind::Kernel,
+                self.get(self.cols.name).trim().to_string(),
+            ),
+        };
+        let device = self
+            .cols
+            .agent
+            .and_then(|c| agent_number(self.get(c)))
             .unwrap_or(0);
-        let mut small_id = |s: &str| -> u32 {
-            if let Ok(v) = s.trim().parse::<u32>() {
-                return v;
-            }
-            let n = state.ids.len() as u32;
-            *state.ids.entry(s.to_string()).or_insert(1_000_000 + n)
-        };
-        match kind {
-            CsvKind::V3Api => {
-                let domain = c_domain.map(get).unwrap_or("");
-                let kind = if domain.starts_with("HIP_RUNTIME") || domain.starts_with("HIP_API") {
-                    HostKind::Runtime
-                } else if domain.starts_with("MARKER") {
-                    HostKind::Annotation
-                } else {
-                    continue;
-                };
-                let name = trace.names.intern(get(c_name).trim());
-                let tid = c_tid
-                    .and_then(|c| get(c).trim().parse::<u64>().ok())
-                    .unwrap_or(0);
-                let pid = c_pid
-                    .and_then(|c| get(c).trim().parse::<u64>().ok())
-                    .unwrap_or(0);
-                trace.host.push(HostEvent {
-                    kind,
-                    name,
-                    input,
-                    pid,
-                    tid,
-                    ts_ns: start,
-                    dur_ns: dur,
-                    correlation: corr,
-                    external_id: 0,
-                    input_dims: NameId::NONE,
-                    input_types: NameId::NONE,
-                    concrete_inputs: NameId::NONE,
-                    input_strides: NameId::NONE,
-                });
-            }
-            _ => {
-                let (akind, name) = match kind {
-                    CsvKind::V3Copies => (ActivityKind::Memcpy, get(c_name).trim().to_string()),
-                    _ => (ActivityKind::Kernel, get(c_name).trim().to_string()),
-                };
-                let device = c_agent.and_then(|c| agent_number(get(c))).unwrap_or(0);
-                let stream = c_stream.map(|c| small_id(get(c))).unwrap_or(0);
-                state.devices.insert(device);
-                let name = trace.names.intern(&name);
-                trace.activities.push(Activity {
-                    kind: akind,
-                    name,
-                    input,
-                    device,
-                    stream,
-                    ts_ns: start,
-                    dur_ns: dur,
-                    correlation: corr,
-                    external_id: 0,
-                });
-            }
-        }
+        let stream = self
+            .cols
+            .stream
+            .map(|c| state.small_id(self.get(c)))
+            .unwrap_or(0);
+        state.devices.insert(device);
+        let name = trace.names.intern(&name);
+        trace.activities.push(Activity {
+            kind: akind,
+            name,
+            input: self.input,
+            device,
+            stream,
+            ts_ns: self.start,
+            dur_ns: self.dur,
+            correlation: self.number(self.cols.corr),
+            external_id: 0,
+        });
     }
-    if let Some(line) = short_row {
-        if opts.strict {
-            return Err(IngestError::TruncatedCsv {
-                path: label.into(),
-                line,
-            });
-        }
-        state.truncated = true;
-        state.warnings.push(format!(
-            "{label}: truncated: line {line} is cut short; read the complete rows before it"
-        ));
-    }
-    if skipped > 0 {
-        state.warnings.push(format!(
-            "{label}: skipped {skipped} rows with fewer fields than the header (first at line {})",
-            first_skipped.unwrap_or(0)
-        ));
-    }
-    if long_rows.0 > 0 {
-        state.warnings.push(format!(
-            "{label}: {} rows have more fields than the header (first at line {}): the extra fields were ignored",
-            long_rows.0, long_rows.1
-        ));
-    }
-    if let Some((count, _, first)) = bad_times {
-        state.warnings.push(format!(
-            "{label}: skipped {count} rows whose times do not read (first: {first})"
-        ));
-    }
-    if exponent_times {
-        state.warnings.push(format!(
-            "{label}: timestamps in exponent notation (a spreadsheet round trip?) lost their precision: durations are unreliable"
-        ));
-    }
-    if zero_len > 0 && c_start != usize::MAX && kind != CsvKind::V3Api {
-        state.warnings.push(format!(
-            "{label}: {zero_len} rows with zero or negative duration"
-        ));
-    }
-    Ok(())
 }
 
 /// The CSV files of a rocprofv3 output directory that make one input, in the order to read.

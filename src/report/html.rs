@@ -69,20 +69,54 @@ fn num(ns: i64) -> String {
 pub fn render(run: &Run) -> String {
     let a = &run.analysis;
     let mut b = String::new();
+    let title = report_title(a);
+    render_header(&mut b, run, &title);
+    render_inputs(&mut b, a);
+
+    // Where the GPU time goes.
+    render_buckets(&mut b, a);
+
+    // Partition, per step.
+    render_partition(&mut b, a);
+    render_compile(&mut b, a);
+
+    // Ladder and recommendations.
+    render_ladder(&mut b, run);
+    render_recommendations(&mut b, run);
+
+    // Findings.
+    render_findings(&mut b, run);
+
+    // Kernels.
+    render_top_kernels(&mut b, a);
+    render_attribution(&mut b, a);
+    render_counters(&mut b, a);
+    page(&format!("rocprof-classify: {title}"), &b)
+}
+
+/// The inputs' paths, each once, joined: the page's title and heading.
+fn report_title(a: &Analysis) -> String {
     let mut seen = std::collections::BTreeSet::new();
-    let title = a
-        .inputs
+    a.inputs
         .iter()
         .map(|i| i.path.clone())
         .filter(|p| seen.insert(p.clone()))
         .collect::<Vec<_>>()
-        .join(", ");
-    let _ = writeln!(b, "<h1>rocprof-classify: {}</h1>", esc(&title));
+        .join(", ")
+}
+
+/// The heading and the one-line headline.
+fn render_header(b: &mut String, run: &Run, title: &str) {
+    let _ = writeln!(b, "<h1>rocprof-classify: {}</h1>", esc(title));
     let _ = writeln!(
         b,
         "<p class=\"headline\">{}</p>",
         esc(&crate::report::markdown::headline(run).replace("**", ""))
     );
+}
+
+/// One row per input: format, vendor, rank, devices and warnings.
+fn render_inputs(b: &mut String, a: &Analysis) {
     let _ = writeln!(b, "<table><thead><tr><th>input</th><th>format</th><th>vendor</th><th>rank</th><th>devices</th><th>notes</th></tr></thead><tbody>");
     for i in &a.inputs {
         let devices: Vec<String> = i
@@ -113,8 +147,10 @@ pub fn render(run: &Run) -> String {
         );
     }
     let _ = writeln!(b, "</tbody></table>");
+}
 
-    // Where the GPU time goes.
+/// GPU activity time by bucket, as a chart and a sortable table.
+fn render_buckets(b: &mut String, a: &Analysis) {
     let _ = writeln!(b, "<h2>GPU time by bucket</h2>");
     let bars: Vec<Bar> = a
         .buckets
@@ -137,8 +173,10 @@ pub fn render(run: &Run) -> String {
         let _ = writeln!(b, "<tr><td>{}</td>{}<td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", x.bucket.as_str(), num(x.kernel_ns), x.pct, x.launches, x.distinct_kernels);
     }
     let _ = writeln!(b, "</tbody></table>");
+}
 
-    // Partition, per step.
+/// The time partition (busy by bucket, idle by cause): a chart per step, a table for the window.
+fn render_partition(b: &mut String, a: &Analysis) {
     let _ = writeln!(b, "<h2>Where the wall time goes, step by step</h2>");
     let mut stacks: Vec<Stack> = a
         .step_breakdown
@@ -186,6 +224,10 @@ pub fn render(run: &Run) -> String {
         );
     }
     let _ = writeln!(b, "</tbody></table>");
+}
+
+/// torch.compile and CUDA/HIP graph use, when either is present.
+fn render_compile(b: &mut String, a: &Analysis) {
     let c = &a.compile;
     if c.compiled || c.cudagraphs {
         let _ = writeln!(
@@ -199,8 +241,10 @@ pub fn render(run: &Run) -> String {
             if c.cudagraphs { "in use" } else { "not used" }
         );
     }
+}
 
-    // Ladder and recommendations.
+/// The optimization ladder as a chart and a list with each level's evidence.
+fn render_ladder(b: &mut String, run: &Run) {
     let _ = writeln!(b, "<h2>Optimization ladder</h2>");
     let levels: Vec<(u8, String, &str)> = run
         .plan
@@ -220,7 +264,12 @@ pub fn render(run: &Run) -> String {
             esc(&l.evidence)
         );
     }
-    let _ = writeln!(b, "</ul>\n<h2>Recommendations</h2>");
+    let _ = writeln!(b, "</ul>");
+}
+
+/// The ranked recommendations with their evidence and actions.
+fn render_recommendations(b: &mut String, run: &Run) {
+    let _ = writeln!(b, "<h2>Recommendations</h2>");
     if run.plan.recommendations.is_empty() {
         let _ = writeln!(b, "<p>None.</p>");
     } else {
@@ -257,8 +306,10 @@ pub fn render(run: &Run) -> String {
         }
         let _ = writeln!(b, "</tbody></table>");
     }
+}
 
-    // Findings.
+/// The findings with severity, time at stake and evidence.
+fn render_findings(b: &mut String, run: &Run) {
     let _ = writeln!(b, "<h2>Findings</h2>");
     if run.findings.is_empty() {
         let _ = writeln!(b, "<p>None.</p>");
@@ -279,8 +330,10 @@ pub fn render(run: &Run) -> String {
         }
         let _ = writeln!(b, "</tbody></table>");
     }
+}
 
-    // Kernels.
+/// The top kernels by GPU time, as a chart and a filterable table.
+fn render_top_kernels(b: &mut String, a: &Analysis) {
     let _ = writeln!(b, "<h2>Top kernels</h2>");
     let bars: Vec<Bar> = a
         .top_kernels
@@ -315,9 +368,6 @@ pub fn render(run: &Run) -> String {
         );
     }
     let _ = writeln!(b, "</tbody></table>");
-    render_attribution(&mut b, a);
-    render_counters(&mut b, a);
-    page(&format!("rocprof-classify: {title}"), &b)
 }
 
 /// Ops, modules and source lines by GPU time, and the GEMM ops' efficiency as a chart.

@@ -1,6 +1,7 @@
 //! A GitHub-flavoured Markdown summary sized for a pull-request comment (well under GitHub's
 //! 65,536-character limit): headline, buckets, partition, top recommendations, findings.
 
+use crate::analysis::Analysis;
 use crate::pipeline::Run;
 use crate::report::table::{display_name, fmt_ns, shorten_tail};
 use std::fmt::Write as _;
@@ -48,6 +49,30 @@ pub fn headline(run: &Run) -> String {
 pub fn render(run: &Run) -> String {
     let a = &run.analysis;
     let mut out = String::new();
+    render_header(&mut out, run);
+
+    render_buckets(&mut out, a);
+    render_partition(&mut out, a);
+
+    render_recommendations(&mut out, run);
+    render_ladder(&mut out, run);
+
+    render_findings(&mut out, run);
+    render_top_kernels(&mut out, a);
+    render_top_ops(&mut out, a);
+    render_op_shapes(&mut out, a);
+    render_counters(&mut out, a);
+    let _ = writeln!(
+        out,
+        "\n<sub>rocprof-classify {}</sub>",
+        env!("CARGO_PKG_VERSION")
+    );
+    out
+}
+
+/// The heading (the inputs, each once), the headline and a warning for truncated traces.
+fn render_header(out: &mut String, run: &Run) {
+    let a = &run.analysis;
     let inputs: Vec<String> = a
         .inputs
         .iter()
@@ -66,7 +91,10 @@ pub fn render(run: &Run) -> String {
             "> **Warning:** a trace is truncated; the analysis covers what was written.\n"
         );
     }
+}
 
+/// GPU time and launches by bucket.
+fn render_buckets(out: &mut String, a: &Analysis) {
     let _ = writeln!(
         out,
         "| bucket | GPU time | % | launches |\n|---|---:|---:|---:|"
@@ -81,6 +109,10 @@ pub fn render(run: &Run) -> String {
             b.launches
         );
     }
+}
+
+/// The window's time partition.
+fn render_partition(out: &mut String, a: &Analysis) {
     let _ = writeln!(
         out,
         "\n| time partition | time | % of window |\n|---|---:|---:|"
@@ -88,7 +120,10 @@ pub fn render(run: &Run) -> String {
     for r in a.time_partition.iter().filter(|r| r.ns > 0) {
         let _ = writeln!(out, "| {} | {} | {:.1} |", r.category, fmt_ns(r.ns), r.pct);
     }
+}
 
+/// The top three recommendations, each with its first piece of evidence and two actions.
+fn render_recommendations(out: &mut String, run: &Run) {
     let _ = writeln!(out, "\n### Top recommendations\n");
     if run.plan.recommendations.is_empty() {
         let _ = writeln!(out, "None.");
@@ -115,6 +150,10 @@ pub fn render(run: &Run) -> String {
             let _ = writeln!(out, "   - {}: {}", act.kind, code(&act.text));
         }
     }
+}
+
+/// Each ladder level's status on one line.
+fn render_ladder(out: &mut String, run: &Run) {
     let ladder: Vec<String> = run
         .plan
         .ladder
@@ -124,7 +163,10 @@ pub fn render(run: &Run) -> String {
     if !ladder.is_empty() {
         let _ = writeln!(out, "\nLadder: {}", ladder.join(" · "));
     }
+}
 
+/// The first 25 findings as a table.
+fn render_findings(out: &mut String, run: &Run) {
     let _ = writeln!(out, "\n### Findings\n");
     if run.findings.is_empty() {
         let _ = writeln!(out, "None.");
@@ -149,6 +191,10 @@ pub fn render(run: &Run) -> String {
             );
         }
     }
+}
+
+/// The top ten kernels, folded.
+fn render_top_kernels(out: &mut String, a: &Analysis) {
     let _ = writeln!(out, "\n<details><summary>Top kernels</summary>\n\n| kernel | bucket | library | time | % |\n|---|---|---|---:|---:|");
     for k in a.top_kernels.iter().take(10) {
         let _ = writeln!(
@@ -162,6 +208,10 @@ pub fn render(run: &Run) -> String {
         );
     }
     let _ = writeln!(out, "\n</details>");
+}
+
+/// The top ten ops with their efficiency, folded; only when the trace has ops.
+fn render_top_ops(out: &mut String, a: &Analysis) {
     if a.ops
         .iter()
         .any(|o| o.name != crate::analysis::attribution::NO_OP)
@@ -185,6 +235,10 @@ pub fn render(run: &Run) -> String {
         }
         let _ = writeln!(out, "\n</details>");
     }
+}
+
+/// Efficiency by op and shape, folded; only when there are shapes.
+fn render_op_shapes(out: &mut String, a: &Analysis) {
     if !a.op_shapes.is_empty() {
         let _ = writeln!(out, "\n<details><summary>Efficiency by shape</summary>\n\n| op | shapes | calls | time | TFLOP/s | % of peak | GB/s |\n|---|---|---:|---:|---:|---:|---:|");
         let opt = super::opt_num;
@@ -203,6 +257,10 @@ pub fn render(run: &Run) -> String {
         }
         let _ = writeln!(out, "\n</details>");
     }
+}
+
+/// Hardware counters of the top ten kernels, folded; only when there are counters.
+fn render_counters(out: &mut String, a: &Analysis) {
     if !a.kernel_counters.is_empty() {
         let _ = writeln!(out, "\n<details><summary>Hardware counters per kernel</summary>\n\n| kernel | bound | pipe | TFLOP/s | % of peak | HBM GB/s | % of peak | FLOP/byte | waves/SIMD |\n|---|---|---|---:|---:|---:|---:|---:|---|");
         let opt = super::opt_num;
@@ -224,10 +282,4 @@ pub fn render(run: &Run) -> String {
         }
         let _ = writeln!(out, "\n</details>");
     }
-    let _ = writeln!(
-        out,
-        "\n<sub>rocprof-classify {}</sub>",
-        env!("CARGO_PKG_VERSION")
-    );
-    out
 }
