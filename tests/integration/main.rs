@@ -18,6 +18,7 @@ mod h100;
 mod invariants;
 mod layers;
 mod peers;
+mod pipeline;
 mod ranks;
 mod recommend;
 mod review;
