@@ -553,13 +553,14 @@ fn gates(run: &Run, fail_on: &[String], max_unclassified: Option<f64>) -> Result
             "info" => Some(Severity::Info),
             _ => None,
         };
-        if severity.is_none() && !crate::detect::DEFINITIONS.iter().any(|(id, _)| id == gate) {
+        let id = crate::detect::FindingId::from_name(gate);
+        if severity.is_none() && id.is_none() {
             bail!("--fail-on {gate}: not a severity (high, medium, low, info) or a finding id (see `rocprof-classify explain`)");
         }
         for f in &run.findings {
             let hit = match severity {
                 Some(s) => f.severity <= s,
-                None => f.id == gate,
+                None => Some(f.id) == id,
             };
             if hit {
                 tripped.push(format!(
@@ -729,15 +730,25 @@ fn run_rules(action: RulesAction, global: &GlobalArgs) -> Result<Status> {
     }
 }
 
+fn join_categories(cats: &[crate::analysis::partition::Category]) -> String {
+    cats.iter()
+        .map(|c| c.as_str())
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
 fn run_explain(id: &str, global: &GlobalArgs) -> Result<Status> {
     let catalog = Catalog::load(&global.rules).context("loading the ladder catalog")?;
     let mut out = String::new();
-    if let Some((_, def)) = crate::detect::DEFINITIONS.iter().find(|(f, _)| *f == id) {
+    if let Some((_, def)) = crate::detect::DEFINITIONS
+        .iter()
+        .find(|(f, _)| f.as_str() == id)
+    {
         out.push_str(&format!("finding {id}\n  fires when: {def}\n"));
         let recs: Vec<&str> = catalog
             .recommendations
             .iter()
-            .filter(|r| r.findings.iter().any(|f| f == id))
+            .filter(|r| r.findings.iter().any(|f| f.as_str() == id))
             .map(|r| r.id.as_str())
             .collect();
         if !recs.is_empty() {
@@ -751,7 +762,8 @@ fn run_explain(id: &str, global: &GlobalArgs) -> Result<Status> {
             "recommendation {} (level {}): {}\n",
             r.id, r.level, r.title
         ));
-        let mut when = vec![format!("any of the findings {}", r.findings.join(", "))];
+        let ids: Vec<&str> = r.findings.iter().map(|f| f.as_str()).collect();
+        let mut when = vec![format!("any of the findings {}", ids.join(", "))];
         if let Some(k) = &r.finding_kind {
             when.push(format!("with evidence.kind = {k}"));
         }
@@ -784,12 +796,12 @@ fn run_explain(id: &str, global: &GlobalArgs) -> Result<Status> {
         let basis = if r.basis == "finding" {
             "the finding's time at stake".to_string()
         } else {
-            format!("the time of {}", r.acts_on.join(" + "))
+            format!("the time of {}", join_categories(&r.acts_on))
         };
         out.push_str(&format!(
             "  savings: {} x {basis}, at most the time of {}; confidence {}\n",
             r.fraction,
-            r.acts_on.join(" + "),
+            join_categories(&r.acts_on),
             r.confidence
         ));
         for a in &r.actions {
@@ -802,7 +814,10 @@ fn run_explain(id: &str, global: &GlobalArgs) -> Result<Status> {
         }
         out.push_str(&format!("  source: {}\n", r.seed));
     } else {
-        let mut known: Vec<&str> = crate::detect::DEFINITIONS.iter().map(|d| d.0).collect();
+        let mut known: Vec<&str> = crate::detect::DEFINITIONS
+            .iter()
+            .map(|d| d.0.as_str())
+            .collect();
         known.extend(catalog.recommendations.iter().map(|r| r.id.as_str()));
         bail!("unknown id '{id}'; known ids: {}", known.join(", "));
     }

@@ -157,7 +157,7 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
         .iter()
         .map(|r| {
             Delta::new(
-                r.category,
+                r.category.as_str(),
                 r.ns as f64 / sb,
                 new.partition_ns(r.category) as f64 / sn,
             )

@@ -19,7 +19,7 @@ use crate::classify::{Bucket, Classified, RuleSet};
 use crate::model::{InputMeta, NameId, Trace, Vendor};
 use compile::{CompileDetail, CompileSummary};
 use links::Links;
-use partition::{DeviceActivities, HostTimeline, Partition, PartitionRow};
+use partition::{Category, DeviceActivities, HostTimeline, Partition, PartitionRow};
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -160,7 +160,7 @@ impl Analysis {
         self.inputs.iter().map(|i| i.devices.len()).sum()
     }
     /// A partition category's row.
-    pub fn partition_ns(&self, category: &str) -> i64 {
+    pub fn partition_ns(&self, category: Category) -> i64 {
         self.time_partition
             .iter()
             .find(|r| r.category == category)

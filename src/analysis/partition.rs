@@ -9,26 +9,84 @@
 use super::links::{is_compile_event, is_sync_call};
 use crate::classify::Bucket;
 use crate::model::{HostKind, Trace};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// The partition's categories, in the feed's fixed order.
-pub const CATEGORIES: [&str; 11] = [
-    "gemm",
-    "attention",
-    "conv",
-    "elementwise",
-    "communication",
-    "memory",
-    "other",
-    "launch_overhead",
-    "host_idle",
-    "idle_unattributed",
-    "graph_gaps",
-];
-pub const LAUNCH_OVERHEAD: usize = 7;
-pub const HOST_IDLE: usize = 8;
-pub const IDLE_UNATTRIBUTED: usize = 9;
-pub const GRAPH_GAPS: usize = 10;
+/// A category of the time partition (FEED.md names): the seven buckets' busy time, then the
+/// idle time by cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Gemm,
+    Attention,
+    Conv,
+    Elementwise,
+    Communication,
+    Memory,
+    Other,
+    LaunchOverhead,
+    HostIdle,
+    IdleUnattributed,
+    GraphGaps,
+}
+
+impl Category {
+    /// Every category, in the feed's fixed order.
+    pub const ALL: [Category; 11] = [
+        Category::Gemm,
+        Category::Attention,
+        Category::Conv,
+        Category::Elementwise,
+        Category::Communication,
+        Category::Memory,
+        Category::Other,
+        Category::LaunchOverhead,
+        Category::HostIdle,
+        Category::IdleUnattributed,
+        Category::GraphGaps,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Gemm => "gemm",
+            Category::Attention => "attention",
+            Category::Conv => "conv",
+            Category::Elementwise => "elementwise",
+            Category::Communication => "communication",
+            Category::Memory => "memory",
+            Category::Other => "other",
+            Category::LaunchOverhead => "launch_overhead",
+            Category::HostIdle => "host_idle",
+            Category::IdleUnattributed => "idle_unattributed",
+            Category::GraphGaps => "graph_gaps",
+        }
+    }
+
+    /// The category of a feed name.
+    pub fn from_name(name: &str) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// The busy-time category of a bucket.
+    pub fn of_bucket(b: Bucket) -> Category {
+        Category::ALL[bucket_index(b)]
+    }
+
+    /// Idle time the host causes (launch overhead, host idle).
+    pub fn is_host_caused(self) -> bool {
+        matches!(self, Category::LaunchOverhead | Category::HostIdle)
+    }
+}
+
+impl std::fmt::Display for Category {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+pub const LAUNCH_OVERHEAD: usize = Category::LaunchOverhead as usize;
+pub const HOST_IDLE: usize = Category::HostIdle as usize;
+pub const IDLE_UNATTRIBUTED: usize = Category::IdleUnattributed as usize;
+pub const GRAPH_GAPS: usize = Category::GraphGaps as usize;
 
 /// Index of a bucket among the first seven categories.
 pub fn bucket_index(b: Bucket) -> usize {
@@ -94,17 +152,17 @@ impl Partition {
 /// One row of `time_partition`.
 #[derive(Clone, Debug, Serialize)]
 pub struct PartitionRow {
-    pub category: &'static str,
+    pub category: Category,
     pub ns: i64,
     pub pct: f64,
 }
 
 pub fn rows(p: &Partition, window_ns: i64) -> Vec<PartitionRow> {
     let ns = p.rounded(window_ns);
-    CATEGORIES
-        .iter()
+    Category::ALL
+        .into_iter()
         .zip(ns)
-        .map(|(&category, ns)| PartitionRow {
+        .map(|(category, ns)| PartitionRow {
             category,
             ns,
             pct: super::pct(ns, window_ns),

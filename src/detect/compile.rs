@@ -2,7 +2,7 @@
 //! the window, CUDA/HIP graph replay; and what torch.compile's logs add to them (the reason,
 //! user-code line and fix of each break and recompile, Inductor's fallback kernels).
 
-use super::{ms, pct, round2, step_count, Finding, Severity};
+use super::{ms, pct, round2, step_count, Finding, FindingId, Severity};
 use crate::analysis::compile_log::Joined;
 use crate::analysis::partition::LAUNCH_OVERHEAD;
 use crate::analysis::Context;
@@ -36,7 +36,7 @@ pub fn graph_breaks(ctx: &Context) -> Vec<Finding> {
         format!("; eager ops between regions: {}", ops.join(", "))
     };
     vec![Finding::new(
-        "graph_breaks",
+        FindingId::GraphBreaks,
         Severity::High,
         format!(
             "torch.compile graph breaks: {:.1} per step ({} compiled regions per step, frames {:?}); the code between regions runs eagerly{eager}",
@@ -63,7 +63,7 @@ pub fn compiled_loop(ctx: &Context) -> Vec<Finding> {
         return vec![];
     }
     vec![Finding::new(
-        "compiled_loop",
+        FindingId::CompiledLoop,
         Severity::Info,
         format!(
             "a compiled function (frame {:?}) runs {} times per step; it is compiled once and called in a loop, which is not a graph break",
@@ -85,7 +85,7 @@ pub fn recompiles(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        "recompiles",
+        FindingId::Recompiles,
         severity,
         format!(
             "{} recompiled graphs ran in the window ({}): shapes or guards changed between calls",
@@ -114,7 +114,7 @@ pub fn compile_in_window(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        "compile_in_window",
+        FindingId::CompileInWindow,
         severity,
         format!("torch.compile compiled for {} inside the profiled window ({share:.1}% of it): warm up before profiling", ms(ns)),
         ns,
@@ -132,7 +132,7 @@ pub fn cudagraphs_in_use(ctx: &Context) -> Vec<Finding> {
         return vec![];
     }
     vec![Finding::new(
-        "cudagraphs_in_use",
+        FindingId::CudagraphsInUse,
         Severity::Info,
         format!(
             "CUDA/HIP graphs replay {} kernels from {} graph launches ({:.1}% of GPU activity time); their kernels count as busy, launched by the graph",
@@ -278,8 +278,14 @@ pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
             "matched_by": joined.matched_by,
             "breaks": distinct.iter().map(|(b, n)| break_json(b, *n)).collect::<Vec<_>>(),
         });
-        upsert(findings, "graph_breaks", text, log, fixes, || {
-            Finding::new("graph_breaks", Severity::High, String::new(), 0, json!({}))
+        upsert(findings, FindingId::GraphBreaks, text, log, fixes, || {
+            Finding::new(
+                FindingId::GraphBreaks,
+                Severity::High,
+                String::new(),
+                0,
+                json!({}),
+            )
         });
     }
     if !joined.recompiles.is_empty() {
@@ -348,9 +354,9 @@ pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
             log["compile_time_s"] = json!((joined.compile_s * 1000.0).round() / 1000.0);
         }
         let count = joined.recompiles.len();
-        upsert(findings, "recompiles", text, log, fixes, || {
+        upsert(findings, FindingId::Recompiles, text, log, fixes, || {
             Finding::new(
-                "recompiles",
+                FindingId::Recompiles,
                 Severity::Medium,
                 format!("{count} recompilations in the log"),
                 0,
@@ -372,7 +378,7 @@ fn fallbacks(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
         return;
     }
     findings.push(Finding::new(
-        "inductor_fallbacks",
+        FindingId::InductorFallbacks,
         Severity::Info,
         format!(
             "Inductor runs {} as ATen fallback kernels (no generated code, no fusion across them): {}",
@@ -390,7 +396,7 @@ fn fallbacks(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
 /// Adds the log's words to a finding (made by `new` when the trace did not show it).
 fn upsert(
     findings: &mut Vec<Finding>,
-    id: &str,
+    id: FindingId,
     text: String,
     log: Value,
     fixes: Vec<Value>,

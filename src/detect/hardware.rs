@@ -1,7 +1,7 @@
 //! Findings from hardware counters (rocprof-compute workloads): occupancy limits, memory-bound
 //! or inefficient GEMMs, and matrix work done without matrix cores (seeds/003).
 
-use super::{pct, round2, Finding, Severity};
+use super::{pct, round2, Finding, FindingId, Severity};
 use crate::analysis::attribution::{compact_dims, OpRow};
 use crate::analysis::efficiency::{dims_of, dtype_of, find_device, Dtype};
 use crate::analysis::hardware::{share_pct, total_ns, Bound, KernelCounters};
@@ -48,7 +48,7 @@ fn evidence_row(r: &KernelCounters, total: i64) -> Value {
 
 fn finding(
     ctx: &Context,
-    id: &'static str,
+    id: FindingId,
     hits: &[&KernelCounters],
     summary: String,
     high_share: f64,
@@ -96,7 +96,7 @@ pub fn low_occupancy(ctx: &Context) -> Vec<Finding> {
         .fold(f64::INFINITY, f64::min);
     finding(
         ctx,
-        "low_occupancy",
+        FindingId::LowOccupancy,
         &hits,
         format!(
             "{} kernel(s) limited to {worst} waves per SIMD by VGPRs or LDS",
@@ -114,7 +114,7 @@ pub fn memory_bound_gemm(ctx: &Context) -> Vec<Finding> {
         .collect();
     finding(
         ctx,
-        "memory_bound_gemm",
+        FindingId::MemoryBoundGemm,
         &hits,
         format!(
             "{} GEMM-like kernel(s) are memory bound: arithmetic intensity below the roofline's ridge point",
@@ -135,7 +135,7 @@ pub fn low_gemm_efficiency(ctx: &Context) -> Vec<Finding> {
         .collect();
     finding(
         ctx,
-        "low_gemm_efficiency",
+        FindingId::LowGemmEfficiency,
         &hits,
         format!(
             "{} GEMM-like kernel(s) reach under {:.0}% of the roofline",
@@ -157,7 +157,7 @@ pub fn no_matrix_cores(ctx: &Context) -> Vec<Finding> {
         .collect();
     let mut out = finding(
         ctx,
-        "no_matrix_cores",
+        FindingId::NoMatrixCores,
         &hits,
         format!(
             "{} GEMM-like kernel(s) run without matrix cores (no MFMA instructions)",
@@ -414,7 +414,7 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
     }
     let worst = slow[0];
     vec![Finding::new(
-        "low_gemm_efficiency",
+        FindingId::LowGemmEfficiency,
         if share >= 20.0 { Severity::Medium } else { Severity::Low },
         format!(
             "{} GEMM op(s) run under {SLOW_GEMM_PCT:.0}% of the device's dense peak ({:.1}% of GPU time); {} {} reaches {:.1}% ({:.1} TFLOP/s)",

@@ -1,7 +1,7 @@
 //! Where the host keeps the GPU waiting: dispatch overhead, host work outside any op, and
 //! synchronizations inside steps.
 
-use super::{ms, pct, round2, step_count, Finding, Severity};
+use super::{ms, pct, round2, step_count, Finding, FindingId, Severity};
 use crate::analysis::links::is_sync_call;
 use crate::analysis::partition::{HOST_IDLE, LAUNCH_OVERHEAD};
 use crate::analysis::Context;
@@ -42,7 +42,7 @@ pub fn launch_bound(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        "launch_bound",
+        FindingId::LaunchBound,
         severity,
         format!(
             "launch-bound: the GPU waits on kernel dispatch for {share:.1}% of the window; {:.0}% of {} kernels run under 10 µs (median {:.1} µs)",
@@ -78,7 +78,7 @@ pub fn host_bound(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        "host_bound",
+        FindingId::HostBound,
         severity,
         format!(
             "host-bound: the GPU idles for {share:.1}% of the window while the host is outside any profiled op (data loading, Python work, sleeping)"
@@ -174,7 +174,7 @@ pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
         Severity::Low
     };
     vec![Finding::new(
-        "sync_stalls",
+        FindingId::SyncStalls,
         severity,
         format!(
             "{calls} host synchronizations inside steps ({per_step:.1} per step, {} blocked, {share:.1}% of the window): each drains the GPU queue",

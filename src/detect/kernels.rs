@@ -1,7 +1,7 @@
 //! Findings about what the GPU runs: fp32 GEMMs, which GEMM libraries, elementwise weight,
 //! layout transposes, exposed communication, memcpy weight, unclassified time.
 
-use super::{pct, round2, Finding, Severity};
+use super::{pct, round2, Finding, FindingId, Severity};
 use crate::analysis::Context;
 use crate::classify::Bucket;
 use crate::model::{HostKind, NameId};
@@ -66,7 +66,7 @@ pub fn fp32_gemm(ctx: &Context) -> Vec<Finding> {
         Severity::Low
     };
     vec![Finding::new(
-        "fp32_gemm",
+        FindingId::Fp32Gemm,
         severity,
         format!("{share:.1}% of GEMM time runs in fp32 without matrix/tensor cores (FFMA/SIMT/Tensile single precision): use bf16/fp16 or allow TF32 (torch.set_float32_matmul_precision('high'))"),
         ns,
@@ -108,7 +108,7 @@ pub fn gemm_backend(ctx: &Context) -> Vec<Finding> {
         .collect::<Vec<_>>()
         .join(", ");
     vec![Finding::new(
-        "gemm_backend",
+        FindingId::GemmBackend,
         Severity::Info,
         format!("GEMM libraries by time: {summary} (from kernel names)"),
         0,
@@ -151,7 +151,7 @@ pub fn elementwise_heavy(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        "elementwise_heavy",
+        FindingId::ElementwiseHeavy,
         severity,
         format!("elementwise kernels take {share:.1}% of GPU activity time; {advice}"),
         ew,
@@ -179,7 +179,7 @@ pub fn conv_layout_transposes(ctx: &Context) -> Vec<Finding> {
         Severity::Low
     };
     vec![Finding::new(
-        "conv_layout_transposes",
+        FindingId::ConvLayoutTransposes,
         severity,
         format!("NCHW↔NHWC layout transposes take {share:.1}% of GPU activity time: keep the model in channels_last (model.to(memory_format=torch.channels_last))"),
         ns,
@@ -305,7 +305,7 @@ pub fn exposed_communication(ctx: &Context) -> Vec<Finding> {
         Severity::Low
     };
     vec![Finding::new(
-        "exposed_communication",
+        FindingId::ExposedCommunication,
         severity,
         format!(
             "communication overlaps compute for {:.1}% of its time; {:.1}% of the window is communication the GPU only waits on",
@@ -351,7 +351,7 @@ pub fn memcpy_heavy(ctx: &Context) -> Vec<Finding> {
         })
     });
     vec![Finding::new(
-        "memcpy_heavy",
+        FindingId::MemcpyHeavy,
         Severity::Medium,
         format!("memory copies and sets take {share:.1}% of GPU activity time ({window_share:.1}% of the window): pin host memory, keep tensors on the GPU, batch small copies"),
         mem,
@@ -372,7 +372,7 @@ pub fn unclassified_time(ctx: &Context) -> Vec<Finding> {
     });
     let ns: i64 = names.values().map(|v| v.0).sum();
     vec![Finding::new(
-        "unclassified_time",
+        FindingId::UnclassifiedTime,
         if share >= 10.0 { Severity::Medium } else { Severity::Low },
         format!("{share:.1}% of GPU activity time matched no classification rule: add rules (--rules DIR) so the buckets are complete"),
         ns,

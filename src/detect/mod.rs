@@ -11,7 +11,7 @@ mod ranks;
 mod steps;
 
 use crate::analysis::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -34,10 +34,87 @@ impl Severity {
     }
 }
 
+/// A finding's id (FEED.md `findings[].id`; the feed sorts ties by its name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingId {
+    GraphBreaks,
+    CompiledLoop,
+    Recompiles,
+    CompileInWindow,
+    CudagraphsInUse,
+    LaunchBound,
+    HostBound,
+    SyncStalls,
+    ManualAttention,
+    UnfusedProjections,
+    Fp32Gemm,
+    GemmBackend,
+    ElementwiseHeavy,
+    ConvLayoutTransposes,
+    ExposedCommunication,
+    MemcpyHeavy,
+    UnclassifiedTime,
+    HighStepVariance,
+    WarmupInWindow,
+    StragglerRank,
+    InductorFallbacks,
+    LowOccupancy,
+    MemoryBoundGemm,
+    LowGemmEfficiency,
+    NoMatrixCores,
+}
+
+impl FindingId {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingId::GraphBreaks => "graph_breaks",
+            FindingId::CompiledLoop => "compiled_loop",
+            FindingId::Recompiles => "recompiles",
+            FindingId::CompileInWindow => "compile_in_window",
+            FindingId::CudagraphsInUse => "cudagraphs_in_use",
+            FindingId::LaunchBound => "launch_bound",
+            FindingId::HostBound => "host_bound",
+            FindingId::SyncStalls => "sync_stalls",
+            FindingId::ManualAttention => "manual_attention",
+            FindingId::UnfusedProjections => "unfused_projections",
+            FindingId::Fp32Gemm => "fp32_gemm",
+            FindingId::GemmBackend => "gemm_backend",
+            FindingId::ElementwiseHeavy => "elementwise_heavy",
+            FindingId::ConvLayoutTransposes => "conv_layout_transposes",
+            FindingId::ExposedCommunication => "exposed_communication",
+            FindingId::MemcpyHeavy => "memcpy_heavy",
+            FindingId::UnclassifiedTime => "unclassified_time",
+            FindingId::HighStepVariance => "high_step_variance",
+            FindingId::WarmupInWindow => "warmup_in_window",
+            FindingId::StragglerRank => "straggler_rank",
+            FindingId::InductorFallbacks => "inductor_fallbacks",
+            FindingId::LowOccupancy => "low_occupancy",
+            FindingId::MemoryBoundGemm => "memory_bound_gemm",
+            FindingId::LowGemmEfficiency => "low_gemm_efficiency",
+            FindingId::NoMatrixCores => "no_matrix_cores",
+        }
+    }
+
+    /// The id of a feed name.
+    pub fn from_name(name: &str) -> Option<FindingId> {
+        DEFINITIONS
+            .iter()
+            .map(|d| d.0)
+            .find(|id| id.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for FindingId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One finding of the feed's `findings`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
-    pub id: &'static str,
+    pub id: FindingId,
     pub severity: Severity,
     pub summary: String,
     pub time_at_stake_ns: i64,
@@ -46,7 +123,7 @@ pub struct Finding {
 
 impl Finding {
     pub fn new(
-        id: &'static str,
+        id: FindingId,
         severity: Severity,
         summary: String,
         time_at_stake_ns: i64,
@@ -63,32 +140,32 @@ impl Finding {
 }
 
 /// Every finding id this version reports, with when it fires (for `explain` and the README).
-pub const DEFINITIONS: &[(&str, &str)] = &[
-    ("graph_breaks", "torch.compile graph breaks per step > 0: a frame sequence inside a step (0/0 -> 1/0 -> 2/0 is two breaks), or a later frame repeating from eager code while frame 0 never runs. Evidence: regions per step, frames, ops run eagerly between regions, aten::item syncs."),
-    ("compiled_loop", "(info) a compiled frame present from 0/0 runs several times per step without breaks: a function compiled once and called in a loop."),
-    ("recompiles", "recompiled graphs (Torch-Compiled Region F/C with C >= 1) run inside the window."),
-    ("compile_in_window", "torch.compile's own work ((dynamo_timed) ranges) ran inside the window."),
-    ("cudagraphs_in_use", "(info) cudaGraphLaunch/hipGraphLaunch calls replay kernels; they count as busy."),
-    ("launch_bound", "launch overhead >= 20% of the window and above host idle, and either most kernels run under 10 us or dispatch outweighs GPU busy time."),
-    ("host_bound", "host idle outside any profiled event (not blocked in a sync or compiling) >= 20% of the window and above launch overhead: data loading, Python work or sleeps keep the GPU waiting."),
-    ("sync_stalls", "synchronizing runtime calls (device/stream/event synchronize, blocking memcpy) inside steps (without steps: between the first and last launch), outside torch.compile's autotuning."),
-    ("manual_attention", "GEMM -> softmax -> GEMM kernel chains on one stream, at least one per step: attention written by hand."),
-    ("unfused_projections", "3 (Q/K/V) or 2 (gate/up, equal weight shapes) outermost GEMM ops in a row reading an input of the same shape; reported separately with evidence.kind qkv / gate_up."),
-    ("fp32_gemm", ">= 1% of GEMM time in fp32 kernels without matrix/tensor cores (ffma, simt sgemm, cuBLAS sgemm, Tensile single precision)."),
-    ("gemm_backend", "(info) GEMM time by library from kernel names, with a confidence."),
-    ("elementwise_heavy", "elementwise kernels >= 30% of kernel time."),
-    ("conv_layout_transposes", "NCHW<->NHWC layout transpose kernels run."),
-    ("exposed_communication", "communication kernels run; evidence has the share overlapped with compute."),
-    ("memcpy_heavy", "memcpy/memset >= 10% of kernel time or >= 5% of the window."),
-    ("unclassified_time", "more than 2% of kernel time matched no classification rule."),
-    ("high_step_variance", "step-time coefficient of variation above 10%."),
-    ("warmup_in_window", "step 0 takes more than 1.5x the median of the other steps."),
-    ("straggler_rank", "several ranks: one rank spends the least time in collectives in most steps (the others wait for it there) and the others' wait is >= 2% of the window. Evidence: the steps, the wait, each rank's communication and compute time, and whether the straggler has more GPU work or is late on its host."),
-    ("inductor_fallbacks", "(info; from torch.compile logs) Inductor ran ops as ATen fallback kernels ([__perf_hints] Using FallbackKernel), with how many compiles did."),
-    ("low_occupancy", "(hardware counters) kernels with >= 1% of profiled time whose VGPRs or LDS allow at most a quarter of the waves a SIMD can hold (2 of 8 on MI300), while the grid has work for more (seeds/003 occupancy formula)."),
-    ("memory_bound_gemm", "(hardware counters) GEMM, attention or conv kernels whose arithmetic intensity (FLOPs per HBM byte) is below the roofline's ridge point and which reach >= 30% of the attainable performance there."),
-    ("low_gemm_efficiency", "(hardware counters) GEMM, attention or conv kernels below 30% of the roofline's attainable FLOP/s at their arithmetic intensity (latency bound)."),
-    ("no_matrix_cores", "(hardware counters) GEMM, attention or conv kernels with FLOPs but under 1% of them on matrix cores (MFMA)."),
+pub const DEFINITIONS: &[(FindingId, &str)] = &[
+    (FindingId::GraphBreaks, "torch.compile graph breaks per step > 0: a frame sequence inside a step (0/0 -> 1/0 -> 2/0 is two breaks), or a later frame repeating from eager code while frame 0 never runs. Evidence: regions per step, frames, ops run eagerly between regions, aten::item syncs."),
+    (FindingId::CompiledLoop, "(info) a compiled frame present from 0/0 runs several times per step without breaks: a function compiled once and called in a loop."),
+    (FindingId::Recompiles, "recompiled graphs (Torch-Compiled Region F/C with C >= 1) run inside the window."),
+    (FindingId::CompileInWindow, "torch.compile's own work ((dynamo_timed) ranges) ran inside the window."),
+    (FindingId::CudagraphsInUse, "(info) cudaGraphLaunch/hipGraphLaunch calls replay kernels; they count as busy."),
+    (FindingId::LaunchBound, "launch overhead >= 20% of the window and above host idle, and either most kernels run under 10 us or dispatch outweighs GPU busy time."),
+    (FindingId::HostBound, "host idle outside any profiled event (not blocked in a sync or compiling) >= 20% of the window and above launch overhead: data loading, Python work or sleeps keep the GPU waiting."),
+    (FindingId::SyncStalls, "synchronizing runtime calls (device/stream/event synchronize, blocking memcpy) inside steps (without steps: between the first and last launch), outside torch.compile's autotuning."),
+    (FindingId::ManualAttention, "GEMM -> softmax -> GEMM kernel chains on one stream, at least one per step: attention written by hand."),
+    (FindingId::UnfusedProjections, "3 (Q/K/V) or 2 (gate/up, equal weight shapes) outermost GEMM ops in a row reading an input of the same shape; reported separately with evidence.kind qkv / gate_up."),
+    (FindingId::Fp32Gemm, ">= 1% of GEMM time in fp32 kernels without matrix/tensor cores (ffma, simt sgemm, cuBLAS sgemm, Tensile single precision)."),
+    (FindingId::GemmBackend, "(info) GEMM time by library from kernel names, with a confidence."),
+    (FindingId::ElementwiseHeavy, "elementwise kernels >= 30% of kernel time."),
+    (FindingId::ConvLayoutTransposes, "NCHW<->NHWC layout transpose kernels run."),
+    (FindingId::ExposedCommunication, "communication kernels run; evidence has the share overlapped with compute."),
+    (FindingId::MemcpyHeavy, "memcpy/memset >= 10% of kernel time or >= 5% of the window."),
+    (FindingId::UnclassifiedTime, "more than 2% of kernel time matched no classification rule."),
+    (FindingId::HighStepVariance, "step-time coefficient of variation above 10%."),
+    (FindingId::WarmupInWindow, "step 0 takes more than 1.5x the median of the other steps."),
+    (FindingId::StragglerRank, "several ranks: one rank spends the least time in collectives in most steps (the others wait for it there) and the others' wait is >= 2% of the window. Evidence: the steps, the wait, each rank's communication and compute time, and whether the straggler has more GPU work or is late on its host."),
+    (FindingId::InductorFallbacks, "(info; from torch.compile logs) Inductor ran ops as ATen fallback kernels ([__perf_hints] Using FallbackKernel), with how many compiles did."),
+    (FindingId::LowOccupancy, "(hardware counters) kernels with >= 1% of profiled time whose VGPRs or LDS allow at most a quarter of the waves a SIMD can hold (2 of 8 on MI300), while the grid has work for more (seeds/003 occupancy formula)."),
+    (FindingId::MemoryBoundGemm, "(hardware counters) GEMM, attention or conv kernels whose arithmetic intensity (FLOPs per HBM byte) is below the roofline's ridge point and which reach >= 30% of the attainable performance there."),
+    (FindingId::LowGemmEfficiency, "(hardware counters) GEMM, attention or conv kernels below 30% of the roofline's attainable FLOP/s at their arithmetic intensity (latency bound)."),
+    (FindingId::NoMatrixCores, "(hardware counters) GEMM, attention or conv kernels with FLOPs but under 1% of them on matrix cores (MFMA)."),
 ];
 
 type Detector = fn(&Context) -> Vec<Finding>;
@@ -137,7 +214,7 @@ pub fn sort(findings: &mut [Finding]) {
         a.severity
             .cmp(&b.severity)
             .then(b.time_at_stake_ns.cmp(&a.time_at_stake_ns))
-            .then(a.id.cmp(b.id))
+            .then(a.id.as_str().cmp(b.id.as_str()))
             .then(a.summary.cmp(&b.summary))
     });
 }

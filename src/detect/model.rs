@@ -1,7 +1,7 @@
 //! Model-level patterns the seed's level 3 fixes: attention written by hand (matmul → softmax →
 //! matmul) and projections that read the same input in separate GEMMs (Q/K/V, gate/up).
 
-use super::{round2, step_count, Finding, Severity};
+use super::{round2, step_count, Finding, FindingId, Severity};
 use crate::analysis::links::is_compile_event;
 use crate::analysis::Context;
 use crate::classify::Bucket;
@@ -80,7 +80,7 @@ pub fn manual_attention(ctx: &Context) -> Vec<Finding> {
     let (g1, s, g2) = chains[0];
     let name = |a: usize| trace.names.get(acts.name[a]).to_string();
     vec![Finding::new(
-        "manual_attention",
+        FindingId::ManualAttention,
         Severity::High,
         format!(
             "attention computed by hand: {} matmul → softmax → matmul chains ({per_step:.1} per step); scaled_dot_product_attention (flash / aiter on AMD) runs each as one fused kernel",
@@ -350,7 +350,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
             .collect();
         let per_step = list.len() as f64 / step_count(ctx);
         out.push(Finding::new(
-            "unfused_projections",
+        FindingId::UnfusedProjections,
             Severity::Medium,
             format!(
                 "unfused {label} projections: {} runs of {len} GEMMs reading the same input ({per_step:.1} per step); one GEMM with concatenated weights does the work of {len}",

@@ -7,7 +7,7 @@
 //! the time the others lost (HTA and TraceLens compare ranks the same way). Durations, not
 //! timestamps, are compared: ranks on different hosts have unsynchronized clocks.
 
-use super::{ms, pct, Finding, Severity};
+use super::{ms, pct, Finding, FindingId, Severity};
 use crate::analysis::steps::median;
 use crate::analysis::Context;
 use crate::classify::Bucket;
@@ -148,7 +148,7 @@ fn host_side(ctx: &Context, straggler: u32) -> HostSide {
             let gap: i64 = row
                 .time_partition
                 .iter()
-                .filter(|p| p.category == "launch_overhead" || p.category == "host_idle")
+                .filter(|p| p.category.is_host_caused())
                 .map(|p| p.ns)
                 .sum();
             *host_gaps.entry(r).or_default() += gap;
@@ -287,7 +287,7 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        "straggler_rank",
+        FindingId::StragglerRank,
         severity,
         format!(
             "rank {straggler} is the straggler: the other ranks wait for it at collectives {where_}. Its communication kernels take {} against a median {} on the others, who lose {} waiting ({:.1}% of the window); {cause}",

@@ -1,7 +1,7 @@
 //! Step-time findings: high variance (the seed's "std > 10% of mean: something is wrong") and a
 //! warm-up step inside the window.
 
-use super::{pct, round2, Finding, Severity};
+use super::{pct, round2, Finding, FindingId, Severity};
 use crate::analysis::steps::{is_warmup, median};
 use crate::analysis::Context;
 use serde_json::json;
@@ -24,7 +24,7 @@ pub fn high_step_variance(ctx: &Context) -> Vec<Finding> {
     let mut slowest: Vec<&(u64, i64)> = steps.iter().collect();
     slowest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     vec![Finding::new(
-        "high_step_variance",
+        FindingId::HighStepVariance,
         Severity::Medium,
         format!(
             "step time varies by {:.1}% (std {:.2} ms over mean {:.2} ms): more than 10% means something changes between steps (graph breaks, recompiles, syncs, data loading)",
@@ -50,7 +50,7 @@ pub fn warmup_in_window(ctx: &Context) -> Vec<Finding> {
     let med = median(&durs[1..]);
     let extra = (durs[0] as f64 - med) as i64;
     vec![Finding::new(
-        "warmup_in_window",
+        FindingId::WarmupInWindow,
         Severity::Low,
         format!(
             "step {} takes {:.1}x the median step: a warm-up inside the profiled window; it is left out of the step statistics (use --skip-warmup, or schedule(warmup=...) when profiling)",

@@ -90,13 +90,13 @@ impl Run {
                 .plan
                 .ladder
                 .iter()
-                .map(|l| (l.level, l.name.clone(), l.status))
+                .map(|l| (l.level, l.name.clone(), l.status.as_str()))
                 .collect(),
             next_level: self.plan.next_level,
             replayed_kernels: self
                 .findings
                 .iter()
-                .find(|f| f.id == "cudagraphs_in_use")
+                .find(|f| f.id == crate::detect::FindingId::CudagraphsInUse)
                 .and_then(|f| f.evidence["replayed_kernels"].as_f64())
                 .unwrap_or(0.0),
         }

@@ -1,6 +1,7 @@
 //! Loading `rules/ladder.toml` (built in) and a user `ladder.toml` (`--rules DIR`), whose
 //! entries replace built-in ones with the same id.
 
+use crate::analysis::partition::Category;
 use crate::error::RuleError;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,9 @@ struct LadderFile {
 pub struct LevelDef {
     pub level: u8,
     pub name: String,
+    /// What each verdict on this level says (`Verdict::key` → text with `{name}` placeholders).
+    #[serde(default)]
+    pub says: std::collections::BTreeMap<String, String>,
 }
 
 /// A level-1 environment variable to audit.
@@ -66,7 +70,7 @@ pub struct RecDef {
     pub level: u8,
     pub title: String,
     /// Fires when any of these findings fired.
-    pub findings: Vec<String>,
+    pub findings: Vec<crate::detect::FindingId>,
     /// Only findings whose `evidence.kind` is this.
     #[serde(default)]
     pub finding_kind: Option<String>,
@@ -92,7 +96,7 @@ pub struct RecDef {
     #[serde(default)]
     pub after: Vec<String>,
     /// Partition categories whose time the action can recover (the savings ceiling).
-    pub acts_on: Vec<String>,
+    pub acts_on: Vec<Category>,
     /// "categories" (default): fraction of the acts_on time; "finding": of the finding's time at stake.
     #[serde(default = "default_basis")]
     pub basis: String,
@@ -115,7 +119,6 @@ pub struct Catalog {
     pub recommendations: Vec<RecDef>,
 }
 
-use crate::analysis::partition::CATEGORIES;
 const KINDS: [&str; 4] = ["env", "code", "command", "config"];
 
 impl Catalog {
@@ -139,6 +142,13 @@ impl Catalog {
                 }
             }
             cat.env_checks.extend(user.env_checks);
+            for level in user.levels {
+                match cat.levels.iter_mut().find(|l| l.level == level.level) {
+                    Some(l) => *l = level,
+                    None => cat.levels.push(level),
+                }
+            }
+            cat.levels.sort_by_key(|l| l.level);
         }
         Ok(cat)
     }
@@ -164,6 +174,21 @@ fn parse(text: &str, file: &Path) -> Result<Catalog, RuleError> {
             message: format!("unknown schema {}", f.schema),
         });
     }
+    for l in &f.levels {
+        let mut needs: Vec<&str> = super::Verdict::of_level(l.level)
+            .iter()
+            .map(|v| v.key())
+            .collect();
+        if l.level == 1 {
+            needs.push(super::ladder::FP32_ITEM);
+        }
+        if let Some(key) = needs.iter().find(|k| !l.says.contains_key(**k)) {
+            return Err(bad(
+                &format!("level {}", l.level),
+                format!("says.{key} is missing (what the level's status says then)"),
+            ));
+        }
+    }
     let mut seen = std::collections::HashSet::new();
     for r in &f.recommendations {
         if !seen.insert(r.id.clone()) {
@@ -187,9 +212,6 @@ fn parse(text: &str, file: &Path) -> Result<Catalog, RuleError> {
                 &r.id,
                 "needs findings, acts_on and at least one action".into(),
             ));
-        }
-        if let Some(c) = r.acts_on.iter().find(|c| !CATEGORIES.contains(&c.as_str())) {
-            return Err(bad(&r.id, format!("acts_on: unknown category '{c}'")));
         }
         if !matches!(r.basis.as_str(), "categories" | "finding") {
             return Err(bad(

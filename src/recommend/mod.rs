@@ -3,9 +3,12 @@
 //! reports the status of each ladder level.
 
 mod catalog;
+mod ladder;
 
 pub use catalog::{Catalog, EnvCheck, LevelDef, RecDef};
+pub use ladder::{LadderStatus, Verdict};
 
+use crate::analysis::partition::Category;
 use crate::analysis::Analysis;
 use crate::detect::Finding;
 use crate::model::Vendor;
@@ -45,7 +48,7 @@ pub struct Recommendation {
 pub struct LadderRow {
     pub level: u8,
     pub name: String,
-    pub status: &'static str,
+    pub status: LadderStatus,
     pub evidence: String,
 }
 
@@ -74,15 +77,15 @@ fn vendor_name(v: Vendor) -> &'static str {
 }
 
 /// Partition time of the named categories.
-fn categories_ns(a: &Analysis, cats: &[String]) -> i64 {
-    cats.iter().map(|c| a.partition_ns(c)).sum()
+fn categories_ns(a: &Analysis, cats: &[Category]) -> i64 {
+    cats.iter().map(|&c| a.partition_ns(c)).sum()
 }
 
 /// GEMM libraries the `gemm_backend` finding reports, with their share.
 fn gemm_libraries(findings: &[Finding]) -> Vec<(String, f64)> {
     findings
         .iter()
-        .filter(|f| f.id == "gemm_backend")
+        .filter(|f| f.id == crate::detect::FindingId::GemmBackend)
         .flat_map(|f| {
             f.evidence["libraries"]
                 .as_array()
@@ -134,7 +137,7 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
     }
     let hits: Vec<&Finding> = findings
         .iter()
-        .filter(|f| rec.findings.iter().any(|id| id == f.id))
+        .filter(|f| rec.findings.contains(&f.id))
         .filter(|f| {
             rec.finding_kind
                 .as_deref()
@@ -234,10 +237,8 @@ pub fn plan(
         });
     }
 
-    let ladder = ladder_status(a, findings, catalog, &recs, env);
-    let l2_unmet = ladder
-        .iter()
-        .any(|l| l.level == 2 && matches!(l.status, "todo" | "partial"));
+    let ladder = ladder::status(a, findings, catalog, &recs, env);
+    let l2_unmet = ladder.iter().any(|l| l.level == 2 && l.status.is_open());
     for r in &mut recs {
         if l2_unmet && r.level >= 3 {
             r.blocked_by_level = Some(2);
@@ -246,7 +247,7 @@ pub fn plan(
     rank(&mut recs, catalog);
     let next_level = ladder
         .iter()
-        .filter(|l| matches!(l.status, "todo" | "partial"))
+        .filter(|l| l.status.is_open())
         .map(|l| l.level)
         .min();
     Plan {
@@ -287,145 +288,4 @@ fn rank(recs: &mut Vec<Recommendation>, catalog: &Catalog) {
     for (k, r) in recs.iter_mut().enumerate() {
         r.rank = k + 1;
     }
-}
-
-fn ladder_status(
-    a: &Analysis,
-    findings: &[Finding],
-    catalog: &Catalog,
-    recs: &[Recommendation],
-    env: Option<&EnvListing>,
-) -> Vec<LadderRow> {
-    let has = |id: &str| findings.iter().any(|f| f.id == id);
-    let recs_at = |level: u8| {
-        recs.iter()
-            .filter(|r| r.level == level && r.est_savings_ns > 0)
-            .map(|r| r.id.as_str())
-            .collect::<Vec<_>>()
-    };
-    catalog
-        .levels
-        .iter()
-        .map(|l| {
-            let (status, evidence): (&'static str, String) = match l.level {
-                1 => level1(a, findings, catalog, env),
-                2 => {
-                    let c = &a.compile;
-                    if c.compiled && !c.graph_breaks.detected && c.recompiles.count == 0 {
-                        ("done", format!("every step runs in compiled regions ({} per step) without graph breaks or recompiles", c.regions_per_step))
-                    } else if c.compiled {
-                        ("partial", format!("compiled, but {} graph breaks per step and {} recompiles", c.graph_breaks.per_step, c.recompiles.count))
-                    } else if c.cudagraphs {
-                        ("partial", "CUDA/HIP graphs replay the work, but no torch.compile region runs".to_string())
-                    } else if a.summary.kernel_ns == 0 {
-                        ("unknown", "no GPU activity".to_string())
-                    } else if a.inputs.iter().all(|i| i.format != crate::model::Format::Kineto) {
-                        ("unknown", "no PyTorch operators in a rocprof profile: torch.compile use cannot be seen (profile with torch.profiler to check)".to_string())
-                    } else {
-                        ("todo", "eager: no torch.compile region runs in the window".to_string())
-                    }
-                }
-                3 => {
-                    let todo = recs_at(3);
-                    if !todo.is_empty() {
-                        ("todo", format!("model-surgery opportunities: {}", todo.join(", ")))
-                    } else if has("unfused_projections") || has("manual_attention") {
-                        ("todo", "model-surgery findings fired".to_string())
-                    } else if a.summary.kernel_ns > 0 && has_shapes(a, findings) {
-                        ("done", "no manual attention, unfused projections, sync stalls or layout transposes found".to_string())
-                    } else {
-                        ("unknown", "the ops are not visible: no shapes (record_shapes=True) or replayed from graphs".to_string())
-                    }
-                }
-                level => {
-                    let todo = recs_at(level);
-                    if todo.is_empty() {
-                        ("unknown", "a trace cannot show whether kernels are tuned".to_string())
-                    } else {
-                        ("todo", format!("opportunities: {}", todo.join(", ")))
-                    }
-                }
-            };
-            LadderRow { level: l.level, name: l.name.clone(), status, evidence }
-        })
-        .collect()
-}
-
-/// Whether model-level detectors could see the model: cpu_ops carry shapes, and the GPU work is
-/// not mostly replayed from CUDA/HIP graphs (whose ops never run on the host).
-fn has_shapes(a: &Analysis, findings: &[Finding]) -> bool {
-    let replayed = findings
-        .iter()
-        .find(|f| f.id == "cudagraphs_in_use")
-        .and_then(|f| f.evidence["replayed_kernel_ns"].as_i64())
-        .unwrap_or(0);
-    a.has_op_shapes && (replayed as f64) < 0.5 * a.summary.kernel_ns as f64
-}
-
-fn level1(
-    a: &Analysis,
-    findings: &[Finding],
-    catalog: &Catalog,
-    env: Option<&EnvListing>,
-) -> (&'static str, String) {
-    let fp32 = findings.iter().any(|f| f.id == "fp32_gemm");
-    let Some(env) = env else {
-        return if fp32 {
-            (
-                "todo",
-                "fp32 GEMMs without matrix cores: matmul precision not set".to_string(),
-            )
-        } else {
-            (
-                "unknown",
-                "environment not given (--env FILE with the output of `env`)".to_string(),
-            )
-        };
-    };
-    let vendor = a.vendor();
-    let mut ok = Vec::new();
-    let mut missing = Vec::new();
-    for c in &catalog.env_checks {
-        if c.vendor
-            .as_deref()
-            .is_some_and(|v| vendor != Vendor::Unknown && v != vendor.as_str())
-        {
-            continue;
-        }
-        let value = env.get(&c.name);
-        let good = if c.unset {
-            value.is_none()
-        } else {
-            value.is_some_and(|v| Some(v.as_str()) == c.expected.as_deref())
-        };
-        let label = if c.unset {
-            format!("{} unset", c.name)
-        } else {
-            format!("{}={}", c.name, c.expected.as_deref().unwrap_or(""))
-        };
-        if good {
-            ok.push(label);
-        } else {
-            missing.push(label);
-        }
-    }
-    if fp32 {
-        missing.push(
-            "torch.set_float32_matmul_precision('high') (fp32 GEMMs run without matrix cores)"
-                .to_string(),
-        );
-    }
-    let status = match (ok.is_empty(), missing.is_empty()) {
-        (_, true) => "done",
-        (true, false) => "todo",
-        (false, false) => "partial",
-    };
-    (
-        status,
-        if missing.is_empty() {
-            format!("set: {}", ok.join(", "))
-        } else {
-            format!("missing: {}", missing.join(", "))
-        },
-    )
 }

@@ -250,7 +250,7 @@ fn render_ladder(b: &mut String, run: &Run) {
         .plan
         .ladder
         .iter()
-        .map(|l| (l.level, l.name.clone(), l.status))
+        .map(|l| (l.level, l.name.clone(), l.status.as_str()))
         .collect();
     b.push_str(&chart(&charts::ladder(&levels, 1000)));
     let _ = writeln!(b, "<ul>");

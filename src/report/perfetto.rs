@@ -8,7 +8,7 @@
 //! several files, stdin): a trace rebuilt from the model, GPU activities and host events.
 
 use crate::classify::Bucket;
-use crate::detect::Finding;
+use crate::detect::{Finding, FindingId};
 use crate::error::IngestError;
 use crate::ingest::json_stream::{self, ScanError, ScanSink};
 use crate::ingest::kineto::{activity_key, ActivityKey};
@@ -26,24 +26,30 @@ fn related(
     bucket: Bucket,
     family: &str,
     unclassified: bool,
-) -> Vec<&'static str> {
-    let fired = |id: &str| findings.iter().any(|f| f.id == id);
+) -> Vec<FindingId> {
+    let fired = |id: FindingId| findings.iter().any(|f| f.id == id);
     let mut out = Vec::new();
-    let mut add = |id: &'static str, cond: bool| {
+    let mut add = |id: FindingId, cond: bool| {
         if cond && fired(id) {
             out.push(id);
         }
     };
-    add("fp32_gemm", family == "gemm_fp32");
-    add("conv_layout_transposes", family == "layout_transpose");
+    add(FindingId::Fp32Gemm, family == "gemm_fp32");
     add(
-        "manual_attention",
+        FindingId::ConvLayoutTransposes,
+        family == "layout_transpose",
+    );
+    add(
+        FindingId::ManualAttention,
         family == "softmax" || bucket == Bucket::Gemm,
     );
-    add("elementwise_heavy", bucket == Bucket::Elementwise);
-    add("exposed_communication", bucket == Bucket::Communication);
-    add("memcpy_heavy", bucket == Bucket::Memory);
-    add("unclassified_time", unclassified);
+    add(FindingId::ElementwiseHeavy, bucket == Bucket::Elementwise);
+    add(
+        FindingId::ExposedCommunication,
+        bucket == Bucket::Communication,
+    );
+    add(FindingId::MemcpyHeavy, bucket == Bucket::Memory);
+    add(FindingId::UnclassifiedTime, unclassified);
     out
 }
 

@@ -1,5 +1,6 @@
 //! The terminal report: a header, the bucket table, the top kernels and the unclassified share.
 
+use crate::analysis::partition::Category;
 use crate::analysis::Analysis;
 use crate::pipeline::Run;
 use comfy_table::{presets, Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
@@ -439,11 +440,10 @@ fn render_partition(out: &mut String, a: &Analysis, opts: &TableOptions) {
     let mut t = new_table(opts);
     t.set_header(["category", "time", "% of window"].map(|h| header_cell(h, opts)));
     for r in &a.time_partition {
-        let always = matches!(r.category, "launch_overhead" | "host_idle");
-        if r.ns > 0 || always {
-            let mut name = Cell::new(r.category);
+        if r.ns > 0 || r.category.is_host_caused() {
+            let mut name = Cell::new(r.category.as_str());
             if opts.color {
-                name = name.fg(bucket_color(r.category));
+                name = name.fg(bucket_color(r.category.as_str()));
             }
             t.add_row(vec![name, num(fmt_ns(r.ns)), num(format!("{:.1}", r.pct))]);
         }
@@ -465,7 +465,7 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
     let graph_gaps = rows.iter().any(|r| {
         r.time_partition
             .iter()
-            .any(|p| p.category == "graph_gaps" && p.ns > 0)
+            .any(|p| p.category == Category::GraphGaps && p.ns > 0)
     });
     let mut t = new_table(opts);
     let mut header = vec![
@@ -496,7 +496,7 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
             t.add_row(gap);
         }
         let r = &rows[i];
-        let get = |c: &str| {
+        let get = |c: Category| {
             r.time_partition
                 .iter()
                 .find(|p| p.category == c)
@@ -509,17 +509,17 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
             .take(7)
             .filter(|p| p.ns > 0)
             .max_by_key(|p| p.ns)
-            .map_or("-", |p| p.category);
+            .map_or("-", |p| p.category.as_str());
         let mut row = vec![
             Cell::new(format!("#{}", r.step)),
             num(fmt_ns(r.dur_ns)),
             num(format!("{busy:.1}")),
-            num(format!("{:.1}", get("launch_overhead"))),
-            num(format!("{:.1}", get("host_idle"))),
+            num(format!("{:.1}", get(Category::LaunchOverhead))),
+            num(format!("{:.1}", get(Category::HostIdle))),
             Cell::new(largest),
         ];
         if graph_gaps {
-            row.insert(5, num(format!("{:.1}", get("graph_gaps"))));
+            row.insert(5, num(format!("{:.1}", get(Category::GraphGaps))));
         }
         if multi_rank {
             row.insert(

@@ -13,13 +13,13 @@ fn h100(name: &str) -> Run {
 }
 
 fn ids(a: &Run) -> Vec<&str> {
-    a.findings.iter().map(|f| f.id).collect()
+    a.findings.iter().map(|f| f.id.as_str()).collect()
 }
 
 fn finding<'a>(a: &'a Run, id: &str) -> &'a rocprof_classify::detect::Finding {
     a.findings
         .iter()
-        .find(|f| f.id == id)
+        .find(|f| f.id.as_str() == id)
         .unwrap_or_else(|| panic!("no {id} finding in {:?}", ids(a)))
 }
 
@@ -33,10 +33,13 @@ fn idle_rank(a: &Run) -> Vec<&'static str> {
         .analysis
         .time_partition
         .iter()
-        .filter(|r| r.category.contains("idle") || r.category == "launch_overhead")
+        .filter(|r| {
+            r.category.as_str().contains("idle")
+                || r.category == rocprof_classify::analysis::partition::Category::LaunchOverhead
+        })
         .collect();
     idle.sort_by_key(|r| std::cmp::Reverse(r.ns));
-    idle.iter().map(|r| r.category).collect()
+    idle.iter().map(|r| r.category.as_str()).collect()
 }
 
 #[test]
@@ -138,7 +141,8 @@ fn launch_bound_eager_model() {
     assert_eq!(idle_rank(&a)[0], "launch_overhead");
     assert_eq!(
         f.time_at_stake_ns,
-        a.analysis.partition_ns("launch_overhead")
+        a.analysis
+            .partition_ns(rocprof_classify::analysis::partition::Category::LaunchOverhead)
     );
 }
 
@@ -189,14 +193,18 @@ fn manual_attention_and_unfused_projections_in_eager() {
     let kinds: Vec<&str> = a
         .findings
         .iter()
-        .filter(|f| f.id == "unfused_projections")
+        .filter(|f| f.id.as_str() == "unfused_projections")
         .map(|f| f.evidence["kind"].as_str().unwrap())
         .collect();
     assert!(
         kinds.contains(&"qkv") && kinds.contains(&"gate_up"),
         "{kinds:?}"
     );
-    for f in a.findings.iter().filter(|f| f.id == "unfused_projections") {
+    for f in a
+        .findings
+        .iter()
+        .filter(|f| f.id.as_str() == "unfused_projections")
+    {
         assert_eq!(f.evidence["runs_per_step"], 4.0, "{}", f.evidence);
     }
 }
@@ -208,7 +216,7 @@ fn sdpa_model_has_no_manual_attention_and_fused_qkv_but_separate_gate_up() {
     let kinds: Vec<&str> = a
         .findings
         .iter()
-        .filter(|f| f.id == "unfused_projections")
+        .filter(|f| f.id.as_str() == "unfused_projections")
         .map(|f| f.evidence["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, vec!["gate_up"]);
@@ -294,10 +302,21 @@ fn the_dispatch_threshold_moves_idle_between_causes() {
     let (small, large) = (at(10), at(20_000));
     // A 20 ms threshold bridges the data loader's 4 ms sleeps: they become "dispatch".
     assert!(
-        large.analysis.partition_ns("launch_overhead")
-            > small.analysis.partition_ns("launch_overhead")
+        large
+            .analysis
+            .partition_ns(rocprof_classify::analysis::partition::Category::LaunchOverhead)
+            > small
+                .analysis
+                .partition_ns(rocprof_classify::analysis::partition::Category::LaunchOverhead)
     );
-    assert!(large.analysis.partition_ns("host_idle") < small.analysis.partition_ns("host_idle"));
+    assert!(
+        large
+            .analysis
+            .partition_ns(rocprof_classify::analysis::partition::Category::HostIdle)
+            < small
+                .analysis
+                .partition_ns(rocprof_classify::analysis::partition::Category::HostIdle)
+    );
     assert_eq!(
         small.analysis.summary.window_ns,
         large.analysis.summary.window_ns

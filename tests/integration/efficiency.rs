@@ -180,7 +180,7 @@ fn a_tiny_gemm_is_a_low_efficiency_finding_with_its_reasons() {
     let f = run
         .findings
         .iter()
-        .find(|f| f.id == "low_gemm_efficiency")
+        .find(|f| f.id.as_str() == "low_gemm_efficiency")
         .expect("fires");
     assert_eq!(f.evidence["kind"], "ops");
     let row = &f.evidence["ops"][0];
@@ -209,7 +209,7 @@ fn a_tiny_gemm_is_a_low_efficiency_finding_with_its_reasons() {
     let f = b
         .findings
         .iter()
-        .find(|f| f.id == "low_gemm_efficiency")
+        .find(|f| f.id.as_str() == "low_gemm_efficiency")
         .expect("its bmm");
     let ops: Vec<&str> = f.evidence["ops"]
         .as_array()

@@ -145,7 +145,9 @@ pub(crate) fn check(rel: &str, trace: &Trace) -> Vec<String> {
     }
     // No bucket's partition time exceeds the time its activities ran.
     for b in &a.buckets {
-        let part = a.partition_ns(b.bucket.as_str());
+        let part = a.partition_ns(rocprof_classify::analysis::partition::Category::of_bucket(
+            b.bucket,
+        ));
         if part > b.kernel_ns + 1 {
             bad.push(format!(
                 "{rel}: {} partition {part} ns > its activities' {} ns",

@@ -21,7 +21,9 @@ fn truth() -> serde_json::Value {
 }
 
 fn straggler(a: &Run) -> Option<&Finding> {
-    a.findings.iter().find(|f| f.id == "straggler_rank")
+    a.findings
+        .iter()
+        .find(|f| f.id.as_str() == "straggler_rank")
 }
 
 fn recommended(a: &Run) -> Vec<&str> {

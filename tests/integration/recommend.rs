@@ -53,6 +53,7 @@ fn status(a: &Run, level: u8) -> &'static str {
         .find(|l| l.level == level)
         .unwrap()
         .status
+        .as_str()
 }
 
 #[test]
@@ -252,7 +253,11 @@ fn every_recommendation_fires_on_some_trace() {
 pub fn assert_savings_bounded(a: &Run, cat: &Catalog, label: &str) {
     for r in &a.plan.recommendations {
         let def = cat.get(&r.id).unwrap();
-        let ceiling: i64 = def.acts_on.iter().map(|c| a.analysis.partition_ns(c)).sum();
+        let ceiling: i64 = def
+            .acts_on
+            .iter()
+            .map(|c| a.analysis.partition_ns(*c))
+            .sum();
         assert!(
             r.est_savings_ns <= ceiling,
             "{label}: {} saves {} > {ceiling}",
@@ -327,4 +332,59 @@ fn savings_are_bounded_on_the_fixtures() {
         assert_savings_bounded(&h100(name), &cat, name);
     }
     let _ = analyze_path;
+}
+
+/// A level's name and what its status says come from `ladder.toml`: a user file replaces a
+/// level, and one that leaves a verdict without words is refused with the file named.
+#[test]
+fn a_levels_words_come_from_ladder_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let level2 = |eager: &str| {
+        format!(
+            "schema = 1\n[[level]]\nlevel = 2\nname = \"compile it\"\n\
+             says.compiled = \"c\"\nsays.compiled_with_breaks = \"b\"\n\
+             says.graphs_without_compile = \"g\"\nsays.no_gpu_activity = \"n\"\n\
+             says.no_operators = \"o\"\n{eager}"
+        )
+    };
+    std::fs::write(
+        dir.path().join("ladder.toml"),
+        level2("says.eager = \"not compiled yet ({recompiles} recompiles)\"\n"),
+    )
+    .unwrap();
+    let out = bin()
+        .arg(fixture("kineto/h100/eager_launch_bound.json.gz"))
+        .arg("--rules")
+        .arg(dir.path())
+        .args(["--json", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let feed = assert_valid_feed(&out);
+    let l2 = &feed["ladder"][1];
+    assert_eq!(
+        (
+            l2["name"].as_str(),
+            l2["status"].as_str(),
+            l2["evidence"].as_str()
+        ),
+        (
+            Some("compile it"),
+            Some("todo"),
+            Some("not compiled yet (0 recompiles)")
+        )
+    );
+    std::fs::write(dir.path().join("ladder.toml"), level2("")).unwrap();
+    bin()
+        .arg(fixture("kineto/h100/eager_launch_bound.json.gz"))
+        .arg("--rules")
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(
+            predicates::str::contains("ladder.toml")
+                .and(predicates::str::contains("says.eager is missing")),
+        );
 }

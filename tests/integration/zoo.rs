@@ -57,7 +57,7 @@ fn the_zoo_is_classified_timed_and_diagnosed_as_built() {
                 ));
             }
         }
-        let fired: Vec<&str> = run.findings.iter().map(|f| f.id).collect();
+        let fired: Vec<&str> = run.findings.iter().map(|f| f.id.as_str()).collect();
         for id in t["findings"]["fire"].as_array().unwrap() {
             if !fired.contains(&id.as_str().unwrap()) {
                 failures.push(format!("{name}: {id} should fire (fired: {fired:?})"));

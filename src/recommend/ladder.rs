@@ -1,0 +1,306 @@
+//! Each ladder level's status: what the trace shows about it, decided here once, as a typed
+//! [`Verdict`]; what the verdict says comes from the level's `says` table in
+//! `rules/ladder.toml`, with the numbers filled in.
+
+use super::{Catalog, EnvListing, LadderRow, LevelDef, Recommendation};
+use crate::analysis::Analysis;
+use crate::detect::{Finding, FindingId};
+use crate::model::{Format, Vendor};
+use serde::Serialize;
+
+/// A ladder level's status (FEED.md `ladder[].status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LadderStatus {
+    Done,
+    Partial,
+    Todo,
+    Unknown,
+}
+
+impl LadderStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LadderStatus::Done => "done",
+            LadderStatus::Partial => "partial",
+            LadderStatus::Todo => "todo",
+            LadderStatus::Unknown => "unknown",
+        }
+    }
+    /// Work left at this level (`next_level` is the lowest such level).
+    pub fn is_open(self) -> bool {
+        matches!(self, LadderStatus::Todo | LadderStatus::Partial)
+    }
+}
+
+impl std::fmt::Display for LadderStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the trace shows about a level; each has a status and a text in the level's `says`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Level 1 without `--env`, and no fp32 GEMMs to show a missing setting.
+    EnvNotGiven,
+    /// Level 1 without `--env`, but fp32 GEMMs run without matrix cores.
+    Fp32WithoutEnv,
+    EnvSet,
+    EnvPartly,
+    EnvMissing,
+    /// Level 2: every step compiled, without breaks or recompiles.
+    Compiled,
+    CompiledWithBreaks,
+    GraphsWithoutCompile,
+    NoGpuActivity,
+    /// A rocprof profile has no PyTorch operators to show compile use.
+    NoOperators,
+    Eager,
+    /// Level 3: recommendations of the level fired.
+    SurgeryOpportunities,
+    SurgeryFindings,
+    NoSurgeryFound,
+    OpsNotVisible,
+    /// Levels 4 and 5.
+    TuningOpportunities,
+    TuningNotVisible,
+}
+
+impl Verdict {
+    pub fn status(self) -> LadderStatus {
+        use LadderStatus::*;
+        use Verdict::*;
+        match self {
+            EnvSet | Compiled | NoSurgeryFound => Done,
+            EnvPartly | CompiledWithBreaks | GraphsWithoutCompile => Partial,
+            Fp32WithoutEnv | EnvMissing | Eager | SurgeryOpportunities | SurgeryFindings
+            | TuningOpportunities => Todo,
+            EnvNotGiven | NoGpuActivity | NoOperators | OpsNotVisible | TuningNotVisible => Unknown,
+        }
+    }
+
+    /// Its key in the level's `says` table.
+    pub fn key(self) -> &'static str {
+        use Verdict::*;
+        match self {
+            EnvNotGiven => "env_not_given",
+            Fp32WithoutEnv => "fp32_without_env",
+            EnvSet => "env_set",
+            EnvPartly => "env_partly",
+            EnvMissing => "env_missing",
+            Compiled => "compiled",
+            CompiledWithBreaks => "compiled_with_breaks",
+            GraphsWithoutCompile => "graphs_without_compile",
+            NoGpuActivity => "no_gpu_activity",
+            NoOperators => "no_operators",
+            Eager => "eager",
+            SurgeryOpportunities => "opportunities",
+            SurgeryFindings => "findings",
+            NoSurgeryFound => "none_found",
+            OpsNotVisible => "ops_not_visible",
+            TuningOpportunities => "opportunities",
+            TuningNotVisible => "not_visible",
+        }
+    }
+
+    /// The verdicts a level can reach (levels past 3 share the tuning ones).
+    pub fn of_level(level: u8) -> &'static [Verdict] {
+        use Verdict::*;
+        match level {
+            1 => &[EnvNotGiven, Fp32WithoutEnv, EnvSet, EnvPartly, EnvMissing],
+            2 => &[
+                Compiled,
+                CompiledWithBreaks,
+                GraphsWithoutCompile,
+                NoGpuActivity,
+                NoOperators,
+                Eager,
+            ],
+            3 => &[
+                SurgeryOpportunities,
+                SurgeryFindings,
+                NoSurgeryFound,
+                OpsNotVisible,
+            ],
+            _ => &[TuningOpportunities, TuningNotVisible],
+        }
+    }
+}
+
+/// Keys a level's `says` table needs beyond its verdicts' (level 1's item for fp32 GEMMs).
+pub const FP32_ITEM: &str = "fp32_item";
+
+/// Every level's row: its verdict, in words.
+pub(super) fn status(
+    a: &Analysis,
+    findings: &[Finding],
+    catalog: &Catalog,
+    recs: &[Recommendation],
+    env: Option<&EnvListing>,
+) -> Vec<LadderRow> {
+    catalog
+        .levels
+        .iter()
+        .map(|l| {
+            let (verdict, args) = match l.level {
+                1 => level1(a, findings, catalog, l, env),
+                2 => level2(a),
+                3 => level3(a, findings, recs),
+                level => tuning(recs, level),
+            };
+            LadderRow {
+                level: l.level,
+                name: l.name.clone(),
+                status: verdict.status(),
+                evidence: say(l, verdict, &args),
+            }
+        })
+        .collect()
+}
+
+/// The level's text for `verdict`, with `{name}` placeholders filled from `args`.
+fn say(level: &LevelDef, verdict: Verdict, args: &[(&str, String)]) -> String {
+    let mut text = level
+        .says
+        .get(verdict.key())
+        .cloned()
+        .unwrap_or_else(|| verdict.key().to_string());
+    for (name, value) in args {
+        text = text.replace(&format!("{{{name}}}"), value);
+    }
+    text
+}
+
+type Said = (Verdict, Vec<(&'static str, String)>);
+
+fn has(findings: &[Finding], id: FindingId) -> bool {
+    findings.iter().any(|f| f.id == id)
+}
+
+/// Recommendations of `level` that save time.
+fn recs_at(recs: &[Recommendation], level: u8) -> Vec<&str> {
+    recs.iter()
+        .filter(|r| r.level == level && r.est_savings_ns > 0)
+        .map(|r| r.id.as_str())
+        .collect()
+}
+
+fn level1(
+    a: &Analysis,
+    findings: &[Finding],
+    catalog: &Catalog,
+    def: &LevelDef,
+    env: Option<&EnvListing>,
+) -> Said {
+    let fp32 = has(findings, FindingId::Fp32Gemm);
+    let Some(env) = env else {
+        let v = if fp32 {
+            Verdict::Fp32WithoutEnv
+        } else {
+            Verdict::EnvNotGiven
+        };
+        return (v, Vec::new());
+    };
+    let vendor = a.vendor();
+    let mut ok = Vec::new();
+    let mut missing = Vec::new();
+    for c in &catalog.env_checks {
+        if c.vendor
+            .as_deref()
+            .is_some_and(|v| vendor != Vendor::Unknown && v != vendor.as_str())
+        {
+            continue;
+        }
+        let value = env.get(&c.name);
+        let good = if c.unset {
+            value.is_none()
+        } else {
+            value.is_some_and(|v| Some(v.as_str()) == c.expected.as_deref())
+        };
+        let label = if c.unset {
+            format!("{} unset", c.name)
+        } else {
+            format!("{}={}", c.name, c.expected.as_deref().unwrap_or(""))
+        };
+        if good {
+            ok.push(label);
+        } else {
+            missing.push(label);
+        }
+    }
+    if fp32 {
+        missing.push(def.says.get(FP32_ITEM).cloned().unwrap_or_default());
+    }
+    let verdict = match (ok.is_empty(), missing.is_empty()) {
+        (_, true) => Verdict::EnvSet,
+        (true, false) => Verdict::EnvMissing,
+        (false, false) => Verdict::EnvPartly,
+    };
+    (
+        verdict,
+        vec![("set", ok.join(", ")), ("missing", missing.join(", "))],
+    )
+}
+
+fn level2(a: &Analysis) -> Said {
+    let c = &a.compile;
+    let verdict = if c.compiled && !c.graph_breaks.detected && c.recompiles.count == 0 {
+        Verdict::Compiled
+    } else if c.compiled {
+        Verdict::CompiledWithBreaks
+    } else if c.cudagraphs {
+        Verdict::GraphsWithoutCompile
+    } else if a.summary.kernel_ns == 0 {
+        Verdict::NoGpuActivity
+    } else if a.inputs.iter().all(|i| i.format != Format::Kineto) {
+        Verdict::NoOperators
+    } else {
+        Verdict::Eager
+    };
+    (
+        verdict,
+        vec![
+            ("regions_per_step", c.regions_per_step.to_string()),
+            ("graph_breaks_per_step", c.graph_breaks.per_step.to_string()),
+            ("recompiles", c.recompiles.count.to_string()),
+        ],
+    )
+}
+
+fn level3(a: &Analysis, findings: &[Finding], recs: &[Recommendation]) -> Said {
+    let todo = recs_at(recs, 3);
+    let verdict = if !todo.is_empty() {
+        Verdict::SurgeryOpportunities
+    } else if has(findings, FindingId::UnfusedProjections)
+        || has(findings, FindingId::ManualAttention)
+    {
+        Verdict::SurgeryFindings
+    } else if a.summary.kernel_ns > 0 && has_shapes(a, findings) {
+        Verdict::NoSurgeryFound
+    } else {
+        Verdict::OpsNotVisible
+    };
+    (verdict, vec![("recommendations", todo.join(", "))])
+}
+
+fn tuning(recs: &[Recommendation], level: u8) -> Said {
+    let todo = recs_at(recs, level);
+    let verdict = if todo.is_empty() {
+        Verdict::TuningNotVisible
+    } else {
+        Verdict::TuningOpportunities
+    };
+    (verdict, vec![("recommendations", todo.join(", "))])
+}
+
+/// Whether model-level detectors could see the model: cpu_ops carry shapes, and the GPU work is
+/// not mostly replayed from CUDA/HIP graphs (whose ops never run on the host).
+fn has_shapes(a: &Analysis, findings: &[Finding]) -> bool {
+    let replayed = findings
+        .iter()
+        .find(|f| f.id == crate::detect::FindingId::CudagraphsInUse)
+        .and_then(|f| f.evidence["replayed_kernel_ns"].as_i64())
+        .unwrap_or(0);
+    a.has_op_shapes && (replayed as f64) < 0.5 * a.summary.kernel_ns as f64
+}
