@@ -14,9 +14,9 @@
 //! | [`model`] | the normalized columnar [`model::Trace`] (GPU activities, host events, interned names, counters), what torch.compile logs say, durations for people |
 //! | [`ingest`] | files, directories, stdin, gzip; sniffing; one reader per format (Kineto, rocprof v1/v2/v3 CSV and JSON, rocpd, rocprof-compute, torch.compile logs) behind one trait |
 //! | [`classify`] | rule files (`rules/*.toml`), the regex engine, demangling, the device table |
-//! | [`analysis`] | steps and window, buckets, time partition, compile signals, attribution, counters; the per-activity [`analysis::ActivityTable`]; the before/after comparison |
-//! | [`detect`] | one function per finding, reading the analysis [`analysis::Context`] |
-//! | [`recommend`] | the ladder catalog (`rules/ladder.toml`): triggers, savings, ranking, status |
+//! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals from traces and logs ([`analysis::compile`]), attribution, counters; the per-activity [`analysis::ActivityTable`]; the before/after comparison |
+//! | [`detect`] | one function per finding ([`detect::FindingId`]), reading the analysis [`analysis::Context`]; torch.compile's in `detect::compile` |
+//! | [`recommend`] | the ladder catalog (`rules/ladder.toml`: levels and what their statuses say, recommendations, the fixes of torch.compile's causes): triggers, savings, ranking, status |
 //! | [`pipeline`] | [`run`]: read → analyze → detect → plan, into a [`Run`] |
 //! | [`report`] | renderers of a [`Run`] (table, JSON feed, Markdown, HTML, diff) and writers of its activities (Perfetto, Parquet/CSV) |
 //! | [`cli`] | clap definitions; parses arguments, calls [`run`] and the renderers, routes outputs, applies gates |

@@ -6,7 +6,6 @@
 
 pub mod attribution;
 pub mod compile;
-pub mod compile_log;
 pub mod diff;
 pub mod efficiency;
 pub mod hardware;

@@ -3,10 +3,10 @@
 //! user-code line and fix of each break and recompile, Inductor's fallback kernels).
 
 use super::{ms, pct, round2, step_count, Finding, FindingId, Severity};
-use crate::analysis::compile_log::Joined;
+use crate::analysis::compile::logs::Joined;
 use crate::analysis::partition::LAUNCH_OVERHEAD;
 use crate::analysis::Context;
-use crate::model::compile_log::{GraphBreak, GuardKind};
+use crate::model::compile_log::{CompileFixes, FixCause, GraphBreak, GuardKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -151,10 +151,6 @@ pub fn cudagraphs_in_use(ctx: &Context) -> Vec<Finding> {
 }
 
 /// An action that fixes a cause, as the recommendations print it.
-fn fix(kind: &str, text: String) -> Value {
-    json!({"kind": kind, "text": text})
-}
-
 fn at(b: &GraphBreak) -> String {
     match &b.location {
         Some(l) => match &l.source {
@@ -166,57 +162,44 @@ fn at(b: &GraphBreak) -> String {
 }
 
 /// The fixes for one break (seed 000's advice for each kind of break).
-fn break_fixes(b: &GraphBreak) -> Vec<Value> {
+fn break_fixes(b: &GraphBreak, fixes: &CompileFixes) -> Vec<Value> {
     let r = b.reason.to_lowercase();
-    let mut out = Vec::new();
-    if r.contains("item()") || b.gb_id.as_deref() == Some("gb0124") {
-        out.push(fix(
-            "config",
-            "torch._dynamo.config.capture_scalar_outputs = True   # keeps .item() in the graph"
-                .into(),
-        ));
-        out.push(fix("code", format!("move the data-dependent check out of the compiled function, or use torch.where/torch.cond: {}", at(b))));
+    let at = at(b);
+    let cause = if r.contains("item()") || b.gb_id.as_deref() == Some("gb0124") {
+        FixCause::ItemInGraph
     } else if r.contains("print") || r.contains("builtin") || r.contains("call_function") {
-        out.push(fix(
-            "code",
-            format!("remove the call at {} from the compiled code", at(b)),
-        ));
-        out.push(fix("code", "@torch.compiler.disable   # last resort: on the function that breaks, so the rest compiles".into()));
+        FixCause::UnsupportedCall
     } else if r.contains("backward") {
-        out.push(fix("code", format!("call loss.backward() outside the compiled function ({}), or compile the model only", at(b))));
+        FixCause::Backward
     } else if let Some(h) = &b.hint {
-        out.push(fix("code", format!("{h} ({})", at(b))));
-    }
-    out
+        return fixes.of(FixCause::Hint, &[("hint", h), ("at", &at)]);
+    } else {
+        return Vec::new();
+    };
+    fixes.of(cause, &[("at", &at)])
 }
 
 /// The fixes for one failed guard.
-fn guard_fixes(g: &GuardKind, sizes: &[String]) -> Vec<Value> {
+fn guard_fixes(g: &GuardKind, sizes: &[String], fixes: &CompileFixes) -> Vec<Value> {
     match g {
-        GuardKind::SizeMismatch { tensor, dim, .. } => vec![
-            fix("code", format!("torch._dynamo.mark_dynamic({tensor}, {dim})   # before the compiled call: dim {dim} of {tensor} varies ({})", sizes.join(", "))),
-            fix("config", "torch.compile(model, dynamic=True)   # or pad to a few fixed sizes".into()),
-        ],
-        GuardKind::TensorMismatch { tensor, what } => vec![fix(
-            "code",
-            format!("keep the {what} of {tensor} the same on every call, or cast it before the compiled call"),
-        )],
-        GuardKind::ValueSpecialized { name, .. } => vec![fix(
-            "code",
-            format!("pass {name} as a tensor, or mark it dynamic (torch.compile(..., dynamic=True)): each new value of the Python number recompiles"),
-        )],
-        GuardKind::ObjectIdentity { name } => vec![fix(
-            "code",
-            format!("pass the same object as {name} on every call (a new module, function or closure each time recompiles)"),
-        )],
-        GuardKind::Length { name } => vec![fix(
-            "code",
-            format!("keep the length of {name} fixed, or pass one stacked tensor instead of a list"),
-        )],
-        GuardKind::GlobalState => vec![fix(
-            "code",
-            "keep grad mode, autocast and the default dtype the same around every call of the compiled function".into(),
-        )],
+        GuardKind::SizeMismatch { tensor, dim, .. } => fixes.of(
+            FixCause::SizeMismatch,
+            &[
+                ("tensor", tensor),
+                ("dim", &dim.to_string()),
+                ("sizes", &sizes.join(", ")),
+            ],
+        ),
+        GuardKind::TensorMismatch { tensor, what } => fixes.of(
+            FixCause::TensorMismatch,
+            &[("tensor", tensor), ("what", what)],
+        ),
+        GuardKind::ValueSpecialized { name, .. } => {
+            fixes.of(FixCause::ValueSpecialized, &[("name", name)])
+        }
+        GuardKind::ObjectIdentity { name } => fixes.of(FixCause::ObjectIdentity, &[("name", name)]),
+        GuardKind::Length { name } => fixes.of(FixCause::Length, &[("name", name)]),
+        GuardKind::GlobalState => fixes.of(FixCause::GlobalState, &[]),
         GuardKind::Other => Vec::new(),
     }
 }
@@ -232,7 +215,7 @@ type Cause = (GuardKind, Vec<String>, usize);
 
 /// Adds what the logs say to the graph-break and recompile findings (creating them from the
 /// log when the trace alone did not show them).
-pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
+pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>, advice: &CompileFixes) {
     fallbacks(findings, joined);
     // Distinct breaks, most frequent first (a break is logged again on every recompile).
     let mut distinct: Vec<(&GraphBreak, usize)> = Vec::new();
@@ -268,7 +251,7 @@ pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
             text.push_str(&format!(" ({} distinct breaks in all)", distinct.len()));
         }
         let mut fixes: Vec<Value> = Vec::new();
-        for f in distinct.iter().flat_map(|(b, _)| break_fixes(b)) {
+        for f in distinct.iter().flat_map(|(b, _)| break_fixes(b, advice)) {
             if !fixes.contains(&f) {
                 fixes.push(f);
             }
@@ -337,7 +320,7 @@ pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
         );
         let fixes: Vec<Value> = ranked
             .iter()
-            .flat_map(|(_, (k, vals, _))| guard_fixes(k, vals))
+            .flat_map(|(_, (k, vals, _))| guard_fixes(k, vals, advice))
             .collect();
         let log = json!({
             "paths": joined.log_paths,

@@ -218,3 +218,91 @@ impl CompileLog {
         })
     }
 }
+
+/// What torch.compile's logs can name as the cause of a graph break or recompile; each has its
+/// fixes in `rules/ladder.toml` (`[compile_fixes]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FixCause {
+    /// A break on `.item()` or another data-dependent value.
+    ItemInGraph,
+    /// A break on a call Dynamo cannot trace (print, a builtin).
+    UnsupportedCall,
+    /// A break on `loss.backward()` inside the compiled function.
+    Backward,
+    /// A break whose log line carries Dynamo's own hint (`{hint}`).
+    Hint,
+    /// Recompiles on a tensor dimension's size (`{tensor}`, `{dim}`, `{sizes}`).
+    SizeMismatch,
+    /// Recompiles on a tensor's dtype, device or layout (`{tensor}`, `{what}`).
+    TensorMismatch,
+    /// Recompiles on each new value of a Python number (`{name}`).
+    ValueSpecialized,
+    /// Recompiles on a new object each call (`{name}`).
+    ObjectIdentity,
+    /// Recompiles on a list's length (`{name}`).
+    Length,
+    /// Recompiles on grad mode, autocast or the default dtype.
+    GlobalState,
+}
+
+impl FixCause {
+    pub const ALL: [FixCause; 10] = [
+        FixCause::ItemInGraph,
+        FixCause::UnsupportedCall,
+        FixCause::Backward,
+        FixCause::Hint,
+        FixCause::SizeMismatch,
+        FixCause::TensorMismatch,
+        FixCause::ValueSpecialized,
+        FixCause::ObjectIdentity,
+        FixCause::Length,
+        FixCause::GlobalState,
+    ];
+
+    /// Its key in `[compile_fixes]`.
+    pub fn key(self) -> &'static str {
+        match self {
+            FixCause::ItemInGraph => "item_in_graph",
+            FixCause::UnsupportedCall => "unsupported_call",
+            FixCause::Backward => "backward",
+            FixCause::Hint => "hint",
+            FixCause::SizeMismatch => "size_mismatch",
+            FixCause::TensorMismatch => "tensor_mismatch",
+            FixCause::ValueSpecialized => "value_specialized",
+            FixCause::ObjectIdentity => "object_identity",
+            FixCause::Length => "length",
+            FixCause::GlobalState => "global_state",
+        }
+    }
+}
+
+/// One fix as data: its kind (`code`, `config`, …) and its text with `{name}` placeholders.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixText {
+    pub kind: String,
+    pub text: String,
+}
+
+/// The fixes of every [`FixCause`], by key (from `rules/ladder.toml`).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(transparent)]
+pub struct CompileFixes(pub std::collections::BTreeMap<String, Vec<FixText>>);
+
+impl CompileFixes {
+    /// The fixes of `cause`, placeholders filled from `args`, as the findings' evidence holds them.
+    pub fn of(&self, cause: FixCause, args: &[(&str, &str)]) -> Vec<serde_json::Value> {
+        self.0
+            .get(cause.key())
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                let mut text = f.text.clone();
+                for (name, value) in args {
+                    text = text.replace(&format!("{{{name}}}"), value);
+                }
+                serde_json::json!({"kind": f.kind, "text": text})
+            })
+            .collect()
+    }
+}

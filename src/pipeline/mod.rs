@@ -209,8 +209,8 @@ pub fn run_trace(
 ) -> Run {
     let (analysis, activities, mut findings, ranks) = analyze_all(&trace, rules, opts);
     if !logs.is_empty() {
-        let joined = analysis::compile_log::join(logs, has_trace.then_some(&trace));
-        detect::annotate(&mut findings, &joined);
+        let joined = analysis::compile::logs::join(logs, has_trace.then_some(&trace));
+        detect::annotate(&mut findings, &joined, &catalog.compile_fixes);
         detect::sort(&mut findings);
     }
     let plan = recommend::plan(&analysis, &findings, catalog, env);

@@ -3,6 +3,7 @@
 
 use crate::analysis::partition::Category;
 use crate::error::RuleError;
+use crate::model::compile_log::{CompileFixes, FixCause};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,8 @@ struct LadderFile {
     env_checks: Vec<EnvCheck>,
     #[serde(default, rename = "recommendation")]
     recommendations: Vec<RecDef>,
+    #[serde(default)]
+    compile_fixes: CompileFixes,
 }
 
 #[derive(Deserialize, Clone, Debug)]
@@ -117,6 +120,8 @@ pub struct Catalog {
     pub levels: Vec<LevelDef>,
     pub env_checks: Vec<EnvCheck>,
     pub recommendations: Vec<RecDef>,
+    /// The fixes of each cause torch.compile's logs name.
+    pub compile_fixes: CompileFixes,
 }
 
 const KINDS: [&str; 4] = ["env", "code", "command", "config"];
@@ -125,6 +130,15 @@ impl Catalog {
     /// The built-in catalog plus `ladder.toml` in any of `dirs`.
     pub fn load(dirs: &[PathBuf]) -> Result<Catalog, RuleError> {
         let mut cat = parse(BUILTIN, Path::new("rules/ladder.toml"))?;
+        if let Some(c) = FixCause::ALL
+            .iter()
+            .find(|c| !cat.compile_fixes.0.contains_key(c.key()))
+        {
+            return Err(RuleError::Parse {
+                file: "rules/ladder.toml".into(),
+                message: format!("compile_fixes.{} is missing", c.key()),
+            });
+        }
         for dir in dirs {
             let path = dir.join("ladder.toml");
             if !path.is_file() {
@@ -149,6 +163,8 @@ impl Catalog {
                 }
             }
             cat.levels.sort_by_key(|l| l.level);
+            // A user file's causes replace the built-in fixes of that cause.
+            cat.compile_fixes.0.extend(user.compile_fixes.0);
         }
         Ok(cat)
     }
@@ -232,9 +248,29 @@ fn parse(text: &str, file: &Path) -> Result<Catalog, RuleError> {
             regex::Regex::new(p).map_err(|e| bad(&r.id, format!("gemm_library: {e}")))?;
         }
     }
+    if let Some(key) = f
+        .compile_fixes
+        .0
+        .keys()
+        .find(|k| !FixCause::ALL.iter().any(|c| c.key() == k.as_str()))
+    {
+        return Err(bad(
+            "compile_fixes",
+            format!("unknown cause '{key}' (known: {})", cause_keys()),
+        ));
+    }
     Ok(Catalog {
         levels: f.levels,
         env_checks: f.env_checks,
         recommendations: f.recommendations,
+        compile_fixes: f.compile_fixes,
     })
+}
+
+fn cause_keys() -> String {
+    FixCause::ALL
+        .iter()
+        .map(|c| c.key())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -426,3 +426,44 @@ fn rank_prefixed_log_lines_are_read() {
         serde_json::to_value(&ranked.records).unwrap()
     );
 }
+
+/// The fixes torch.compile's causes get are data (`[compile_fixes]` in `rules/ladder.toml`): a
+/// user file replaces a cause's fixes, and a cause the tool does not know is refused.
+#[test]
+fn the_fixes_of_a_cause_come_from_ladder_toml() {
+    let zoo = fixture("kineto/zoo");
+    let trace = zoo.join("llama_prefill_recompiles.json.gz");
+    let log = zoo.join("llama_prefill_recompiles.torch_logs.txt");
+    let builtin = feed(&[&trace, &log]);
+    let builtin_acts = actions(&builtin, "compile.dynamic-shapes");
+    assert!(
+        builtin_acts[0].starts_with("torch._dynamo.mark_dynamic(kwargs"),
+        "{builtin_acts:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("ladder.toml"),
+        "schema = 1\n[compile_fixes]\nsize_mismatch = [{ kind = \"code\", text = \"bucket {tensor} dim {dim} to powers of two\" }]\n",
+    )
+    .unwrap();
+    let user = feed(&[&trace, &log, Path::new("--rules"), dir.path()]);
+    let acts = actions(&user, "compile.dynamic-shapes");
+    assert!(
+        acts[0].starts_with("bucket ") && acts[0].contains(" to powers of two"),
+        "{acts:?}"
+    );
+    // The log's fix for this guard is the user's now; the recommendation's own actions stay.
+    assert!(!acts.contains(&builtin_acts[0]), "{acts:?}");
+    std::fs::write(
+        dir.path().join("ladder.toml"),
+        "schema = 1\n[compile_fixes]\nsize_missmatch = []\n",
+    )
+    .unwrap();
+    bin()
+        .args([&trace, &log])
+        .arg("--rules")
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("unknown cause 'size_missmatch'"));
+}

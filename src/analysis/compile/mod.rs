@@ -1,5 +1,9 @@
-//! torch.compile as the trace shows it (FEED.md "torch.compile"): compiled regions per step,
-//! graph breaks, recompiles, compile time inside the window, and CUDA/HIP graph replay.
+//! torch.compile's signals, read in one place: as the trace shows them (FEED.md
+//! "torch.compile": compiled regions per step, graph breaks, recompiles, compile time inside the
+//! window, CUDA/HIP graph replay), and what its logs add, joined to the trace ([`logs`]). The
+//! compile findings are `detect::compile`'s; the fixes they print are `rules/ladder.toml`'s.
+
+pub mod logs;
 
 use super::links::{compiled_region, is_compile_event, is_graph_launch, Links};
 use super::steps::Steps;
