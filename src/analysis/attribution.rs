@@ -298,7 +298,8 @@ pub fn ops(
             });
         let execution = index.execution(a);
         let span = (acts.ts_ns[a], acts.end_ns(a));
-        let fp32_kernel = classified.get(acts.name[a]).family == "gemm_fp32";
+        let fp32_kernel =
+            classified.get(acts.name[a]).tag == Some(crate::classify::KernelTag::Fp32Gemm);
         calls.add_gemm((h, execution), span, || {
             gemm_call(trace, h, peaks, fp32_kernel)
         });

@@ -2,7 +2,7 @@
 //! once and read by every output that writes activities back out (Parquet/CSV, Perfetto).
 //! Columns are indexed like `trace.activities`; strings are resolved through the trace.
 
-use crate::classify::{Bucket, Classified};
+use crate::classify::{Bucket, Classified, KernelTag};
 use crate::model::{NameId, Trace};
 
 /// Per GPU activity: bucket, kernel-name class (family, library, rule), step, launching op,
@@ -34,6 +34,8 @@ pub struct ActivityTable {
 pub struct Annotation<'a> {
     pub bucket: Bucket,
     pub family: &'a str,
+    /// The rule's tag, what detectors key on.
+    pub tag: Option<KernelTag>,
     pub library: &'a str,
     pub rule: Option<&'a str>,
     pub step: Option<u64>,
@@ -66,6 +68,7 @@ impl ActivityTable {
         Annotation {
             bucket: self.bucket[a],
             family: &class.family,
+            tag: class.tag,
             library: &class.library,
             rule: class.rule.map(|r| self.rule_ids[r].as_str()),
             step: self.step[a].map(|s| self.step_numbers[input][s as usize]),

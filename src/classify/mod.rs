@@ -54,11 +54,25 @@ impl Bucket {
     }
 }
 
+/// A kernel class the detectors look for, as a rule tags it (`tag = "..."` in `rules/*.toml`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelTag {
+    /// A GEMM in fp32 without matrix/tensor cores (`fp32_gemm`).
+    Fp32Gemm,
+    /// A softmax (`manual_attention` looks for GEMM → softmax → GEMM).
+    Softmax,
+    /// An NCHW↔NHWC layout transpose (`conv_layout_transposes`).
+    LayoutTranspose,
+}
+
 /// The verdict for one name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Class {
     pub bucket: Bucket,
     pub family: String,
+    /// The winning rule's tag, what detectors key on.
+    pub tag: Option<KernelTag>,
     pub library: String,
     /// The winning rule; `None` when nothing matched (unclassified, counted in `other`).
     pub rule: Option<usize>,
@@ -69,6 +83,7 @@ impl Class {
         Class {
             bucket: Bucket::Other,
             family: "unclassified".into(),
+            tag: None,
             library: "unknown".into(),
             rule: None,
         }
@@ -220,6 +235,7 @@ impl RuleSet {
                 Class {
                     bucket: d.bucket,
                     family: d.family.clone(),
+                    tag: d.tag,
                     library,
                     rule: Some(i),
                 }
@@ -259,6 +275,7 @@ impl RuleSet {
                     c = Class {
                         bucket: Bucket::Memory,
                         family: kind_family(kind).into(),
+                        tag: None,
                         library: "runtime".into(),
                         rule: None,
                     };

@@ -39,6 +39,11 @@ pub struct RuleDef {
     pub id: String,
     pub bucket: Bucket,
     pub family: String,
+    /// What the detectors key on (`fp32_gemm`, `softmax`, `layout_transpose`): a user rule that
+    /// replaces a built-in one keeps its tag unless it sets its own, so renaming a family
+    /// disables no finding.
+    #[serde(default)]
+    pub tag: Option<super::KernelTag>,
     /// The library; when absent it is inferred from the name by the `[[library]]` table.
     #[serde(default)]
     pub library: Option<String>,
@@ -121,6 +126,8 @@ pub fn load(extra_dirs: &[PathBuf]) -> Result<(Vec<Rule>, Vec<Library>), RuleErr
                 Some(&i) if rules[i].file == file => unreachable!("checked above"),
                 Some(&i) => {
                     let order = rules[i].order;
+                    let mut def = def;
+                    def.tag = def.tag.or(rules[i].def.tag);
                     rules[i] = Rule {
                         def,
                         file: file.clone(),

@@ -3,7 +3,7 @@
 
 use super::{pct, round2, Finding, FindingId, Severity};
 use crate::analysis::Context;
-use crate::classify::Bucket;
+use crate::classify::{Bucket, KernelTag};
 use crate::model::{HostKind, NameId};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -40,8 +40,10 @@ pub fn fp32_gemm(ctx: &Context) -> Vec<Finding> {
     // convolution is conv time, and the share below is of the gemm bucket.
     let names = time_by(ctx, |a| {
         let c = ctx.classified.get(ctx.trace.activities.name[a]);
-        (ctx.bucket_of(a) == Bucket::Gemm && c.bucket == Bucket::Gemm && c.family == "gemm_fp32")
-            .then(|| ctx.name(ctx.trace.activities.name[a]).to_string())
+        (ctx.bucket_of(a) == Bucket::Gemm
+            && c.bucket == Bucket::Gemm
+            && c.tag == Some(KernelTag::Fp32Gemm))
+        .then(|| ctx.name(ctx.trace.activities.name[a]).to_string())
     });
     let ns: i64 = names.values().map(|v| v.0).sum();
     if ns == 0 {
@@ -165,8 +167,9 @@ pub fn conv_layout_transposes(ctx: &Context) -> Vec<Finding> {
     let convs = convolution_layouts(ctx);
     let names = time_by(ctx, |a| {
         let c = ctx.classified.get(ctx.trace.activities.name[a]);
-        (c.family == "layout_transpose" && !inside_channels_last_convolution(ctx, &convs, a))
-            .then(|| ctx.name(ctx.trace.activities.name[a]).to_string())
+        (c.tag == Some(KernelTag::LayoutTranspose)
+            && !inside_channels_last_convolution(ctx, &convs, a))
+        .then(|| ctx.name(ctx.trace.activities.name[a]).to_string())
     });
     let ns: i64 = names.values().map(|v| v.0).sum();
     if ns == 0 {

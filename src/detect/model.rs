@@ -4,7 +4,7 @@
 use super::{round2, step_count, Finding, FindingId, Severity};
 use crate::analysis::links::is_compile_event;
 use crate::analysis::Context;
-use crate::classify::Bucket;
+use crate::classify::{Bucket, KernelTag};
 use crate::model::{HostKind, NameId};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
@@ -26,7 +26,7 @@ pub fn manual_attention(ctx: &Context) -> Vec<Finding> {
     }
     let is_softmax = |a: usize| {
         let c = ctx.classified.get(acts.name[a]);
-        c.bucket == Bucket::Elementwise && c.family == "softmax"
+        c.bucket == Bucket::Elementwise && c.tag == Some(KernelTag::Softmax)
     };
     let is_gemm = |a: usize| ctx.bucket_of(a) == Bucket::Gemm;
     let mut chains: Vec<(usize, usize, usize)> = Vec::new();

@@ -7,7 +7,7 @@
 //! device, stream, correlation), so its classes are the feed's. Anything else (rocprof outputs,
 //! several files, stdin): a trace rebuilt from the model, GPU activities and host events.
 
-use crate::classify::Bucket;
+use crate::classify::{Bucket, KernelTag};
 use crate::detect::{Finding, FindingId};
 use crate::error::IngestError;
 use crate::ingest::json_stream::{self, ScanError, ScanSink};
@@ -24,7 +24,7 @@ use std::path::Path;
 fn related(
     findings: &[Finding],
     bucket: Bucket,
-    family: &str,
+    tag: Option<KernelTag>,
     unclassified: bool,
 ) -> Vec<FindingId> {
     let fired = |id: FindingId| findings.iter().any(|f| f.id == id);
@@ -34,14 +34,14 @@ fn related(
             out.push(id);
         }
     };
-    add(FindingId::Fp32Gemm, family == "gemm_fp32");
+    add(FindingId::Fp32Gemm, tag == Some(KernelTag::Fp32Gemm));
     add(
         FindingId::ConvLayoutTransposes,
-        family == "layout_transpose",
+        tag == Some(KernelTag::LayoutTranspose),
     );
     add(
         FindingId::ManualAttention,
-        family == "softmax" || bucket == Bucket::Gemm,
+        tag == Some(KernelTag::Softmax) || bucket == Bucket::Gemm,
     );
     add(FindingId::ElementwiseHeavy, bucket == Bucket::Elementwise);
     add(
@@ -70,7 +70,7 @@ fn tag(run: &Run, a: usize) -> Value {
         "step": row.step,
         "op": row.op,
         "in_window": row.in_window,
-        "findings": related(&run.findings, row.bucket, row.family, unclassified),
+        "findings": related(&run.findings, row.bucket, row.tag, unclassified),
     })
 }
 

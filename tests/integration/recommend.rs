@@ -388,3 +388,65 @@ fn a_levels_words_come_from_ladder_toml() {
                 .and(predicates::str::contains("says.eager is missing")),
         );
 }
+
+/// Detectors key on rule tags, not family names: a user rule that replaces the built-in fp32
+/// GEMM rule under another family keeps its tag, and `fp32_gemm` still fires.
+#[test]
+fn a_user_rule_renaming_a_family_keeps_its_detector() {
+    let trace = fixture("kineto/h100/train_eager_fp32.json.gz");
+    let ids = |feed: &serde_json::Value| -> Vec<String> {
+        feed["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let out = bin().arg(&trace).args(["--json", "-"]).output().unwrap();
+    let builtin = assert_valid_feed(&out.stdout);
+    assert!(ids(&builtin).contains(&"fp32_gemm".to_string()));
+    let kernel = builtin["top_kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["family"] == "gemm_fp32")
+        .expect("an fp32 GEMM kernel");
+    let id = kernel["rule_id"].as_str().unwrap();
+    let def = &rules().rules.iter().find(|r| r.def.id == id).unwrap().def;
+    let dir = tempfile::tempdir().unwrap();
+    let toml_str = |s: &str| serde_json::to_string(s).unwrap();
+    std::fs::write(
+        dir.path().join("mine.toml"),
+        format!(
+            "schema = 1\n[[rule]]\nid = {}\nbucket = \"gemm\"\nfamily = \"my_fp32\"\npattern = {}\npriority = {}\nmatch = [{}]\n",
+            toml_str(id),
+            toml_str(&def.pattern),
+            def.priority,
+            def.matches.iter().map(|m| toml_str(m)).collect::<Vec<_>>().join(", ")
+        ),
+    )
+    .unwrap();
+    let out = bin()
+        .arg(&trace)
+        .arg("--rules")
+        .arg(dir.path())
+        .args(["--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let user = assert_valid_feed(&out.stdout);
+    assert!(user["top_kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|k| k["family"] == "my_fp32" && k["rule_id"] == id));
+    assert!(
+        ids(&user).contains(&"fp32_gemm".to_string()),
+        "{:?}",
+        ids(&user)
+    );
+}
