@@ -6,9 +6,9 @@ pub use compile::annotate;
 mod hardware;
 mod host;
 mod kernels;
-mod model;
 mod ranks;
 mod steps;
+mod surgery;
 
 use crate::analysis::Context;
 use serde::{Deserialize, Serialize};
@@ -139,6 +139,81 @@ impl Finding {
     }
 }
 
+/// A fix a finding names for its own cause (from torch.compile's logs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fix {
+    pub kind: String,
+    pub text: String,
+    /// The one recommendation it belongs to, when it is meant for one only.
+    pub only_for: Option<String>,
+}
+
+/// What the layers above read of a finding's evidence, typed: the keys are written and read in
+/// this module only.
+impl Finding {
+    /// `evidence.kind`: which variant of the finding fired (`qkv`, `host`, `ops`, …).
+    pub fn kind(&self) -> Option<&str> {
+        self.evidence["kind"].as_str()
+    }
+    /// Whether `evidence[key]` is set: present, not null, false or empty.
+    pub fn has_evidence(&self, key: &str) -> bool {
+        match &self.evidence[key] {
+            Value::Null | Value::Bool(false) => false,
+            Value::Array(v) => !v.is_empty(),
+            _ => true,
+        }
+    }
+    /// `evidence.fixes`: the fixes the logs name for this finding's causes.
+    pub fn fixes(&self) -> Vec<Fix> {
+        self.evidence["fixes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| {
+                Some(Fix {
+                    kind: f["kind"].as_str()?.to_string(),
+                    text: f["text"].as_str()?.to_string(),
+                    only_for: f["for"].as_str().map(str::to_string),
+                })
+            })
+            .collect()
+    }
+}
+
+/// GEMM time by library, in percent (the `gemm_backend` finding's evidence).
+pub fn gemm_libraries(findings: &[Finding]) -> Vec<(String, f64)> {
+    findings
+        .iter()
+        .filter(|f| f.id == FindingId::GemmBackend)
+        .flat_map(|f| {
+            f.evidence["libraries"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|l| {
+            (
+                l["library"].as_str().unwrap_or("").to_string(),
+                l["pct"].as_f64().unwrap_or(0.0),
+            )
+        })
+        .collect()
+}
+
+/// Kernels replayed from CUDA/HIP graphs: (count, time in ns); zeros without replay (the
+/// `cudagraphs_in_use` finding's evidence).
+pub fn graph_replayed(findings: &[Finding]) -> (f64, i64) {
+    findings
+        .iter()
+        .find(|f| f.id == FindingId::CudagraphsInUse)
+        .map_or((0.0, 0), |f| {
+            (
+                f.evidence["replayed_kernels"].as_f64().unwrap_or(0.0),
+                f.evidence["replayed_kernel_ns"].as_i64().unwrap_or(0),
+            )
+        })
+}
+
 /// Every finding id this version reports, with when it fires (for `explain` and the README).
 pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::GraphBreaks, "torch.compile graph breaks per step > 0: a frame sequence inside a step (0/0 -> 1/0 -> 2/0 is two breaks), or a later frame repeating from eager code while frame 0 never runs. Evidence: regions per step, frames, ops run eagerly between regions, aten::item syncs."),
@@ -180,8 +255,8 @@ const DETECTORS: &[Detector] = &[
     host::launch_bound,
     host::host_bound,
     host::sync_stalls,
-    model::manual_attention,
-    model::unfused_projections,
+    surgery::manual_attention,
+    surgery::unfused_projections,
     kernels::fp32_gemm,
     kernels::gemm_backend,
     kernels::elementwise_heavy,

@@ -93,12 +93,7 @@ impl Run {
                 .map(|l| (l.level, l.name.clone(), l.status.as_str()))
                 .collect(),
             next_level: self.plan.next_level,
-            replayed_kernels: self
-                .findings
-                .iter()
-                .find(|f| f.id == crate::detect::FindingId::CudagraphsInUse)
-                .and_then(|f| f.evidence["replayed_kernels"].as_f64())
-                .unwrap_or(0.0),
+            replayed_kernels: detect::graph_replayed(&self.findings).0,
         }
     }
 }

@@ -297,10 +297,6 @@ fn tuning(recs: &[Recommendation], level: u8) -> Said {
 /// Whether model-level detectors could see the model: cpu_ops carry shapes, and the GPU work is
 /// not mostly replayed from CUDA/HIP graphs (whose ops never run on the host).
 fn has_shapes(a: &Analysis, findings: &[Finding]) -> bool {
-    let replayed = findings
-        .iter()
-        .find(|f| f.id == crate::detect::FindingId::CudagraphsInUse)
-        .and_then(|f| f.evidence["replayed_kernel_ns"].as_i64())
-        .unwrap_or(0);
+    let (_, replayed) = crate::detect::graph_replayed(findings);
     a.has_op_shapes && (replayed as f64) < 0.5 * a.summary.kernel_ns as f64
 }

@@ -14,7 +14,6 @@ use crate::detect::Finding;
 use crate::model::Vendor;
 use regex::Regex;
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// One action of a recommendation, as the feed carries it.
@@ -81,26 +80,6 @@ fn categories_ns(a: &Analysis, cats: &[Category]) -> i64 {
     cats.iter().map(|&c| a.partition_ns(c)).sum()
 }
 
-/// GEMM libraries the `gemm_backend` finding reports, with their share.
-fn gemm_libraries(findings: &[Finding]) -> Vec<(String, f64)> {
-    findings
-        .iter()
-        .filter(|f| f.id == crate::detect::FindingId::GemmBackend)
-        .flat_map(|f| {
-            f.evidence["libraries"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .map(|l| {
-            (
-                l["library"].as_str().unwrap_or("").to_string(),
-                l["pct"].as_f64().unwrap_or(0.0),
-            )
-        })
-        .collect()
-}
-
 /// Whether a recommendation's trigger holds; returns the triggering findings.
 fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<Vec<&'a Finding>> {
     let vendor = a.vendor();
@@ -126,7 +105,7 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
     if let Some(pattern) = &rec.gemm_library {
         let re = Regex::new(pattern).ok()?;
         // The matching libraries must carry most of the GEMM time.
-        let share: f64 = gemm_libraries(findings)
+        let share: f64 = crate::detect::gemm_libraries(findings)
             .iter()
             .filter(|(l, _)| re.is_match(l))
             .map(|(_, p)| p)
@@ -141,16 +120,12 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
         .filter(|f| {
             rec.finding_kind
                 .as_deref()
-                .is_none_or(|k| f.evidence["kind"].as_str() == Some(k))
+                .is_none_or(|k| f.kind() == Some(k))
         })
         .filter(|f| {
             rec.evidence_key
                 .as_deref()
-                .is_none_or(|k| match &f.evidence[k] {
-                    Value::Null | Value::Bool(false) => false,
-                    Value::Array(v) => !v.is_empty(),
-                    _ => true,
-                })
+                .is_none_or(|k| f.has_evidence(k))
         })
         .collect();
     (!hits.is_empty()).then_some(hits)
@@ -181,18 +156,15 @@ pub fn plan(
         // Fixes the findings name for their own causes (from torch.compile's logs) come first.
         let mut actions: Vec<ActionOut> = Vec::new();
         for f in &hits {
-            for fix in f.evidence["fixes"].as_array().into_iter().flatten() {
-                let (Some(kind), Some(text)) = (fix["kind"].as_str(), fix["text"].as_str()) else {
-                    continue;
-                };
+            for fix in f.fixes() {
                 // A fix meant for one recommendation goes to that one only.
-                if fix["for"].as_str().is_some_and(|id| id != rec.id) {
+                if fix.only_for.as_ref().is_some_and(|id| *id != rec.id) {
                     continue;
                 }
-                if !actions.iter().any(|a| a.text == text) {
+                if !actions.iter().any(|a| a.text == fix.text) {
                     actions.push(ActionOut {
-                        kind: kind.to_string(),
-                        text: text.to_string(),
+                        kind: fix.kind,
+                        text: fix.text,
                     });
                 }
             }
