@@ -18,7 +18,7 @@
 //! | [`detect`] | one function per finding ([`detect::FindingId`]), reading the analysis [`analysis::Context`]; torch.compile's in `detect::compile` |
 //! | [`recommend`] | the ladder catalog (`rules/ladder.toml`: levels and what their statuses say, recommendations, the fixes of torch.compile's causes): triggers, savings, ranking, status |
 //! | [`pipeline`] | [`run`]: read → analyze → detect → plan, into a [`Run`] |
-//! | [`report`] | renderers of a [`Run`] (table, JSON feed, Markdown, HTML, diff) and writers of its activities (Perfetto, Parquet/CSV) |
+//! | [`report`] | renderers of a [`Run`] (table, JSON feed, Markdown, HTML, diff; the human-facing three lay out the same [`report::sections`]) and writers of its activities (Perfetto, Parquet/CSV) |
 //! | [`cli`] | clap definitions; parses arguments, calls [`run`] and the renderers, routes outputs, applies gates |
 //!
 //! `error` ← `model` ← `ingest`, `classify` ← `analysis` ← `detect` ← `recommend` ← `pipeline`

@@ -5,6 +5,7 @@ use crate::analysis::diff::{Delta, Diff};
 use crate::analysis::Analysis;
 use crate::pipeline::Run;
 use crate::report::charts::{self, category_color, Bar, Stack};
+use crate::report::sections::Sections;
 use crate::report::table::{display_name, fmt_ns, shorten_tail};
 use std::fmt::Write as _;
 
@@ -68,16 +69,16 @@ fn num(ns: i64) -> String {
 /// The single-trace report.
 pub fn render(run: &Run) -> String {
     let a = &run.analysis;
+    let sections = Sections::of(run);
     let mut b = String::new();
-    let title = report_title(a);
-    render_header(&mut b, run, &title);
-    render_inputs(&mut b, a);
+    render_header(&mut b, &sections);
+    render_inputs(&mut b, &sections);
 
     // Where the GPU time goes.
-    render_buckets(&mut b, a);
+    render_buckets(&mut b, &sections);
 
     // Partition, per step.
-    render_partition(&mut b, a);
+    render_partition(&mut b, &sections);
     render_compile(&mut b, a);
 
     // Ladder and recommendations.
@@ -91,45 +92,24 @@ pub fn render(run: &Run) -> String {
     render_top_kernels(&mut b, a);
     render_attribution(&mut b, a);
     render_counters(&mut b, a);
-    page(&format!("rocprof-classify: {title}"), &b)
-}
-
-/// The inputs' paths, each once, joined: the page's title and heading.
-fn report_title(a: &Analysis) -> String {
-    let mut seen = std::collections::BTreeSet::new();
-    a.inputs
-        .iter()
-        .map(|i| i.path.clone())
-        .filter(|p| seen.insert(p.clone()))
-        .collect::<Vec<_>>()
-        .join(", ")
+    page(&format!("rocprof-classify: {}", sections.title), &b)
 }
 
 /// The heading and the one-line headline.
-fn render_header(b: &mut String, run: &Run, title: &str) {
-    let _ = writeln!(b, "<h1>rocprof-classify: {}</h1>", esc(title));
+fn render_header(b: &mut String, sections: &Sections) {
+    let _ = writeln!(b, "<h1>rocprof-classify: {}</h1>", esc(&sections.title));
     let _ = writeln!(
         b,
         "<p class=\"headline\">{}</p>",
-        esc(&crate::report::markdown::headline(run).replace("**", ""))
+        esc(&sections.headline().replace("**", ""))
     );
 }
 
 /// One row per input: format, vendor, rank, devices and warnings.
-fn render_inputs(b: &mut String, a: &Analysis) {
+fn render_inputs(b: &mut String, sections: &Sections) {
     let _ = writeln!(b, "<table><thead><tr><th>input</th><th>format</th><th>vendor</th><th>rank</th><th>devices</th><th>notes</th></tr></thead><tbody>");
-    for i in &a.inputs {
-        let devices: Vec<String> = i
-            .devices
-            .iter()
-            .map(|d| {
-                if d.name.is_empty() {
-                    format!("gpu {}", d.id)
-                } else {
-                    format!("gpu {} ({})", d.id, d.name)
-                }
-            })
-            .collect();
+    for line in &sections.inputs {
+        let i = line.meta;
         let notes = if i.truncated {
             format!("TRUNCATED. {}", i.warnings.join(" "))
         } else {
@@ -142,7 +122,7 @@ fn render_inputs(b: &mut String, a: &Analysis) {
             i.format.as_str(),
             i.vendor.as_str(),
             i.rank.map_or("-".into(), |r| r.to_string()),
-            esc(&devices.join(", ")),
+            esc(&line.devices),
             esc(&notes)
         );
     }
@@ -150,7 +130,8 @@ fn render_inputs(b: &mut String, a: &Analysis) {
 }
 
 /// GPU activity time by bucket, as a chart and a sortable table.
-fn render_buckets(b: &mut String, a: &Analysis) {
+fn render_buckets(b: &mut String, sections: &Sections) {
+    let a = &sections.run.analysis;
     let _ = writeln!(b, "<h2>GPU time by bucket</h2>");
     let bars: Vec<Bar> = a
         .buckets
@@ -169,14 +150,15 @@ fn render_buckets(b: &mut String, a: &Analysis) {
         900,
     )));
     let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>bucket</th><th>time</th><th>%</th><th>launches</th><th>distinct kernels</th></tr></thead><tbody>");
-    for x in a.buckets.iter().filter(|x| x.launches > 0) {
+    for x in &sections.buckets {
         let _ = writeln!(b, "<tr><td>{}</td>{}<td class=\"n\">{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", x.bucket.as_str(), num(x.kernel_ns), x.pct, x.launches, x.distinct_kernels);
     }
     let _ = writeln!(b, "</tbody></table>");
 }
 
 /// The time partition (busy by bucket, idle by cause): a chart per step, a table for the window.
-fn render_partition(b: &mut String, a: &Analysis) {
+fn render_partition(b: &mut String, sections: &Sections) {
+    let a = &sections.run.analysis;
     let _ = writeln!(b, "<h2>Where the wall time goes, step by step</h2>");
     let mut stacks: Vec<Stack> = a
         .step_breakdown
@@ -214,7 +196,7 @@ fn render_partition(b: &mut String, a: &Analysis) {
         b,
         "<table><thead><tr><th>category</th><th>time</th><th>% of window</th></tr></thead><tbody>"
     );
-    for r in a.time_partition.iter().filter(|r| r.ns > 0) {
+    for r in &sections.partition {
         let _ = writeln!(
             b,
             "<tr><td>{}</td>{}<td class=\"n\">{:.1}</td></tr>",

@@ -3,6 +3,7 @@
 
 use crate::analysis::Analysis;
 use crate::pipeline::Run;
+use crate::report::sections::{level_tag, Sections};
 use crate::report::table::{display_name, fmt_ns, shorten_tail};
 use std::fmt::Write as _;
 
@@ -23,39 +24,17 @@ pub fn code(s: &str) -> String {
     }
 }
 
-pub fn headline(run: &Run) -> String {
-    let a = &run.analysis;
-    let s = &a.summary;
-    let step = match &s.step_ns {
-        Some(st) if s.steps > 0 => format!(
-            "**step {}** (mean of {} steps, CV {:.1}%)",
-            fmt_ns(st.mean.round() as i64),
-            s.steps,
-            st.cv_pct
-        ),
-        _ => format!("**window {}** (no steps)", fmt_ns(s.window_ns)),
-    };
-    let next = run
-        .plan
-        .next_level
-        .map_or("none".to_string(), |l| format!("level {l}"));
-    format!(
-        "{step} · GPU busy {:.1}% of the window · {} of GPU activity · next ladder level: {next}",
-        crate::analysis::pct(s.gpu_busy_ns, s.window_ns),
-        fmt_ns(s.kernel_ns)
-    )
-}
-
 pub fn render(run: &Run) -> String {
     let a = &run.analysis;
+    let sections = Sections::of(run);
     let mut out = String::new();
-    render_header(&mut out, run);
+    render_header(&mut out, &sections);
 
-    render_buckets(&mut out, a);
-    render_partition(&mut out, a);
+    render_buckets(&mut out, &sections);
+    render_partition(&mut out, &sections);
 
     render_recommendations(&mut out, run);
-    render_ladder(&mut out, run);
+    render_ladder(&mut out, &sections);
 
     render_findings(&mut out, run);
     render_top_kernels(&mut out, a);
@@ -71,8 +50,8 @@ pub fn render(run: &Run) -> String {
 }
 
 /// The heading (the inputs, each once), the headline and a warning for truncated traces.
-fn render_header(out: &mut String, run: &Run) {
-    let a = &run.analysis;
+fn render_header(out: &mut String, sections: &Sections) {
+    let a = &sections.run.analysis;
     let inputs: Vec<String> = a
         .inputs
         .iter()
@@ -84,8 +63,8 @@ fn render_header(out: &mut String, run: &Run) {
         .filter(|i| seen.insert(i.clone()))
         .collect();
     let _ = writeln!(out, "## rocprof-classify: {}\n", cell(&inputs.join(", ")));
-    let _ = writeln!(out, "{}\n", headline(run));
-    if a.inputs.iter().any(|i| i.truncated) {
+    let _ = writeln!(out, "{}\n", sections.headline());
+    if sections.truncated() {
         let _ = writeln!(
             out,
             "> **Warning:** a trace is truncated; the analysis covers what was written.\n"
@@ -94,12 +73,12 @@ fn render_header(out: &mut String, run: &Run) {
 }
 
 /// GPU time and launches by bucket.
-fn render_buckets(out: &mut String, a: &Analysis) {
+fn render_buckets(out: &mut String, sections: &Sections) {
     let _ = writeln!(
         out,
         "| bucket | GPU time | % | launches |\n|---|---:|---:|---:|"
     );
-    for b in a.buckets.iter().filter(|b| b.launches > 0) {
+    for b in &sections.buckets {
         let _ = writeln!(
             out,
             "| {} | {} | {:.1} | {} |",
@@ -112,12 +91,12 @@ fn render_buckets(out: &mut String, a: &Analysis) {
 }
 
 /// The window's time partition.
-fn render_partition(out: &mut String, a: &Analysis) {
+fn render_partition(out: &mut String, sections: &Sections) {
     let _ = writeln!(
         out,
         "\n| time partition | time | % of window |\n|---|---:|---:|"
     );
-    for r in a.time_partition.iter().filter(|r| r.ns > 0) {
+    for r in &sections.partition {
         let _ = writeln!(out, "| {} | {} | {:.1} |", r.category, fmt_ns(r.ns), r.pct);
     }
 }
@@ -129,15 +108,11 @@ fn render_recommendations(out: &mut String, run: &Run) {
         let _ = writeln!(out, "None.");
     }
     for r in run.plan.recommendations.iter().take(3) {
-        let blocked = r
-            .blocked_by_level
-            .map(|l| format!(", after level {l}"))
-            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{}. **[L{}{blocked}] {}**: saves ~{} ({:.1}% of the window), confidence {:.1}",
+            "{}. **[{}] {}**: saves ~{} ({:.1}% of the window), confidence {:.1}",
             r.rank,
-            r.level,
+            level_tag(r),
             cell(&r.title),
             fmt_ns(r.est_savings_ns),
             r.est_savings_pct,
@@ -153,15 +128,9 @@ fn render_recommendations(out: &mut String, run: &Run) {
 }
 
 /// Each ladder level's status on one line.
-fn render_ladder(out: &mut String, run: &Run) {
-    let ladder: Vec<String> = run
-        .plan
-        .ladder
-        .iter()
-        .map(|l| format!("L{} {}", l.level, l.status))
-        .collect();
-    if !ladder.is_empty() {
-        let _ = writeln!(out, "\nLadder: {}", ladder.join(" · "));
+fn render_ladder(out: &mut String, sections: &Sections) {
+    if !sections.ladder.is_empty() {
+        let _ = writeln!(out, "\nLadder: {}", sections.ladder.join(" · "));
     }
 }
 

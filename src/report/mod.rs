@@ -1,5 +1,7 @@
-//! Reporters render an [`Analysis`](crate::analysis::Analysis) into bytes in memory; the CLI
-//! decides where the bytes go. None of them reads the trace.
+//! Reporters render a [`Run`](crate::pipeline::Run) into bytes in memory; the CLI decides where
+//! the bytes go. The terminal table, Markdown and HTML lay out the same [`sections`]; the JSON
+//! feed serializes the run; Perfetto and the Parquet/CSV export write its activities back out
+//! (the only ones that read the trace).
 
 pub mod charts;
 pub mod diff;
@@ -9,6 +11,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod perfetto;
+pub mod sections;
 pub mod table;
 
 /// An optional number with `digits` decimals, `-` when unknown (the hardware-counter tables).

@@ -3,6 +3,7 @@
 use crate::analysis::partition::Category;
 use crate::analysis::Analysis;
 use crate::pipeline::Run;
+use crate::report::sections::{level_tag, Sections};
 use comfy_table::{presets, Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
 use std::fmt::Write as _;
 
@@ -114,25 +115,16 @@ fn num(s: String) -> Cell {
 /// Renders the whole terminal report.
 pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
     let a = &run.analysis;
+    let sections = Sections::of(run);
     let mut out = String::new();
     let s = &a.summary;
     let _ = writeln!(out, "rocprof-classify {}", env!("CARGO_PKG_VERSION"));
-    for input in &a.inputs {
+    for line in &sections.inputs {
+        let input = line.meta;
         let rank = input
             .rank
             .map(|r| format!(", rank {r}"))
             .unwrap_or_default();
-        let devices: Vec<String> = input
-            .devices
-            .iter()
-            .map(|d| {
-                if d.name.is_empty() {
-                    format!("gpu {}", d.id)
-                } else {
-                    format!("gpu {} ({})", d.id, d.name)
-                }
-            })
-            .collect();
         let trunc = if input.truncated { " [TRUNCATED]" } else { "" };
         let _ = writeln!(
             out,
@@ -140,10 +132,10 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
             input.path,
             input.format.as_str(),
             input.vendor.as_str(),
-            if devices.is_empty() {
-                "no GPU activity".to_string()
+            if line.devices.is_empty() {
+                "no GPU activity"
             } else {
-                devices.join(", ")
+                &line.devices
             }
         );
     }
@@ -175,7 +167,7 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
     t.set_header(
         ["bucket", "time", "%", "launches", "distinct kernels"].map(|h| header_cell(h, opts)),
     );
-    for b in a.buckets.iter().filter(|b| b.launches > 0) {
+    for b in &sections.buckets {
         let mut name = Cell::new(b.bucket.as_str());
         if opts.color {
             name = name.fg(bucket_color(b.bucket.as_str()));
@@ -190,7 +182,7 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
     }
     let _ = writeln!(out, "GPU time by bucket\n{t}\n");
 
-    render_plan(&mut out, run);
+    render_plan(&mut out, &sections);
     render_partition(&mut out, a, opts);
     render_steps(&mut out, a, opts);
     render_compile(&mut out, a);
@@ -381,23 +373,16 @@ fn render_counters(out: &mut String, a: &Analysis, opts: &TableOptions) {
 }
 
 /// The ladder status and the ranked recommendations, each with its evidence and first action.
-fn render_plan(out: &mut String, run: &Run) {
-    let p = &run.plan;
+fn render_plan(out: &mut String, sections: &Sections) {
+    let p = &sections.run.plan;
     if p.ladder.is_empty() {
         return;
     }
-    let ladder: Vec<String> = p
-        .ladder
-        .iter()
-        .map(|l| format!("L{} {}", l.level, l.status))
-        .collect();
-    let next = p
-        .next_level
-        .map_or("none".to_string(), |l| format!("level {l}"));
     let _ = writeln!(
         out,
-        "Optimization ladder: {} (next: {next})",
-        ladder.join(", ")
+        "Optimization ladder: {} (next: {})",
+        sections.ladder.join(", "),
+        sections.next_level
     );
     if p.recommendations.is_empty() {
         let _ = writeln!(out, "Recommendations: none\n");
@@ -408,15 +393,11 @@ fn render_plan(out: &mut String, run: &Run) {
         "Recommendations (by estimated savings x confidence; level 3+ waits for level 2)"
     );
     for r in &p.recommendations {
-        let blocked = r
-            .blocked_by_level
-            .map(|l| format!(", after level {l}"))
-            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:>3}. [L{}{blocked}] {}  (saves ~{}, {:.1}% of the window; confidence {:.1})",
+            "{:>3}. [{}] {}  (saves ~{}, {:.1}% of the window; confidence {:.1})",
             r.rank,
-            r.level,
+            level_tag(r),
             r.title,
             fmt_ns(r.est_savings_ns),
             r.est_savings_pct,

@@ -1,0 +1,118 @@
+//! The report's sections as the terminal table, Markdown and HTML all show them: which inputs,
+//! buckets and partition rows appear, how devices, steps and savings read, the headline and the
+//! ladder line. Decided once here; the renderers only lay them out.
+
+use crate::analysis::partition::PartitionRow;
+use crate::analysis::BucketRow;
+use crate::model::units::fmt_ns;
+use crate::model::InputMeta;
+use crate::pipeline::Run;
+use crate::recommend::Recommendation;
+
+/// One input as the reports list it.
+pub struct InputLine<'r> {
+    pub meta: &'r InputMeta,
+    /// `gpu 0 (NVIDIA H100 80GB HBM3), gpu 1`; empty without GPU activity.
+    pub devices: String,
+}
+
+/// The sections of one run's report.
+pub struct Sections<'r> {
+    pub run: &'r Run,
+    /// The distinct input paths, comma-separated (the HTML title).
+    pub title: String,
+    pub inputs: Vec<InputLine<'r>>,
+    /// Buckets with at least one launch, largest first.
+    pub buckets: Vec<&'r BucketRow>,
+    /// Partition categories with time in the window, in the feed's order.
+    pub partition: Vec<&'r PartitionRow>,
+    /// `L1 todo`, `L2 done`, …, in level order.
+    pub ladder: Vec<String>,
+    /// `level 2`, or `none` when no level has work left.
+    pub next_level: String,
+}
+
+impl<'r> Sections<'r> {
+    pub fn of(run: &'r Run) -> Sections<'r> {
+        let a = &run.analysis;
+        let mut seen = std::collections::BTreeSet::new();
+        let title = a
+            .inputs
+            .iter()
+            .map(|i| i.path.clone())
+            .filter(|p| seen.insert(p.clone()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let inputs = a
+            .inputs
+            .iter()
+            .map(|meta| InputLine {
+                meta,
+                devices: meta
+                    .devices
+                    .iter()
+                    .map(|d| {
+                        if d.name.is_empty() {
+                            format!("gpu {}", d.id)
+                        } else {
+                            format!("gpu {} ({})", d.id, d.name)
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+            .collect();
+        Sections {
+            run,
+            title,
+            inputs,
+            buckets: a.buckets.iter().filter(|b| b.launches > 0).collect(),
+            partition: a.time_partition.iter().filter(|r| r.ns > 0).collect(),
+            ladder: run
+                .plan
+                .ladder
+                .iter()
+                .map(|l| format!("L{} {}", l.level, l.status))
+                .collect(),
+            next_level: run
+                .plan
+                .next_level
+                .map_or("none".to_string(), |l| format!("level {l}")),
+        }
+    }
+
+    /// The one-line summary, with its lead in Markdown bold (`**step 1.2 ms**`).
+    pub fn headline(&self) -> String {
+        let s = &self.run.analysis.summary;
+        let step = match &s.step_ns {
+            Some(st) if s.steps > 0 => format!(
+                "**step {}** (mean of {} steps, CV {:.1}%)",
+                fmt_ns(st.mean.round() as i64),
+                s.steps,
+                st.cv_pct
+            ),
+            _ => format!("**window {}** (no steps)", fmt_ns(s.window_ns)),
+        };
+        format!(
+            "{step} · GPU busy {:.1}% of the window · {} of GPU activity · next ladder level: {}",
+            crate::analysis::pct(s.gpu_busy_ns, s.window_ns),
+            fmt_ns(s.kernel_ns),
+            self.next_level
+        )
+    }
+
+    /// Whether any input is truncated (its analysis covers what was written).
+    pub fn truncated(&self) -> bool {
+        self.inputs.iter().any(|i| i.meta.truncated)
+    }
+}
+
+/// `[L3, after level 2]`'s inner part for a recommendation: its level, and the level it waits
+/// for.
+pub fn level_tag(r: &Recommendation) -> String {
+    let blocked = r
+        .blocked_by_level
+        .map(|l| format!(", after level {l}"))
+        .unwrap_or_default();
+    format!("L{}{blocked}", r.level)
+}
