@@ -634,20 +634,7 @@ fn run_rules(action: RulesAction, global: &GlobalArgs) -> Result<Status> {
     match action {
         RulesAction::List => {
             let rules = load_rules(&global.rules)?;
-            let mut t = comfy_table::Table::new();
-            t.load_preset(comfy_table::presets::NOTHING);
-            t.set_header(["id", "bucket", "family", "library", "priority", "file"]);
-            for r in &rules.rules {
-                t.add_row(vec![
-                    r.def.id.clone(),
-                    r.def.bucket.as_str().to_string(),
-                    r.def.family.clone(),
-                    r.def.library.clone().unwrap_or_else(|| "(by name)".into()),
-                    r.def.priority.to_string(),
-                    r.file.display().to_string(),
-                ]);
-            }
-            write_stdout(format!("{t}\n").as_bytes())?;
+            write_stdout(report::catalog::rules_list(&rules).as_bytes())?;
             Ok(0)
         }
         RulesAction::Check { dir } => {
@@ -685,143 +672,27 @@ fn run_rules(action: RulesAction, global: &GlobalArgs) -> Result<Status> {
                     std::io::read_to_string(std::io::stdin()).context("reading names from stdin")?
                 }
             };
-            let mut out = String::new();
-            for name in text.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
-                let c = rules.classify(name);
-                let rule = c.rule.map_or("-", |i| rules.rules[i].def.id.as_str());
-                out.push_str(&format!(
-                    "{}\t{}\t{}\t{}\t{}\n",
-                    c.bucket.as_str(),
-                    c.family,
-                    c.library,
-                    rule,
-                    name
-                ));
-            }
-            write_stdout(out.as_bytes())?;
+            write_stdout(report::catalog::classified_names(&rules, &text).as_bytes())?;
             Ok(0)
         }
         RulesAction::Explain { name } => {
             let rules = load_rules(&global.rules)?;
-            let ex = rules.explain(&name);
-            let mut out = String::new();
-            if ex.normalized != name {
-                out.push_str(&format!("normalized: {}\n", ex.normalized));
-            }
-            if ex.matched.is_empty() {
-                out.push_str("no rule matches: unclassified (bucket other)\n");
-            }
-            for (k, &i) in ex.matched.iter().enumerate() {
-                let r = &rules.rules[i];
-                out.push_str(&format!(
-                    "{} {:<32} priority {:>4}  bucket {:<13} family {:<16} library {}  ({})\n",
-                    if k == 0 { "WINNER" } else { "      " },
-                    r.def.id,
-                    r.def.priority,
-                    r.def.bucket.as_str(),
-                    r.def.family,
-                    r.def.library.as_deref().unwrap_or("(by name)"),
-                    r.file.display()
-                ));
-            }
+            let out = report::catalog::rule_explanation(&rules, &name);
             write_stdout(out.as_bytes())?;
             Ok(0)
         }
     }
 }
 
-fn join_categories(cats: &[crate::analysis::partition::Category]) -> String {
-    cats.iter()
-        .map(|c| c.as_str())
-        .collect::<Vec<_>>()
-        .join(" + ")
-}
-
 fn run_explain(id: &str, global: &GlobalArgs) -> Result<Status> {
     let catalog = Catalog::load(&global.rules).context("loading the ladder catalog")?;
-    let mut out = String::new();
-    if let Some((_, def)) = crate::detect::DEFINITIONS
-        .iter()
-        .find(|(f, _)| f.as_str() == id)
-    {
-        out.push_str(&format!("finding {id}\n  fires when: {def}\n"));
-        let recs: Vec<&str> = catalog
-            .recommendations
-            .iter()
-            .filter(|r| r.findings.iter().any(|f| f.as_str() == id))
-            .map(|r| r.id.as_str())
-            .collect();
-        if !recs.is_empty() {
-            out.push_str(&format!(
-                "  recommendations it can trigger: {}\n",
-                recs.join(", ")
-            ));
-        }
-    } else if let Some(r) = catalog.get(id) {
-        out.push_str(&format!(
-            "recommendation {} (level {}): {}\n",
-            r.id, r.level, r.title
-        ));
-        let ids: Vec<&str> = r.findings.iter().map(|f| f.as_str()).collect();
-        let mut when = vec![format!("any of the findings {}", ids.join(", "))];
-        if let Some(k) = &r.finding_kind {
-            when.push(format!("with evidence.kind = {k}"));
-        }
-        if !r.vendors.is_empty() {
-            when.push(format!("on {}", r.vendors.join(", ")));
-        }
-        if let Some(c) = r.compiled {
-            when.push(if c {
-                "compiled".into()
-            } else {
-                "not compiled".into()
-            });
-        }
-        if let Some(c) = r.cudagraphs {
-            when.push(if c {
-                "CUDA/HIP graphs in use".into()
-            } else {
-                "no CUDA/HIP graphs".into()
-            });
-        }
-        if let Some(m) = &r.min_bucket {
-            when.push(format!("{} >= {}% of GPU activity time", m.bucket, m.pct));
-        }
-        if let Some(l) = &r.gemm_library {
-            when.push(format!(
-                "GEMM libraries matching /{l}/ carry most GEMM time"
-            ));
-        }
-        out.push_str(&format!("  fires when: {}\n", when.join("; ")));
-        let basis = if r.basis == "finding" {
-            "the finding's time at stake".to_string()
-        } else {
-            format!("the time of {}", join_categories(&r.acts_on))
-        };
-        out.push_str(&format!(
-            "  savings: {} x {basis}, at most the time of {}; confidence {}\n",
-            r.fraction,
-            join_categories(&r.acts_on),
-            r.confidence
-        ));
-        for a in &r.actions {
-            let vendor = a
-                .vendor
-                .as_deref()
-                .map(|v| format!(" [{v}]"))
-                .unwrap_or_default();
-            out.push_str(&format!("  {}{vendor}: {}\n", a.kind, a.text));
-        }
-        out.push_str(&format!("  source: {}\n", r.seed));
-    } else {
-        let mut known: Vec<&str> = crate::detect::DEFINITIONS
-            .iter()
-            .map(|d| d.0.as_str())
-            .collect();
-        known.extend(catalog.recommendations.iter().map(|r| r.id.as_str()));
-        bail!("unknown id '{id}'; known ids: {}", known.join(", "));
+    match report::catalog::explain_id(&catalog, id) {
+        Some(text) => write_stdout(text.as_bytes())?,
+        None => bail!(
+            "unknown id '{id}'; known ids: {}",
+            report::catalog::known_ids(&catalog).join(", ")
+        ),
     }
-    write_stdout(out.as_bytes())?;
     Ok(0)
 }
 

@@ -3,6 +3,7 @@
 //! feed serializes the run; Perfetto and the Parquet/CSV export write its activities back out
 //! (the only ones that read the trace).
 
+pub mod catalog;
 pub mod charts;
 pub mod diff;
 #[cfg(feature = "polars")]
