@@ -178,6 +178,30 @@ pub fn is_sync_call(name: &str) -> bool {
     )
 }
 
+/// Device-memory frees: they synchronize the device before returning, so the host waits in
+/// them like in a synchronize.
+pub fn is_free_call(name: &str) -> bool {
+    matches!(
+        name,
+        "hipFree" | "cudaFree" | "cuMemFree" | "cuMemFree_v2" | "hipHostFree" | "cudaFreeHost"
+    )
+}
+
+/// Calls of the device allocator (frees and mallocs): many of them in a step is allocator churn.
+pub fn is_allocator_call(name: &str) -> bool {
+    is_free_call(name)
+        || matches!(
+            name,
+            "hipMalloc"
+                | "cudaMalloc"
+                | "cuMemAlloc"
+                | "cuMemAlloc_v2"
+                | "hipHostMalloc"
+                | "cudaMallocHost"
+                | "cudaHostAlloc"
+        )
+}
+
 /// Runtime calls that replay a captured CUDA/HIP graph.
 pub fn is_graph_launch(name: &str) -> bool {
     matches!(name, "cudaGraphLaunch" | "cuGraphLaunch" | "hipGraphLaunch")

@@ -2,11 +2,11 @@
 //! one category. Busy time is split among the activities running at that instant (equal shares,
 //! so overlaps never double count); idle time goes to `launch_overhead` when the host was
 //! dispatching, to `host_idle` when it was outside any profiled event for longer than the dispatch
-//! threshold or blocked in a synchronize (or compiling), and to `idle_unattributed` when the input
+//! threshold or blocked in a synchronize, a device free (it synchronizes) or compiling, and to `idle_unattributed` when the input
 //! has no host events. Idle time between the activities of one CUDA/HIP graph replay is
 //! `graph_gaps`: the graph is executing, the host is not in the way, and nothing ran.
 
-use super::links::{is_compile_event, is_sync_call};
+use super::links::{is_compile_event, is_free_call, is_sync_call};
 use crate::classify::Bucket;
 use crate::model::{HostKind, Trace};
 use serde::{Deserialize, Serialize};
@@ -205,7 +205,7 @@ impl HostTimeline {
         // Decided once per distinct name: millions of events, few names.
         let blocks = trace
             .names
-            .per_name(|n| is_sync_call(n) || is_compile_event(n));
+            .per_name(|n| is_sync_call(n) || is_free_call(n) || is_compile_event(n));
         for i in 0..host.len() {
             // Dispatch is "inside a cpu_op or runtime call" (FEED.md): ranges and Python frames are not.
             if matches!(host.kind[i], HostKind::Annotation | HostKind::Python) {

@@ -2,7 +2,7 @@
 //! synchronizations inside steps.
 
 use super::{ms, pct, round2, step_count, Finding, FindingId, Severity};
-use crate::analysis::links::is_sync_call;
+use crate::analysis::links::{is_allocator_call, is_free_call, is_sync_call};
 use crate::analysis::partition::{HOST_IDLE, LAUNCH_OVERHEAD};
 use crate::analysis::Context;
 use crate::model::{ActivityKind, HostKind};
@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 const LAUNCH_BOUND_PCT: f64 = 20.0;
 /// Host idle at least this share of the window (and above launch overhead) is host-bound.
 const HOST_BOUND_PCT: f64 = 20.0;
+/// Device malloc/free calls taking at least this share of the window are allocator churn.
+const ALLOCATOR_CHURN_PCT: f64 = 10.0;
 /// "Small" kernels: the seed's launch-bound signature is many kernels under ~10 µs.
 const SMALL_KERNEL_NS: i64 = 10_000;
 
@@ -94,48 +96,140 @@ pub fn host_bound(ctx: &Context) -> Vec<Finding> {
     )]
 }
 
+/// Where host calls count as stalls, per input: the kept steps' CPU ranges (without steps, the
+/// first to the last GPU launch; a sync after the last launch only waits for the end), minus
+/// torch.compile's ranges (autotuning synchronizes on purpose: compile time, not a stall).
+struct StallWindows {
+    ranges: Vec<Vec<(i64, i64)>>,
+    compiling: Vec<Vec<(i64, i64)>>,
+}
+
+impl StallWindows {
+    fn new(ctx: &Context) -> Self {
+        let trace = ctx.trace;
+        let host = &trace.host;
+        let acts = &trace.activities;
+        let mut ranges: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
+        for (input, r) in ranges.iter_mut().enumerate() {
+            if ctx.steps.per_input[input].is_empty() {
+                let span = (0..acts.len())
+                    .filter(|&a| acts.input[a] as usize == input)
+                    .fold((i64::MAX, i64::MIN), |s, a| {
+                        let t = ctx.links.launch_ts(trace, a);
+                        (s.0.min(t), s.1.max(t))
+                    });
+                if span.0 < span.1 {
+                    r.push(span);
+                }
+            } else {
+                r.extend(
+                    ctx.steps
+                        .kept(input)
+                        .map(|(_, s)| (s.cpu_start_ns, s.cpu_end_ns)),
+                );
+            }
+        }
+        let mut compiling: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
+        for i in 0..host.len() {
+            if crate::analysis::links::is_compile_event(trace.names.get(host.name[i])) {
+                compiling[host.input[i] as usize]
+                    .push((host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i])));
+            }
+        }
+        StallWindows { ranges, compiling }
+    }
+    fn inside(&self, input: u32, t: i64) -> bool {
+        self.ranges[input as usize]
+            .iter()
+            .any(|&(a, b)| t >= a && t < b)
+            && !self.compiling[input as usize]
+                .iter()
+                .any(|&(a, b)| t >= a && t < b)
+    }
+    fn is_empty(&self) -> bool {
+        self.ranges.iter().all(Vec::is_empty)
+    }
+}
+
+/// The GPU idle a blocking call leaves behind: from its return to the start of the first GPU
+/// activity launched after it (0 when none follows), less the time other work ran meanwhile.
+/// The host's wait inside the call is not the cost: the GPU was busy with what it waited for.
+struct IdleAfter {
+    /// Per input: (launch time, start) of each activity, by launch time, with the earliest
+    /// start of every later launch.
+    launches: Vec<Vec<(i64, i64)>>,
+    /// Per input: the union of GPU activity, sorted.
+    busy: Vec<Vec<(i64, i64)>>,
+}
+
+impl IdleAfter {
+    fn new(ctx: &Context) -> Self {
+        let trace = ctx.trace;
+        let acts = &trace.activities;
+        let n = trace.inputs.len();
+        let mut launches: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        let mut spans: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        for a in 0..acts.len() {
+            let input = acts.input[a] as usize;
+            spans[input].push((acts.ts_ns[a], acts.end_ns(a)));
+            if ctx.links.launch[a].is_some() {
+                launches[input].push((ctx.links.launch_ts(trace, a), acts.ts_ns[a]));
+            }
+        }
+        for l in &mut launches {
+            l.sort_unstable();
+            // Suffix minimum of the starts: the first to start among the launches from here on.
+            let mut earliest = i64::MAX;
+            for e in l.iter_mut().rev() {
+                earliest = earliest.min(e.1);
+                e.1 = earliest;
+            }
+        }
+        let busy = spans
+            .into_iter()
+            .map(|mut v| {
+                v.sort_unstable();
+                let mut out: Vec<(i64, i64)> = Vec::with_capacity(v.len());
+                for (s, e) in v {
+                    match out.last_mut() {
+                        Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                        _ => out.push((s, e)),
+                    }
+                }
+                out
+            })
+            .collect();
+        IdleAfter { launches, busy }
+    }
+
+    fn of(&self, input: u32, returned: i64) -> i64 {
+        let (launches, busy) = (&self.launches[input as usize], &self.busy[input as usize]);
+        let k = launches.partition_point(|l| l.0 < returned);
+        let Some(&(_, next)) = launches.get(k) else {
+            return 0;
+        };
+        if next <= returned {
+            return 0;
+        }
+        let lo = busy.partition_point(|b| b.1 <= returned);
+        let ran: i64 = busy[lo..]
+            .iter()
+            .take_while(|b| b.0 < next)
+            .map(|b| b.1.min(next) - b.0.max(returned))
+            .sum();
+        (next - returned - ran).max(0)
+    }
+}
+
 pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
     let trace = ctx.trace;
     let host = &trace.host;
-    // Host ranges that count: the kept steps; without steps, from the first GPU launch to the
-    // last one (a sync after the last launch only waits for the end: no stall).
     let acts = &trace.activities;
-    let mut ranges: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
-    for (input, r) in ranges.iter_mut().enumerate() {
-        if ctx.steps.per_input[input].is_empty() {
-            let span = (0..acts.len())
-                .filter(|&a| acts.input[a] as usize == input)
-                .fold((i64::MAX, i64::MIN), |s, a| {
-                    let t = ctx.links.launch_ts(trace, a);
-                    (s.0.min(t), s.1.max(t))
-                });
-            if span.0 < span.1 {
-                r.push(span);
-            }
-        } else {
-            r.extend(
-                ctx.steps
-                    .kept(input)
-                    .map(|(_, s)| (s.cpu_start_ns, s.cpu_end_ns)),
-            );
-        }
-    }
-    // Compile ranges: autotuning synchronizes on purpose; that is compile time, not a stall.
-    let mut compiling: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
-    for i in 0..host.len() {
-        if crate::analysis::links::is_compile_event(trace.names.get(host.name[i])) {
-            compiling[host.input[i] as usize]
-                .push((host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i])));
-        }
-    }
-    let inside = |input: u32, t: i64| {
-        ranges[input as usize].iter().any(|&(a, b)| t >= a && t < b)
-            && !compiling[input as usize]
-                .iter()
-                .any(|&(a, b)| t >= a && t < b)
-    };
+    let windows = StallWindows::new(ctx);
+    let inside = |input: u32, t: i64| windows.inside(input, t);
+    let idle_after = IdleAfter::new(ctx);
     let mut by_api: BTreeMap<&str, (u64, i64)> = BTreeMap::new();
-    let mut blocked_ns = 0i64;
+    let (mut blocked_ns, mut idle_ns) = (0i64, 0i64);
     for i in 0..host.len() {
         if !matches!(host.kind[i], HostKind::Runtime | HostKind::Driver) {
             continue;
@@ -146,6 +240,7 @@ pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
             e.0 += 1;
             e.1 += host.dur_ns[i];
             blocked_ns += host.dur_ns[i];
+            idle_ns += idle_after.of(host.input[i], host.ts_ns[i].saturating_add(host.dur_ns[i]));
         }
     }
     // Device-to-host copies launched inside steps: the host waits for them (`.item()`, `.cpu()`).
@@ -160,12 +255,12 @@ pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
         }
     }
     let calls: u64 = by_api.values().map(|v| v.0).sum();
-    if calls == 0 || ranges.iter().all(Vec::is_empty) {
+    if calls == 0 || windows.is_empty() {
         return vec![];
     }
     let items: usize = ctx.compile_detail.step_item_calls.iter().sum();
     let per_step = calls as f64 / step_count(ctx);
-    let share = pct(blocked_ns, ctx.window_ns());
+    let share = pct(idle_ns, ctx.window_ns());
     let severity = if share >= 10.0 {
         Severity::High
     } else if per_step >= 1.0 || share >= 2.0 {
@@ -177,18 +272,78 @@ pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
         FindingId::SyncStalls,
         severity,
         format!(
-            "{calls} host synchronizations inside steps ({per_step:.1} per step, {} blocked, {share:.1}% of the window): each drains the GPU queue",
+            "{calls} host synchronizations inside steps ({per_step:.1} per step): each drains the GPU queue, which then idles {} ({share:.1}% of the window) until the next launch reaches it; the host waited {} inside them while the GPU finished its work",
+            ms(idle_ns),
             ms(blocked_ns)
         ),
-        blocked_ns,
+        idle_ns,
         json!({
             "calls": calls,
             "per_step": round2(per_step),
             "blocked_ns": blocked_ns,
+            "idle_after_ns": idle_ns,
             "by_api": by_api.iter().map(|(k, v)| json!({"api": k, "calls": v.0, "ns": v.1})).collect::<Vec<_>>(),
             "device_to_host_copies": d2h,
             "item_calls": items,
             "hint": "remove .item()/.cpu()/print of GPU tensors and explicit synchronize() from the step; keep values on the GPU",
+        }),
+    )]
+}
+
+/// Device memory allocated and freed inside the steps: every free synchronizes the device, and
+/// PyTorch's caching allocator exists to avoid both. Many of them mean it is bypassed or emptied
+/// (`torch.cuda.empty_cache()` in the loop, allocator settings).
+pub fn allocator_churn(ctx: &Context) -> Vec<Finding> {
+    let trace = ctx.trace;
+    let host = &trace.host;
+    let windows = StallWindows::new(ctx);
+    let mut by_api: BTreeMap<&str, (u64, i64)> = BTreeMap::new();
+    for i in 0..host.len() {
+        if !matches!(host.kind[i], HostKind::Runtime | HostKind::Driver) {
+            continue;
+        }
+        let name = trace.names.get(host.name[i]);
+        if is_allocator_call(name) && windows.inside(host.input[i], host.ts_ns[i]) {
+            let e = by_api.entry(name).or_default();
+            e.0 += 1;
+            e.1 += host.dur_ns[i];
+        }
+    }
+    let calls: u64 = by_api.values().map(|v| v.0).sum();
+    let ns = by_api
+        .values()
+        .map(|v| v.1)
+        .sum::<i64>()
+        .min(ctx.window_ns());
+    let share = pct(ns, ctx.window_ns());
+    if calls == 0 || share < ALLOCATOR_CHURN_PCT {
+        return vec![];
+    }
+    let frees: u64 = by_api
+        .iter()
+        .filter(|(k, _)| is_free_call(k))
+        .map(|(_, v)| v.0)
+        .sum();
+    let severity = if share >= 30.0 {
+        Severity::High
+    } else {
+        Severity::Medium
+    };
+    vec![Finding::new(
+        FindingId::AllocatorChurn,
+        severity,
+        format!(
+            "allocator churn: {calls} device malloc/free calls inside steps ({:.1} per step) take {} ({share:.1}% of the window); {frees} frees each synchronize the device",
+            calls as f64 / step_count(ctx),
+            ms(ns)
+        ),
+        ns,
+        json!({
+            "calls": calls,
+            "frees": frees,
+            "ns": ns,
+            "pct": share,
+            "by_api": by_api.iter().map(|(k, v)| json!({"api": k, "calls": v.0, "ns": v.1})).collect::<Vec<_>>(),
         }),
     )]
 }

@@ -63,6 +63,7 @@ pub enum FindingId {
     MemoryBoundGemm,
     LowGemmEfficiency,
     NoMatrixCores,
+    AllocatorChurn,
 }
 
 impl FindingId {
@@ -93,6 +94,7 @@ impl FindingId {
             FindingId::MemoryBoundGemm => "memory_bound_gemm",
             FindingId::LowGemmEfficiency => "low_gemm_efficiency",
             FindingId::NoMatrixCores => "no_matrix_cores",
+            FindingId::AllocatorChurn => "allocator_churn",
         }
     }
 
@@ -223,7 +225,8 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::CudagraphsInUse, "(info) cudaGraphLaunch/hipGraphLaunch calls replay kernels; they count as busy."),
     (FindingId::LaunchBound, "launch overhead >= 20% of the window and above host idle, and either most kernels run under 10 us or dispatch outweighs GPU busy time."),
     (FindingId::HostBound, "host idle outside any profiled event (not blocked in a sync or compiling) >= 20% of the window and above launch overhead: data loading, Python work or sleeps keep the GPU waiting."),
-    (FindingId::SyncStalls, "synchronizing runtime calls (device/stream/event synchronize, blocking memcpy) inside steps (without steps: between the first and last launch), outside torch.compile's autotuning."),
+    (FindingId::SyncStalls, "synchronizing runtime calls (device/stream/event synchronize, blocking memcpy) inside steps (without steps: between the first and last launch), outside torch.compile's autotuning. Time at stake: the GPU idle each leaves from its return to the start of the first GPU activity launched after it (0 when none follows), not the host's wait inside it."),
+    (FindingId::AllocatorChurn, "device malloc/free calls (hipMalloc/hipFree, cudaMalloc/cudaFree) inside steps take >= 10% of the window: the caching allocator is bypassed or emptied; every free synchronizes the device."),
     (FindingId::ManualAttention, "GEMM -> softmax -> GEMM kernel chains on one stream, at least one per step: attention written by hand."),
     (FindingId::UnfusedProjections, "3 (Q/K/V) or 2 (gate/up, equal weight shapes) outermost GEMM ops in a row reading an input of the same shape; reported separately with evidence.kind qkv / gate_up."),
     (FindingId::Fp32Gemm, ">= 1% of GEMM time in fp32 kernels without matrix/tensor cores (ffma, simt sgemm, cuBLAS sgemm, Tensile single precision)."),
@@ -255,6 +258,7 @@ const DETECTORS: &[Detector] = &[
     host::launch_bound,
     host::host_bound,
     host::sync_stalls,
+    host::allocator_churn,
     surgery::manual_attention,
     surgery::unfused_projections,
     kernels::fp32_gemm,

@@ -229,16 +229,17 @@ pub fn plan(
     }
 }
 
-/// Unblocked first, then by savings × confidence, then level and id; a recommendation that
-/// follows another (`after`) comes after it.
+/// By ladder level (seeds/000: each level builds on the previous), then by savings ×
+/// confidence within a level, then id; actions that save under 0.5% of the window go last. A
+/// recommendation that follows another (`after`) comes after it.
 fn rank(recs: &mut Vec<Recommendation>, catalog: &Catalog) {
+    const NEGLIGIBLE_PCT: f64 = 0.5;
     let score = |r: &Recommendation| r.est_savings_ns as f64 * r.confidence;
     recs.sort_by(|a, b| {
-        a.blocked_by_level
-            .is_some()
-            .cmp(&b.blocked_by_level.is_some())
-            .then(score(b).total_cmp(&score(a)))
+        (a.est_savings_pct < NEGLIGIBLE_PCT)
+            .cmp(&(b.est_savings_pct < NEGLIGIBLE_PCT))
             .then(a.level.cmp(&b.level))
+            .then(score(b).total_cmp(&score(a)))
             .then(a.id.cmp(&b.id))
     });
     // Move followers right after the last recommendation they follow.

@@ -390,7 +390,7 @@ fn render_plan(out: &mut String, sections: &Sections) {
     }
     let _ = writeln!(
         out,
-        "Recommendations (by estimated savings x confidence; level 3+ waits for level 2)"
+        "Recommendations (by ladder level, then estimated savings x confidence; under 0.5% of the window last)"
     );
     for r in &p.recommendations {
         let _ = writeln!(

@@ -42,7 +42,7 @@ fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The files whose content sniffs as Kineto.
-fn kineto_traces(shared: &Path) -> Vec<PathBuf> {
+pub(crate) fn kineto_traces(shared: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     json_files(&shared.join("corpus"), &mut files);
     json_files(&shared.join("traces"), &mut files);

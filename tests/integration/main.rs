@@ -2,6 +2,7 @@
 
 mod common;
 
+mod advice;
 mod amd;
 mod bad_input;
 mod bad_input_matrix;

@@ -1,0 +1,136 @@
+//! Recommendations an AMD engineer would act on (issue 18), on real MI300X traces of the corpus
+//! and the committed H100 traces: idle time blamed on its real cause, the savings that follow,
+//! and the ladder's order.
+
+use crate::common::{fixture, run_path};
+use crate::with_shared;
+use rocprof_classify::analysis::partition::Category;
+use rocprof_classify::detect::FindingId;
+use rocprof_classify::Run;
+
+fn first_rec(r: &Run) -> &str {
+    r.plan.recommendations[0].id.as_str()
+}
+
+fn rec<'a>(r: &'a Run, id: &str) -> Option<&'a rocprof_classify::recommend::Recommendation> {
+    r.plan.recommendations.iter().find(|x| x.id == id)
+}
+
+fn finding(r: &Run, id: FindingId) -> Option<&rocprof_classify::detect::Finding> {
+    r.findings.iter().find(|f| f.id == id)
+}
+
+/// `train_resnet18`: 1,300 hipFree calls hold the host for 3.35 s. A free synchronizes: the GPU
+/// idle is host idle, not launch overhead, and the allocator is the first thing to fix.
+#[test]
+fn device_frees_are_blocking_and_allocator_churn_comes_first() {
+    with_shared!(shared => {
+        let r = run_path(&shared.join("corpus/tracelens/train_resnet18.json.gz"));
+        let a = &r.analysis;
+        let (launch, idle) = (a.partition_ns(Category::LaunchOverhead), a.partition_ns(Category::HostIdle));
+        assert!(idle > 10 * launch, "host idle {idle} vs launch overhead {launch}");
+        let churn = finding(&r, FindingId::AllocatorChurn).expect("allocator_churn fires");
+        assert!(churn.evidence["frees"].as_u64().unwrap() > 1000, "{}", churn.evidence);
+        assert_eq!(first_rec(&r), "env.caching-allocator");
+        let def = crate::common::catalog().get("env.caching-allocator").unwrap();
+        assert!(def.seed.starts_with("beyond the seeds"), "{}", def.seed);
+        assert!(finding(&r, FindingId::LaunchBound).is_none(), "the frees are not dispatch");
+    });
+}
+
+/// A blocking call's cost is the GPU idle after it returns, not the host's wait inside it: the
+/// SGLang decode trace's one copy blocks 463 ms while nothing follows it; Flux's D2H copy waits
+/// while graphs replay.
+#[test]
+fn a_sync_costs_the_idle_after_its_return() {
+    with_shared!(shared => {
+        for (rel, max_ms) in [
+            ("corpus/tracelens/sglang_Qwen3-8B_decode.json.gz", 1.0),
+            ("corpus/tracelens/profile_trace_rank_0.json.gz", 20.0),
+        ] {
+            let r = run_path(&shared.join(rel));
+            let f = finding(&r, FindingId::SyncStalls).expect("sync_stalls fires");
+            let idle = f.evidence["idle_after_ns"].as_i64().unwrap();
+            let blocked = f.evidence["blocked_ns"].as_i64().unwrap();
+            assert_eq!(f.time_at_stake_ns, idle, "{rel}");
+            assert!(idle < blocked, "{rel}: idle after {idle} vs blocked {blocked}");
+            assert!((idle as f64) < max_ms * 1e6, "{rel}: {idle} ns");
+            let save = rec(&r, "surgery.remove-syncs").map_or(0, |x| x.est_savings_ns);
+            assert!(save <= idle, "{rel}: saves {save} of an idle {idle}");
+        }
+    });
+}
+
+/// The ladder's order: level first, savings × confidence within a level, negligible actions
+/// (< 0.5% of the window) last; savings never above the window. Every Kineto trace of the
+/// fixtures and the corpus.
+#[test]
+fn recommendations_follow_the_ladder_on_every_trace() {
+    let mut paths: Vec<std::path::PathBuf> = crate::snapshots::fixture_inputs()
+        .into_iter()
+        .map(|(dir, name)| dir.join(name))
+        .collect();
+    if let Some(shared) = crate::common::shared() {
+        paths.extend(crate::corpus::kineto_traces(&shared));
+    }
+    let mut problems = Vec::new();
+    for p in &paths {
+        let r = run_path(p);
+        let recs = &r.plan.recommendations;
+        let window = r.analysis.summary.window_ns;
+        for x in recs {
+            if x.est_savings_ns > window {
+                problems.push(format!(
+                    "{}: {} saves {} > window {window}",
+                    p.display(),
+                    x.id,
+                    x.est_savings_ns
+                ));
+            }
+        }
+        let key =
+            |x: &rocprof_classify::recommend::Recommendation| (x.est_savings_pct < 0.5, x.level);
+        for w in recs.windows(2) {
+            let follower = crate::common::catalog()
+                .get(&w[1].id)
+                .is_some_and(|d| d.after.contains(&w[0].id));
+            if key(&w[0]) > key(&w[1]) && !follower {
+                problems.push(format!(
+                    "{}: {} (L{}) ranked before {} (L{})",
+                    p.display(),
+                    w[0].id,
+                    w[0].level,
+                    w[1].id,
+                    w[1].level
+                ));
+            }
+        }
+        let pos = |id: &str| recs.iter().position(|x| x.id == id);
+        if let (Some(g), Some(c)) = (pos("graphs.capture"), pos("compile.enable")) {
+            if g < c {
+                problems.push(format!(
+                    "{}: graphs.capture ahead of compile.enable",
+                    p.display()
+                ));
+            }
+        }
+    }
+    assert!(paths.len() >= 40, "{} traces", paths.len());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// No regression on the H100 traces: compile first on eager models, matmul precision first on
+/// the fp32 one (level 1 before level 2), graph breaks first on the compiled one with breaks.
+#[test]
+fn the_h100_traces_keep_their_first_recommendation() {
+    for (name, first) in [
+        ("eager_manual_attn", "compile.enable"),
+        ("eager_sdpa_fused", "compile.enable"),
+        ("eager_launch_bound", "compile.enable"),
+        ("train_eager_fp32", "env.matmul-precision"),
+        ("compiled_graph_breaks", "compile.fix-graph-breaks"),
+    ] {
+        let r = run_path(&fixture(&format!("kineto/h100/{name}.json.gz")));
+        assert_eq!(first_rec(&r), first, "{name}");
+    }
+}
