@@ -149,6 +149,18 @@ impl StallWindows {
     fn is_empty(&self) -> bool {
         self.ranges.iter().all(Vec::is_empty)
     }
+    /// Whether `[s, e)` overlaps torch.compile's own work.
+    fn overlaps_compile(&self, input: u32, s: i64, e: i64) -> bool {
+        self.compiling[input as usize]
+            .iter()
+            .any(|&(a, b)| a < e && s < b)
+    }
+    /// Inside the steps (or the launch span), compile ranges included.
+    fn in_range(&self, input: u32, t: i64) -> bool {
+        self.ranges[input as usize]
+            .iter()
+            .any(|&(a, b)| t >= a && t < b)
+    }
 }
 
 /// The GPU idle a blocking call leaves behind: from its return to the start of the first GPU
@@ -185,20 +197,7 @@ impl IdleAfter {
                 e.1 = earliest;
             }
         }
-        let busy = spans
-            .into_iter()
-            .map(|mut v| {
-                v.sort_unstable();
-                let mut out: Vec<(i64, i64)> = Vec::with_capacity(v.len());
-                for (s, e) in v {
-                    match out.last_mut() {
-                        Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                        _ => out.push((s, e)),
-                    }
-                }
-                out
-            })
-            .collect();
+        let busy = spans.into_iter().map(union).collect();
         IdleAfter { launches, busy }
     }
 
@@ -211,14 +210,35 @@ impl IdleAfter {
         if next <= returned {
             return 0;
         }
-        let lo = busy.partition_point(|b| b.1 <= returned);
-        let ran: i64 = busy[lo..]
-            .iter()
-            .take_while(|b| b.0 < next)
-            .map(|b| b.1.min(next) - b.0.max(returned))
-            .sum();
-        (next - returned - ran).max(0)
+        idle_within(busy, returned, next)
     }
+}
+
+/// The union of spans, sorted.
+fn union(mut v: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    v.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(v.len());
+    for (s, e) in v {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// Time in `[from, to)` that no span of the sorted union `busy` covers.
+fn idle_within(busy: &[(i64, i64)], from: i64, to: i64) -> i64 {
+    if to <= from {
+        return 0;
+    }
+    let lo = busy.partition_point(|b| b.1 <= from);
+    let ran: i64 = busy[lo..]
+        .iter()
+        .take_while(|b| b.0 < to)
+        .map(|b| b.1.min(to) - b.0.max(from))
+        .sum();
+    (to - from - ran).max(0)
 }
 
 pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
@@ -346,4 +366,114 @@ pub fn allocator_churn(ctx: &Context) -> Vec<Finding> {
             "by_api": by_api.iter().map(|(k, v)| json!({"api": k, "calls": v.0, "ns": v.1})).collect::<Vec<_>>(),
         }),
     )]
+}
+
+/// One call inside which the GPU idles this share of the window makes the profile a picture of
+/// that wait, not of the model.
+const ONE_CALL_IDLE_PCT: f64 = 50.0;
+/// Steady steps holding under this share of the kernel time: the profile is warm-up or capture.
+const STEADY_KERNEL_PCT: f64 = 5.0;
+
+/// A profile that cannot support advice: the GPU idles inside one host call for most of the
+/// window, or the steady steps hold almost none of the kernel time (the rest is warm-up or
+/// graph capture). Reprofiling comes before any other action.
+pub fn unrepresentative_profile(ctx: &Context) -> Vec<Finding> {
+    let trace = ctx.trace;
+    let (host, acts) = (&trace.host, &trace.activities);
+    let window = ctx.window_ns();
+    if window <= 0 {
+        return vec![];
+    }
+    let windows = StallWindows::new(ctx);
+    let mut spans: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
+    for a in 0..acts.len() {
+        spans[acts.input[a] as usize].push((acts.ts_ns[a], acts.end_ns(a)));
+    }
+    let busy: Vec<Vec<(i64, i64)>> = spans.into_iter().map(union).collect();
+    // The host call inside which the GPU idles longest (torch.compile's own work is
+    // `compile_in_window`'s: a call that compiles is not a wait).
+    let mut worst: Option<(usize, i64)> = None;
+    for i in 0..host.len() {
+        let (s, e) = (host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i]));
+        if !matches!(
+            host.kind[i],
+            HostKind::Runtime | HostKind::Driver | HostKind::CpuOp
+        ) || !windows.in_range(host.input[i], s)
+            || windows.overlaps_compile(host.input[i], s, e)
+        {
+            continue;
+        }
+        let idle = idle_within(&busy[host.input[i] as usize], s, e);
+        if worst.is_none_or(|w| idle > w.1) {
+            worst = Some((i, idle));
+        }
+    }
+    if let Some((i, idle)) = worst.filter(|w| pct(w.1, window) >= ONE_CALL_IDLE_PCT) {
+        let share = pct(idle, window);
+        return vec![Finding::new(
+            FindingId::UnrepresentativeProfile,
+            Severity::High,
+            format!(
+                "the profile is one wait: the GPU idles {} ({share:.1}% of the window) inside one call, {}; reprofile the steady state before acting on anything else",
+                ms(idle),
+                trace.names.get(host.name[i])
+            ),
+            idle,
+            json!({
+                "kind": "one_call",
+                "call": trace.names.get(host.name[i]),
+                "idle_ns": idle,
+                "idle_pct": share,
+            }),
+        )];
+    }
+    steady_share(ctx).map_or_else(Vec::new, |(steady, total)| {
+        let share = pct(steady, total);
+        if share >= STEADY_KERNEL_PCT {
+            return vec![];
+        }
+        vec![Finding::new(
+            FindingId::UnrepresentativeProfile,
+            Severity::High,
+            format!(
+                "the profile is warm-up or capture: the steady steps hold {share:.1}% of the kernel time ({} of {}); reprofile the steady state before acting on anything else",
+                ms(steady),
+                ms(total)
+            ),
+            total - steady,
+            json!({
+                "kind": "warmup",
+                "steady_kernel_ns": steady,
+                "kernel_ns": total,
+                "steady_pct": share,
+            }),
+        )]
+    })
+}
+
+/// Kernel time launched in the steady steps (every kept step but a warm-up one) and in all;
+/// None without at least two steps.
+fn steady_share(ctx: &Context) -> Option<(i64, i64)> {
+    if ctx.analysis.summary.steps < 2 {
+        return None;
+    }
+    let acts = &ctx.trace.activities;
+    let warmup: Vec<Option<u32>> = (0..ctx.trace.inputs.len())
+        .map(|i| {
+            ctx.analysis
+                .warmup_in_window
+                .then(|| ctx.steps.kept(i).next().map(|(k, _)| k as u32))
+                .flatten()
+        })
+        .collect();
+    let (mut steady, mut total) = (0i64, 0i64);
+    for a in (0..acts.len()).filter(|&a| ctx.in_scope[a]) {
+        total += acts.dur_ns[a];
+        if let Some(s) = ctx.steps.of_activity[a] {
+            if warmup[acts.input[a] as usize] != Some(s) {
+                steady += acts.dur_ns[a];
+            }
+        }
+    }
+    (total > 0).then_some((steady, total))
 }

@@ -64,6 +64,7 @@ pub enum FindingId {
     LowGemmEfficiency,
     NoMatrixCores,
     AllocatorChurn,
+    UnrepresentativeProfile,
 }
 
 impl FindingId {
@@ -95,6 +96,7 @@ impl FindingId {
             FindingId::LowGemmEfficiency => "low_gemm_efficiency",
             FindingId::NoMatrixCores => "no_matrix_cores",
             FindingId::AllocatorChurn => "allocator_churn",
+            FindingId::UnrepresentativeProfile => "unrepresentative_profile",
         }
     }
 
@@ -226,6 +228,7 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::LaunchBound, "launch overhead >= 20% of the window and above host idle, and either most kernels run under 10 us or dispatch outweighs GPU busy time."),
     (FindingId::HostBound, "host idle outside any profiled event (not blocked in a sync or compiling) >= 20% of the window and above launch overhead: data loading, Python work or sleeps keep the GPU waiting."),
     (FindingId::SyncStalls, "synchronizing runtime calls (device/stream/event synchronize, blocking memcpy) inside steps (without steps: between the first and last launch), outside torch.compile's autotuning. Time at stake: the GPU idle each leaves from its return to the start of the first GPU activity launched after it (0 when none follows), not the host's wait inside it."),
+    (FindingId::UnrepresentativeProfile, "the profile cannot support advice: the GPU idles inside one host call for >= 50% of the window (evidence.kind one_call), or the steady steps (all but a warm-up step) hold < 5% of the kernel time, the rest being warm-up or capture (evidence.kind warmup)."),
     (FindingId::AllocatorChurn, "device malloc/free calls (hipMalloc/hipFree, cudaMalloc/cudaFree) inside steps take >= 10% of the window: the caching allocator is bypassed or emptied; every free synchronizes the device."),
     (FindingId::ManualAttention, "GEMM -> softmax -> GEMM kernel chains on one stream, at least one per step: attention written by hand."),
     (FindingId::UnfusedProjections, "3 (Q/K/V) or 2 (gate/up, equal weight shapes) outermost GEMM ops in a row reading an input of the same shape; reported separately with evidence.kind qkv / gate_up."),
@@ -259,6 +262,7 @@ const DETECTORS: &[Detector] = &[
     host::host_bound,
     host::sync_stalls,
     host::allocator_churn,
+    host::unrepresentative_profile,
     surgery::manual_attention,
     surgery::unfused_projections,
     kernels::fp32_gemm,

@@ -98,6 +98,9 @@ pub struct RecDef {
     /// Ranked after these recommendations when they are listed too.
     #[serde(default)]
     pub after: Vec<String>,
+    /// Ranked first whenever it fires (a profile that cannot support other advice).
+    #[serde(default)]
+    pub rank_first: bool,
     /// Partition categories whose time the action can recover (the savings ceiling).
     pub acts_on: Vec<Category>,
     /// "categories" (default): fraction of the acts_on time; "finding": of the finding's time at stake.

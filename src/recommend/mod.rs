@@ -131,6 +131,50 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
     (!hits.is_empty()).then_some(hits)
 }
 
+/// The part of the window savings may come from when the profile is unrepresentative: not the
+/// one call the GPU idled in (its host idle is the wait, not the model), and only the steady
+/// steps' share when the rest is warm-up or capture.
+struct SteadyPart {
+    /// GPU idle that belongs to the one long call.
+    wait_ns: i64,
+    /// The steady steps' share of the kernel time (1 when the profile is representative).
+    share: f64,
+}
+
+impl SteadyPart {
+    fn of(findings: &[Finding]) -> SteadyPart {
+        let mut part = SteadyPart {
+            wait_ns: 0,
+            share: 1.0,
+        };
+        for f in findings {
+            if f.id != crate::detect::FindingId::UnrepresentativeProfile {
+                continue;
+            }
+            match f.kind() {
+                Some("one_call") => part.wait_ns = f.time_at_stake_ns,
+                Some("warmup") => {
+                    part.share = f.evidence["steady_pct"].as_f64().unwrap_or(100.0) / 100.0;
+                }
+                _ => {}
+            }
+        }
+        part
+    }
+
+    /// The time of `cats` that an action can recover from the steady part (the long call's
+    /// wait is idle time, as launch overhead inside an op or host idle inside a sync).
+    fn ceiling(&self, a: &Analysis, cats: &[Category]) -> i64 {
+        let idle: i64 = cats
+            .iter()
+            .filter(|c| c.is_host_caused())
+            .map(|&c| a.partition_ns(c))
+            .sum();
+        let wait = self.wait_ns.min(idle);
+        ((categories_ns(a, cats) - wait) as f64 * self.share).round() as i64
+    }
+}
+
 /// Evaluates the catalog against an analysis.
 pub fn plan(
     a: &Analysis,
@@ -140,12 +184,13 @@ pub fn plan(
 ) -> Plan {
     let vendor = a.vendor();
     let window = a.summary.window_ns;
+    let steady = SteadyPart::of(findings);
     let mut recs: Vec<Recommendation> = Vec::new();
     for rec in &catalog.recommendations {
         let Some(hits) = triggered(rec, a, findings) else {
             continue;
         };
-        let ceiling = categories_ns(a, &rec.acts_on);
+        let ceiling = steady.ceiling(a, &rec.acts_on);
         let basis = match rec.basis.as_str() {
             "finding" => hits.iter().map(|f| f.time_at_stake_ns).max().unwrap_or(0),
             _ => ceiling,
@@ -235,9 +280,11 @@ pub fn plan(
 fn rank(recs: &mut Vec<Recommendation>, catalog: &Catalog) {
     const NEGLIGIBLE_PCT: f64 = 0.5;
     let score = |r: &Recommendation| r.est_savings_ns as f64 * r.confidence;
+    let first = |r: &Recommendation| catalog.get(&r.id).is_some_and(|d| d.rank_first);
     recs.sort_by(|a, b| {
-        (a.est_savings_pct < NEGLIGIBLE_PCT)
-            .cmp(&(b.est_savings_pct < NEGLIGIBLE_PCT))
+        first(b)
+            .cmp(&first(a))
+            .then((a.est_savings_pct < NEGLIGIBLE_PCT).cmp(&(b.est_savings_pct < NEGLIGIBLE_PCT)))
             .then(a.level.cmp(&b.level))
             .then(score(b).total_cmp(&score(a)))
             .then(a.id.cmp(&b.id))

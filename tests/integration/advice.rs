@@ -90,6 +90,18 @@ fn recommendations_follow_the_ladder_on_every_trace() {
         }
         let key =
             |x: &rocprof_classify::recommend::Recommendation| (x.est_savings_pct < 0.5, x.level);
+        // A rank_first recommendation (reprofile) leads; the rest follow the ladder.
+        let first = |x: &rocprof_classify::recommend::Recommendation| {
+            crate::common::catalog()
+                .get(&x.id)
+                .is_some_and(|d| d.rank_first)
+        };
+        if let Some(k) = recs.iter().position(first) {
+            if k != 0 {
+                problems.push(format!("{}: {} is not first", p.display(), recs[k].id));
+            }
+        }
+        let recs: Vec<_> = recs.iter().filter(|x| !first(x)).cloned().collect();
         for w in recs.windows(2) {
             let follower = crate::common::catalog()
                 .get(&w[1].id)
@@ -133,4 +145,41 @@ fn the_h100_traces_keep_their_first_recommendation() {
         let r = run_path(&fixture(&format!("kineto/h100/{name}.json.gz")));
         assert_eq!(first_rec(&r), first, "{name}");
     }
+}
+
+/// A profile that is one wait cannot support advice: SGLang's decode trace idles 97.7% of its
+/// window inside one copy and gets `profile.reprofile` first; Flux's longest wait (under half its
+/// window) does not. Other savings leave the wait out.
+#[test]
+fn a_profile_that_is_one_wait_says_reprofile_first() {
+    with_shared!(shared => {
+        let sglang = run_path(&shared.join("corpus/tracelens/sglang_Qwen3-8B_decode.json.gz"));
+        assert_eq!(first_rec(&sglang), "profile.reprofile");
+        let f = finding(&sglang, FindingId::UnrepresentativeProfile).unwrap();
+        assert_eq!(f.kind(), Some("one_call"));
+        let wait = f.time_at_stake_ns;
+        let host_idle = sglang.analysis.partition_ns(Category::HostIdle);
+        for r in &sglang.plan.recommendations {
+            assert!(
+                r.est_savings_ns <= (host_idle - wait).max(0) + sglang.analysis.partition_ns(Category::LaunchOverhead) + sglang.analysis.summary.gpu_busy_ns,
+                "{} saves {} from a wait of {wait}", r.id, r.est_savings_ns
+            );
+        }
+        let flux = run_path(&shared.join("corpus/tracelens/profile_trace_rank_0.json.gz"));
+        assert!(finding(&flux, FindingId::UnrepresentativeProfile).is_none());
+        assert!(rec(&flux, "profile.reprofile").is_none());
+    });
+}
+
+/// Channels-last removes the layout transposes: its savings are their own GPU time
+/// (`train_resnet18`: MIOpen batched_transpose, 58.8 ms).
+#[test]
+fn channels_last_saves_the_transposes_time() {
+    with_shared!(shared => {
+        let r = run_path(&shared.join("corpus/tracelens/train_resnet18.json.gz"));
+        let f = finding(&r, FindingId::ConvLayoutTransposes).unwrap();
+        let x = rec(&r, "surgery.channels-last").expect("offered");
+        assert_eq!(x.est_savings_ns, f.time_at_stake_ns);
+        assert!(f.time_at_stake_ns > 50_000_000, "{}", f.time_at_stake_ns);
+    });
 }
