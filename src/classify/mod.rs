@@ -64,6 +64,8 @@ pub enum KernelTag {
     Softmax,
     /// An NCHW↔NHWC layout transpose (`conv_layout_transposes`).
     LayoutTranspose,
+    /// A GEMM on 8-bit or narrower operands (fp8, mxfp4, int8): no FP8 advice for it.
+    LowPrecisionGemm,
 }
 
 /// The verdict for one name.

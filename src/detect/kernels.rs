@@ -90,11 +90,15 @@ fn gemm_library(name: &str, library: &str) -> (String, f64) {
 
 pub fn gemm_backend(ctx: &Context) -> Vec<Finding> {
     let mut conf_ns = 0.0f64;
+    let mut low_precision_ns = 0i64;
     let libs = time_by(ctx, |a| {
         let c = ctx.classified.get(ctx.trace.activities.name[a]);
         (ctx.bucket_of(a) == Bucket::Gemm && c.bucket == Bucket::Gemm).then(|| {
             let (lib, conf) = gemm_library(ctx.name(ctx.trace.activities.name[a]), &c.library);
             conf_ns += conf * ctx.trace.activities.dur_ns[a] as f64;
+            if c.tag == Some(KernelTag::LowPrecisionGemm) {
+                low_precision_ns += ctx.trace.activities.dur_ns[a];
+            }
             lib
         })
     });
@@ -117,6 +121,7 @@ pub fn gemm_backend(ctx: &Context) -> Vec<Finding> {
         json!({
             "libraries": rows.iter().map(|(l, (ns, n))| json!({"library": l, "ns": ns, "pct": pct(*ns, total), "launches": n})).collect::<Vec<_>>(),
             "confidence": round2(conf_ns / total as f64),
+            "low_precision_pct": pct(low_precision_ns, total),
             "note": "name-based: Tensile kernels with UserArgs/Bias come from hipBLASLt; plain Tensile names may be rocBLAS or hipBLASLt",
         }),
     )]

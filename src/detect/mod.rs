@@ -204,6 +204,16 @@ pub fn gemm_libraries(findings: &[Finding]) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// The share (%) of GEMM time on 8-bit or narrower operands (the `gemm_backend` finding's
+/// evidence; 0 without GEMMs).
+pub fn low_precision_gemm_pct(findings: &[Finding]) -> f64 {
+    findings
+        .iter()
+        .find(|f| f.id == FindingId::GemmBackend)
+        .and_then(|f| f.evidence["low_precision_pct"].as_f64())
+        .unwrap_or(0.0)
+}
+
 /// Kernels replayed from CUDA/HIP graphs: (count, time in ns); zeros without replay (the
 /// `cudagraphs_in_use` finding's evidence).
 pub fn graph_replayed(findings: &[Finding]) -> (f64, i64) {

@@ -511,7 +511,8 @@ struct KinetoSink<'t> {
     /// Input index per rank given by events (`args.rank`); `None` = the file's own rank.
     inputs: BTreeMap<Option<u32>, u32>,
     devices_used: BTreeMap<u32, BTreeSet<u32>>,
-    device_names: BTreeMap<u32, String>,
+    /// The devices the trace describes, by id (their ids are replaced by the activities').
+    device_names: BTreeMap<u32, Device>,
     file_rank: Option<u32>,
     base_time_ns: Option<i64>,
     vendor_hint: Vendor,
@@ -684,12 +685,12 @@ impl<'t> KinetoSink<'t> {
                     ids.iter()
                         .map(|&id| Device {
                             id,
-                            name: self
+                            ..self
                                 .device_names
                                 .get(&id)
                                 .or(only_name.as_ref())
                                 .cloned()
-                                .unwrap_or_default(),
+                                .unwrap_or_default()
                         })
                         .collect()
                 })
@@ -706,6 +707,43 @@ struct DeviceProps {
     name: Option<String>,
     #[serde(default, rename = "warpSize")]
     warp_size: Option<u32>,
+    #[serde(default, rename = "computeMajor")]
+    compute_major: Option<u32>,
+    #[serde(default, rename = "computeMinor")]
+    compute_minor: Option<u32>,
+    #[serde(default, rename = "numSms")]
+    num_sms: Option<u32>,
+    #[serde(default, rename = "gcnArchName")]
+    gcn_arch_name: Option<String>,
+}
+
+impl DeviceProps {
+    /// The architecture: ROCm's `gcnArchName` when the trace has it, else from the compute
+    /// capability (HIP reports gfx942 as 9.4, gfx950 as 9.5, gfx90a and gfx908 as 9.0, told
+    /// apart by their 104/110 and 120 CUs); NVIDIA's `sm_XY`.
+    fn arch(&self, amd: bool) -> Option<String> {
+        if let Some(gcn) = &self.gcn_arch_name {
+            return Some(gcn.split(':').next().unwrap_or(gcn).to_string());
+        }
+        if let Some(arch) = self
+            .name
+            .as_deref()
+            .and_then(crate::model::arch_of_amd_name)
+        {
+            return Some(arch.to_string());
+        }
+        let (major, minor) = (self.compute_major?, self.compute_minor?);
+        if !amd {
+            return Some(format!("sm_{major}{minor}"));
+        }
+        match (major, minor) {
+            (9, 4) => Some("gfx942".into()),
+            (9, 5) => Some("gfx950".into()),
+            (9, 0) if self.num_sms == Some(120) => Some("gfx908".into()),
+            (9, 0) => Some("gfx90a".into()),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -771,14 +809,21 @@ impl ScanSink for KinetoSink<'_> {
                 if let Ok(props) = serde_json::from_slice::<Vec<DeviceProps>>(value) {
                     for (i, p) in props.into_iter().enumerate() {
                         let id = p.id.unwrap_or(i as u32);
-                        let name = p.name.unwrap_or_default();
+                        let name = p.name.clone().unwrap_or_default();
+                        let vendor = match vendor_of_device_name(&name) {
+                            Vendor::Unknown if p.warp_size == Some(64) => Vendor::Amd,
+                            v => v,
+                        };
                         if self.vendor_hint == Vendor::Unknown {
-                            self.vendor_hint = match vendor_of_device_name(&name) {
-                                Vendor::Unknown if p.warp_size == Some(64) => Vendor::Amd,
-                                v => v,
-                            };
+                            self.vendor_hint = vendor;
                         }
-                        self.device_names.insert(id, name);
+                        let device = Device {
+                            id,
+                            name,
+                            arch: p.arch(vendor == Vendor::Amd),
+                            compute_units: p.num_sms,
+                        };
+                        self.device_names.insert(id, device);
                     }
                 }
             }
@@ -854,7 +899,9 @@ mod tests {
             meta.devices,
             vec![Device {
                 id: 0,
-                name: "AMD Instinct MI300X".into()
+                name: "AMD Instinct MI300X".into(),
+                arch: Some("gfx942".into()),
+                compute_units: None,
             }]
         );
     }

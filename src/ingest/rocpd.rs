@@ -69,7 +69,7 @@ impl Reader for RocpdReader {
             vendor: Vendor::Amd,
             devices: devices
                 .into_iter()
-                .map(|(id, name)| Device { id, name })
+                .map(|(id, name)| Device::named(id, name))
                 .collect(),
             rank: None,
             truncated: false,

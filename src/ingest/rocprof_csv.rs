@@ -314,10 +314,7 @@ impl InputState {
         meta.devices = self
             .devices
             .into_iter()
-            .map(|id| Device {
-                id,
-                name: String::new(),
-            })
+            .map(|id| Device::named(id, String::new()))
             .collect();
         // A warning about the input's own file need not name it again (a directory's do).
         let own = format!("{}: ", meta.path);

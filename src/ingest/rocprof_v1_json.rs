@@ -66,10 +66,7 @@ impl Reader for RocprofV1JsonReader {
         let meta = &mut trace.inputs[input as usize];
         meta.devices = devices
             .into_iter()
-            .map(|id| Device {
-                id,
-                name: String::new(),
-            })
+            .map(|id| Device::named(id, String::new()))
             .collect();
         if outcome.truncated {
             if opts.strict {

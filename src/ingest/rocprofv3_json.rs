@@ -189,10 +189,7 @@ fn read_tool(tool: &Tool, path: String, trace: &mut Trace) {
         vendor: Vendor::Amd,
         devices: used
             .into_iter()
-            .map(|id| Device {
-                id,
-                name: gpus.names.get(&id).cloned().unwrap_or_default(),
-            })
+            .map(|id| Device::named(id, gpus.names.get(&id).cloned().unwrap_or_default()))
             .collect(),
         rank: None,
         truncated: false,

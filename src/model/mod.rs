@@ -358,12 +358,65 @@ impl Vendor {
     }
 }
 
+/// The architecture of an AMD Instinct GPU by its marketing name.
+pub fn arch_of_amd_name(name: &str) -> Option<&'static str> {
+    let n = name.to_ascii_uppercase();
+    if n.contains("MI35") {
+        Some("gfx950")
+    } else if n.contains("MI30") || n.contains("MI325") {
+        Some("gfx942")
+    } else if n.contains("MI250") || n.contains("MI210") {
+        Some("gfx90a")
+    } else if n.contains("MI100") {
+        Some("gfx908")
+    } else {
+        None
+    }
+}
+
 /// A GPU the input describes or uses.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Device {
     pub id: u32,
     /// Marketing name from the trace's device properties (empty when the trace has none).
     pub name: String,
+    /// The architecture: `gfx942` (MI300), `gfx950` (MI350), `gfx90a` (MI200), `sm_90` (H100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// Compute units (AMD) or streaming multiprocessors (NVIDIA).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_units: Option<u32>,
+}
+
+impl Device {
+    /// A device known by its name; a name that is an architecture (`gfx942`, as rocprof's agents
+    /// name them) is its arch too.
+    pub fn named(id: u32, name: String) -> Device {
+        let arch = if name.starts_with("gfx") {
+            Some(name.split(':').next().unwrap_or(&name).to_string())
+        } else {
+            arch_of_amd_name(&name).map(str::to_string)
+        };
+        Device {
+            id,
+            name,
+            arch,
+            compute_units: None,
+        }
+    }
+
+    /// How reports name it: its marketing name, or its architecture and size where the name
+    /// says nothing (empty, or older ROCm's generic "AMD Radeon Graphics").
+    pub fn label(&self) -> String {
+        let generic = self.name.is_empty() || self.name == "AMD Radeon Graphics";
+        match (&self.arch, generic) {
+            (Some(arch), true) => match self.compute_units {
+                Some(cu) => format!("{arch}, {cu} CUs"),
+                None => arch.clone(),
+            },
+            _ => self.name.clone(),
+        }
+    }
 }
 
 /// One input: a file, or one rank of a file that holds several ranks.

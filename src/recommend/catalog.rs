@@ -95,6 +95,14 @@ pub struct RecDef {
     /// Only when a bucket has at least this share of kernel time.
     #[serde(default)]
     pub min_bucket: Option<MinBucket>,
+    /// Only on these architectures (prefixes: `gfx94` for MI300, `sm_9` for Hopper); devices
+    /// whose architecture the trace does not give do not hold it back.
+    #[serde(default)]
+    pub archs: Vec<String>,
+    /// Only while less than this share (%) of GEMM time already runs on 8-bit or narrower
+    /// operands (kernels a rule tags `low_precision_gemm`).
+    #[serde(default)]
+    pub max_low_precision_gemm_pct: Option<f64>,
     /// Ranked after these recommendations when they are listed too.
     #[serde(default)]
     pub after: Vec<String>,

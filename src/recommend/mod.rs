@@ -102,6 +102,23 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
             return None;
         }
     }
+    let archs: Vec<&str> = a
+        .inputs
+        .iter()
+        .flat_map(|i| i.devices.iter().filter_map(|d| d.arch.as_deref()))
+        .collect();
+    if !rec.archs.is_empty()
+        && archs
+            .iter()
+            .any(|arch| !rec.archs.iter().any(|p| arch.starts_with(p.as_str())))
+    {
+        return None;
+    }
+    if let Some(max) = rec.max_low_precision_gemm_pct {
+        if crate::detect::low_precision_gemm_pct(findings) >= max {
+            return None;
+        }
+    }
     if let Some(pattern) = &rec.gemm_library {
         let re = Regex::new(pattern).ok()?;
         // The matching libraries must carry most of the GEMM time.

@@ -52,10 +52,11 @@ impl<'r> Sections<'r> {
                     .devices
                     .iter()
                     .map(|d| {
-                        if d.name.is_empty() {
+                        let label = d.label();
+                        if label.is_empty() {
                             format!("gpu {}", d.id)
                         } else {
-                            format!("gpu {} ({})", d.id, d.name)
+                            format!("gpu {} ({label})", d.id)
                         }
                     })
                     .collect::<Vec<_>>()

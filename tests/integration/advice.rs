@@ -117,6 +117,14 @@ fn recommendations_follow_the_ladder_on_every_trace() {
                 ));
             }
         }
+        if rocprof_classify::detect::low_precision_gemm_pct(&r.findings) >= 50.0
+            && recs.iter().any(|x| x.id == "arch.fp8-gemm")
+        {
+            problems.push(format!(
+                "{}: FP8 advice for GEMMs already on 8-bit or narrower operands",
+                p.display()
+            ));
+        }
         let pos = |id: &str| recs.iter().position(|x| x.id == id);
         if let (Some(g), Some(c)) = (pos("graphs.capture"), pos("compile.enable")) {
             if g < c {
@@ -181,5 +189,50 @@ fn channels_last_saves_the_transposes_time() {
         let x = rec(&r, "surgery.channels-last").expect("offered");
         assert_eq!(x.est_savings_ns, f.time_at_stake_ns);
         assert!(f.time_at_stake_ns > 50_000_000, "{}", f.time_at_stake_ns);
+    });
+}
+
+/// Advice fits the precision and the architecture in the trace: vLLM's MoE GEMMs already run
+/// mxfp4 weights (no FP8 advice); Flux's bf16 GEMMs on gfx942 keep FP8, below the L1-L2
+/// actions, and get no weight preshuffling (gfx950+, seed 004).
+#[test]
+fn advice_fits_the_precision_and_the_architecture() {
+    with_shared!(shared => {
+        let vllm = run_path(&shared.join("corpus/tracelens/graph_execution.json.gz"));
+        assert_eq!(vllm.analysis.inputs[0].devices[0].arch.as_deref(), Some("gfx942"));
+        assert!(crate::common::catalog().get("arch.fp8-gemm").is_some());
+        assert!(rec(&vllm, "arch.fp8-gemm").is_none(), "{:?}", vllm.plan.recommendations.iter().map(|r| &r.id).collect::<Vec<_>>());
+        assert!(rocprof_classify::detect::low_precision_gemm_pct(&vllm.findings) > 50.0);
+        let flux = run_path(&shared.join("corpus/tracelens/profile_trace_rank_0.json.gz"));
+        let fp8 = flux.plan.recommendations.iter().position(|r| r.id == "arch.fp8-gemm").expect("FP8 offered on gfx942 bf16 GEMMs");
+        assert!(flux.plan.recommendations[..fp8].iter().any(|r| r.level <= 2));
+        assert!(rec(&flux, "arch.preshuffle-weights").is_none());
+    });
+}
+
+/// A device older ROCm names "AMD Radeon Graphics" (or not at all) reads as its architecture
+/// and size.
+#[test]
+fn a_generic_amd_device_reads_as_its_architecture() {
+    let d = rocprof_classify::model::Device {
+        id: 0,
+        name: "AMD Radeon Graphics".into(),
+        arch: Some("gfx90a".into()),
+        compute_units: Some(104),
+    };
+    assert_eq!(d.label(), "gfx90a, 104 CUs");
+    with_shared!(shared => {
+        // An MI250 trace with device properties but no name.
+        let mut found = false;
+        for p in crate::corpus::kineto_traces(&shared) {
+            let r = run_path(&p);
+            for d in r.analysis.inputs.iter().flat_map(|i| &i.devices) {
+                if d.arch.as_deref() == Some("gfx90a") {
+                    found = true;
+                    assert!(d.label().starts_with("gfx90a") || d.name.contains("MI2"), "{d:?}");
+                }
+            }
+        }
+        assert!(found, "an MI200 trace in the corpus");
     });
 }
