@@ -555,6 +555,18 @@ fn step_rows(
     (rows, by_number.into_iter().collect())
 }
 
+/// GPU time in kernels Inductor generated, in scope.
+fn inductor_kernel_ns(trace: &Trace, classified: &Classified, in_scope: &[bool]) -> i64 {
+    let acts = &trace.activities;
+    (0..acts.len())
+        .filter(|&a| {
+            in_scope[a]
+                && classified.get(acts.name[a]).tag == Some(crate::classify::KernelTag::Inductor)
+        })
+        .map(|a| acts.dur_ns[a])
+        .sum()
+}
+
 /// The inputs, with what the analysis found wrong in them added to their warnings.
 fn inputs_with_warnings(
     trace: &Trace,
@@ -629,7 +641,12 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         Some((s, w)) => (Some(s), w),
         None => (None, false),
     };
-    let (compile, compile_detail) = compile::analyze(trace, &links, &steps, &parts.host_windows);
+    let (mut compile, compile_detail) =
+        compile::analyze(trace, &links, &steps, &parts.host_windows);
+    compile.inductor_kernel_pct = pct(
+        inductor_kernel_ns(trace, &classified, &in_scope),
+        tables.kernel_ns,
+    );
     let summary = Summary {
         window_ns: parts.window_ns,
         steps: durations.len(),

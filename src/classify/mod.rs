@@ -66,6 +66,8 @@ pub enum KernelTag {
     LayoutTranspose,
     /// A GEMM on 8-bit or narrower operands (fp8, mxfp4, int8): no FP8 advice for it.
     LowPrecisionGemm,
+    /// A kernel Inductor generated (`triton_poi/red/per/tem_fused_*`): torch.compile ran.
+    Inductor,
 }
 
 /// The verdict for one name.

@@ -52,6 +52,8 @@ pub enum Verdict {
     /// Level 2: every step compiled, without breaks or recompiles.
     Compiled,
     CompiledWithBreaks,
+    /// No compiled-region markers, but Inductor's kernels run (compiled code inside graphs).
+    InductorKernels,
     GraphsWithoutCompile,
     NoGpuActivity,
     /// A rocprof profile has no PyTorch operators to show compile use.
@@ -72,7 +74,7 @@ impl Verdict {
         use LadderStatus::*;
         use Verdict::*;
         match self {
-            EnvSet | Compiled | NoSurgeryFound => Done,
+            EnvSet | Compiled | InductorKernels | NoSurgeryFound => Done,
             EnvPartly | CompiledWithBreaks | GraphsWithoutCompile => Partial,
             Fp32WithoutEnv | EnvMissing | Eager | SurgeryOpportunities | SurgeryFindings
             | TuningOpportunities => Todo,
@@ -91,6 +93,7 @@ impl Verdict {
             EnvMissing => "env_missing",
             Compiled => "compiled",
             CompiledWithBreaks => "compiled_with_breaks",
+            InductorKernels => "inductor_kernels",
             GraphsWithoutCompile => "graphs_without_compile",
             NoGpuActivity => "no_gpu_activity",
             NoOperators => "no_operators",
@@ -112,6 +115,7 @@ impl Verdict {
             2 => &[
                 Compiled,
                 CompiledWithBreaks,
+                InductorKernels,
                 GraphsWithoutCompile,
                 NoGpuActivity,
                 NoOperators,
@@ -249,6 +253,8 @@ fn level2(a: &Analysis) -> Said {
         Verdict::Compiled
     } else if c.compiled {
         Verdict::CompiledWithBreaks
+    } else if c.inductor_kernel_pct > 0.0 {
+        Verdict::InductorKernels
     } else if c.cudagraphs {
         Verdict::GraphsWithoutCompile
     } else if a.summary.kernel_ns == 0 {
@@ -264,6 +270,10 @@ fn level2(a: &Analysis) -> Said {
             ("regions_per_step", c.regions_per_step.to_string()),
             ("graph_breaks_per_step", c.graph_breaks.per_step.to_string()),
             ("recompiles", c.recompiles.count.to_string()),
+            (
+                "inductor_kernel_pct",
+                format!("{:.1}", c.inductor_kernel_pct),
+            ),
         ],
     )
 }

@@ -236,3 +236,20 @@ fn a_generic_amd_device_reads_as_its_architecture() {
         assert!(found, "an MI200 trace in the corpus");
     });
 }
+
+/// Compile state from the kernels: vLLM's trace replays HIP graphs of Inductor's kernels
+/// without compiled-region markers; level 2's evidence cites them.
+#[test]
+fn inductor_kernels_show_torch_compile_in_use() {
+    with_shared!(shared => {
+        let r = run_path(&shared.join("corpus/tracelens/graph_execution.json.gz"));
+        let c = &r.analysis.compile;
+        assert!(!c.compiled && c.inductor_kernel_pct > 1.0, "{c:?}");
+        let l2 = r.plan.ladder.iter().find(|l| l.level == 2).unwrap();
+        assert_eq!(l2.status.as_str(), "done");
+        assert!(l2.evidence.contains("Inductor") && l2.evidence.contains("triton_poi"), "{}", l2.evidence);
+        // An eager trace has none.
+        let eager = run_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
+        assert_eq!(eager.analysis.compile.inductor_kernel_pct, 0.0);
+    });
+}

@@ -348,7 +348,7 @@ fn a_levels_words_come_from_ladder_toml() {
     let level2 = |eager: &str| {
         format!(
             "schema = 1\n[[level]]\nlevel = 2\nname = \"compile it\"\n\
-             says.compiled = \"c\"\nsays.compiled_with_breaks = \"b\"\n\
+             says.compiled = \"c\"\nsays.compiled_with_breaks = \"b\"\nsays.inductor_kernels = \"i\"\n\
              says.graphs_without_compile = \"g\"\nsays.no_gpu_activity = \"n\"\n\
              says.no_operators = \"o\"\n{eager}"
         )

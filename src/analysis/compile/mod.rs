@@ -33,6 +33,9 @@ pub struct CompileSummary {
     pub recompiles: Recompiles,
     pub cudagraphs: bool,
     pub compile_in_window_ns: i64,
+    /// Share (%) of GPU activity time in kernels Inductor generated: torch.compile in use even
+    /// where no `Torch-Compiled Region` marker runs (its code replayed inside graphs).
+    pub inductor_kernel_pct: f64,
 }
 
 /// What the detectors need beyond the summary.
@@ -299,6 +302,8 @@ pub fn analyze(
         },
         cudagraphs: detail.graph_launches > 0,
         compile_in_window_ns,
+        // The kernels' share comes with the kernel tables (`analysis::prepare`).
+        inductor_kernel_pct: 0.0,
     };
     (summary, detail)
 }
