@@ -1,7 +1,7 @@
 //! Findings about what the GPU runs: fp32 GEMMs, which GEMM libraries, elementwise weight,
 //! layout transposes, exposed communication, memcpy weight, unclassified time.
 
-use super::{pct, round2, Finding, FindingId, Severity};
+use super::{ms, pct, round2, Finding, FindingId, Severity};
 use crate::analysis::Context;
 use crate::classify::{Bucket, KernelTag};
 use crate::model::{HostKind, NameId};
@@ -163,6 +163,42 @@ pub fn elementwise_heavy(ctx: &Context) -> Vec<Finding> {
         format!("elementwise kernels take {share:.1}% of GPU activity time; {advice}"),
         ew,
         json!({"elementwise_ns": ew, "pct": share, "compiled": compiled, "families": top_names(&families, 8)}),
+    )]
+}
+
+/// Convolutions at least this share of GPU activity time make their library's tuning worth it.
+const CONV_HEAVY_PCT: f64 = 10.0;
+
+/// Convolutions hold a large share of GPU time: their library's tuning (MIOpen's find mode,
+/// cuDNN's benchmark mode) and layout are worth a look.
+pub fn conv_heavy(ctx: &Context) -> Vec<Finding> {
+    let conv = ctx
+        .analysis
+        .buckets
+        .iter()
+        .find(|b| b.bucket == Bucket::Conv)
+        .map_or(0, |b| b.kernel_ns);
+    let share = pct(conv, ctx.analysis.summary.kernel_ns);
+    if share < CONV_HEAVY_PCT {
+        return vec![];
+    }
+    let libraries = time_by(ctx, |a| {
+        (ctx.bucket_of(a) == Bucket::Conv).then(|| {
+            ctx.classified
+                .get(ctx.trace.activities.name[a])
+                .library
+                .clone()
+        })
+    });
+    vec![Finding::new(
+        FindingId::ConvHeavy,
+        Severity::Low,
+        format!(
+            "convolutions take {share:.1}% of GPU activity time ({})",
+            ms(conv)
+        ),
+        conv,
+        json!({"conv_ns": conv, "pct": share, "libraries": top_names(&libraries, 4)}),
     )]
 }
 

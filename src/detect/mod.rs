@@ -65,6 +65,7 @@ pub enum FindingId {
     NoMatrixCores,
     AllocatorChurn,
     UnrepresentativeProfile,
+    ConvHeavy,
 }
 
 impl FindingId {
@@ -97,6 +98,7 @@ impl FindingId {
             FindingId::NoMatrixCores => "no_matrix_cores",
             FindingId::AllocatorChurn => "allocator_churn",
             FindingId::UnrepresentativeProfile => "unrepresentative_profile",
+            FindingId::ConvHeavy => "conv_heavy",
         }
     }
 
@@ -245,6 +247,7 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::Fp32Gemm, ">= 1% of GEMM time in fp32 kernels without matrix/tensor cores (ffma, simt sgemm, cuBLAS sgemm, Tensile single precision)."),
     (FindingId::GemmBackend, "(info) GEMM time by library from kernel names, with a confidence."),
     (FindingId::ElementwiseHeavy, "elementwise kernels >= 30% of kernel time."),
+    (FindingId::ConvHeavy, "(low) convolutions take >= 10% of GPU activity time: their library's tuning (MIOpen find mode, NHWC) is worth it. Evidence: the share and the conv libraries."),
     (FindingId::ConvLayoutTransposes, "NCHW<->NHWC layout transpose kernels run."),
     (FindingId::ExposedCommunication, "communication kernels run; evidence has the share overlapped with compute."),
     (FindingId::MemcpyHeavy, "memcpy/memset >= 10% of kernel time or >= 5% of the window."),
@@ -279,6 +282,7 @@ const DETECTORS: &[Detector] = &[
     kernels::gemm_backend,
     kernels::elementwise_heavy,
     kernels::conv_layout_transposes,
+    kernels::conv_heavy,
     kernels::exposed_communication,
     kernels::memcpy_heavy,
     kernels::unclassified_time,

@@ -253,3 +253,21 @@ fn inductor_kernels_show_torch_compile_in_use() {
         assert_eq!(eager.analysis.compile.inductor_kernel_pct, 0.0);
     });
 }
+
+/// Convolution-heavy AMD traces get MIOpen's tuning (seeds 001/003): `train_resnet18`'s MIOpen
+/// convolutions are 5% of its window and 45% of its GPU time.
+#[test]
+fn convolution_heavy_amd_traces_get_miopen_tuning() {
+    with_shared!(shared => {
+        let r = run_path(&shared.join("corpus/tracelens/train_resnet18.json.gz"));
+        let f = finding(&r, FindingId::ConvHeavy).expect("conv_heavy fires");
+        assert!(f.evidence["pct"].as_f64().unwrap() >= 10.0);
+        let x = rec(&r, "env.miopen-tuning").expect("MIOpen tuning offered");
+        assert!(x.actions.iter().any(|a| a.text.contains("MIOPEN_FIND_ENFORCE=3")));
+        assert!(x.actions.iter().any(|a| a.text.contains("PYTORCH_MIOPEN_SUGGEST_NHWC=1")));
+        // Not on NVIDIA (cuDNN) convolution traces.
+        let nv = run_path(&fixture("kineto/zoo/resnet18_train_eager.json.gz"));
+        assert!(finding(&nv, FindingId::ConvHeavy).is_some());
+        assert!(rec(&nv, "env.miopen-tuning").is_none());
+    });
+}

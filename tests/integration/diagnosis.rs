@@ -351,6 +351,7 @@ fn a_compiled_transformer_called_four_times_per_step_is_a_loop_not_breaks() {
 /// Every finding fired on an AMD corpus trace, and why it is right.
 const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
     ("corpus/hpctraining/merged_all_events.json.gz", &[
+        ("conv_heavy", "MIOpen convolutions are 37% of GPU time"),
         ("exposed_communication", "4-rank DDP ResNet: RCCL all-reduces overlap compute for only ~26% of their time"),
         ("launch_bound", "77% of 12k kernels run under 10 µs and dispatch gaps outweigh GPU busy time"),
         ("sync_stalls", "hipMemcpyWithStream D2H copies and hipEventSynchronize inside the steps block the host"),
@@ -358,7 +359,10 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
         ("gemm_backend", "Tensile kernels: the plain names could be rocBLAS or hipBLASLt"),
         ("straggler_rank", "rank 3's all-reduces take 3.6 ms against ~50 ms on ranks 0-2 in all 3 steps (the others wait for it), with no more GPU work but twice their launch overhead"),
     ]),
-    ("corpus/hpctraining/replay_trace.json", &[("high_step_variance", "step times range from ~15 to ~29 ms (CV 25%)")]),
+    ("corpus/hpctraining/replay_trace.json", &[
+        ("conv_heavy", "a convolution replay: MIOpen kernels are all its GPU time"),
+        ("high_step_variance", "step times range from ~15 to ~29 ms (CV 25%)"),
+    ]),
     ("corpus/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz", &[
         ("elementwise_heavy", "a toy model: optimizer and pointwise kernels outweigh its tiny GEMMs"),
         ("fp32_gemm", "its Tensile GEMMs have single-precision data type (Cijk_…_S…)"),
@@ -391,6 +395,7 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
         ("low_gemm_efficiency", "BERT-small batch 1: addmm on [141, 512] x [512, 512] reaches ~3.5% of peak (8 output tiles)"),
     ]),
     ("corpus/tracelens/gpu_only_trace.json.gz", &[
+        ("conv_heavy", "MIOpen convolutions are 30% of GPU time"),
         ("conv_layout_transposes", "MIOpen batched_transpose kernels are 15% of GPU time"),
         ("elementwise_heavy", "batch-norm and pointwise kernels outweigh the convolutions"),
         ("gemm_backend", "hipBLASLt"),
@@ -414,6 +419,7 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
         ("low_gemm_efficiency", "xDiT Flux: mm [512, 4096] x [4096, 4096] reaches ~29% of the MI300X bf16 peak (128 tiles for 304 CUs)"),
     ]),
     ("corpus/tracelens/resnet_act_checkpoint.json.gz", &[
+        ("conv_heavy", "MIOpen and CK convolutions are 11.5% of GPU time"),
         ("conv_layout_transposes", "MIOpen transposes around convolutions"),
         ("exposed_communication", "8-rank DDP: most all-reduce time is not overlapped"),
         ("gemm_backend", "Tensile GEMMs"),
@@ -429,6 +435,7 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
         ("unfused_projections", "the repro block runs q/k/v and gate/up as separate mm calls"),
     ]),
     ("corpus/tracelens/train_resnet18.json.gz", &[
+        ("conv_heavy", "MIOpen convolutions are 45% of GPU time"),
         ("allocator_churn", "hipFree calls hold the host 3.35 s of the 3.39 s window: each synchronizes the device (not launch overhead)"),
         ("conv_layout_transposes", "MIOpen batched_transpose kernels are 16% of GPU time"),
         ("elementwise_heavy", "batch-norm backward dominates this ResNet step"),
