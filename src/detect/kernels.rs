@@ -67,13 +67,37 @@ pub fn fp32_gemm(ctx: &Context) -> Vec<Finding> {
     } else {
         Severity::Low
     };
+    // Tensile names its matrix instruction (`_MI16x16x1_`): an fp32 GEMM on MFMA already uses
+    // the matrix cores, at the fp32 rate; the step up is bf16, not "matrix cores on".
+    let mfma_ns: i64 = names
+        .iter()
+        .filter(|(n, _)| is_mfma_kernel(n))
+        .map(|(_, v)| v.0)
+        .sum();
+    let (kind, summary) = if mfma_ns * 2 >= ns {
+        ("mfma", format!("{share:.1}% of GEMM time runs in fp32 on the matrix cores (Tensile MFMA fp32 kernels, at the fp32 rate): bf16/fp16 runs them several times faster"))
+    } else {
+        ("simt", format!("{share:.1}% of GEMM time runs in fp32 without matrix/tensor cores (FFMA/SIMT/Tensile single precision): use bf16/fp16 or allow TF32 (torch.set_float32_matmul_precision('high'))"))
+    };
     vec![Finding::new(
         FindingId::Fp32Gemm,
         severity,
-        format!("{share:.1}% of GEMM time runs in fp32 without matrix/tensor cores (FFMA/SIMT/Tensile single precision): use bf16/fp16 or allow TF32 (torch.set_float32_matmul_precision('high'))"),
+        summary,
         ns,
-        json!({"fp32_gemm_ns": ns, "gemm_pct": share, "kernels": top_names(&names, 5)}),
+        json!({"kind": kind, "fp32_gemm_ns": ns, "mfma_ns": mfma_ns, "gemm_pct": share, "kernels": top_names(&names, 5)}),
     )]
+}
+
+/// A Tensile kernel on a matrix instruction: its name carries `_MI<M>x<N>x<K>` (`_MI16x16x1_`).
+fn is_mfma_kernel(name: &str) -> bool {
+    name.match_indices("_MI").any(|(i, _)| {
+        let rest = &name[i + 3..];
+        let dims: Vec<&str> = rest.split(['_', 'x']).take(3).collect();
+        dims.len() == 3
+            && dims
+                .iter()
+                .all(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// The GEMM library a kernel name points to, and how sure the name is about it.

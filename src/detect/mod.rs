@@ -244,7 +244,7 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::AllocatorChurn, "device malloc/free calls (hipMalloc/hipFree, cudaMalloc/cudaFree) inside steps take >= 10% of the window: the caching allocator is bypassed or emptied; every free synchronizes the device."),
     (FindingId::ManualAttention, "GEMM -> softmax -> GEMM kernel chains on one stream, at least one per step: attention written by hand."),
     (FindingId::UnfusedProjections, "3 (Q/K/V) or 2 (gate/up, equal weight shapes) outermost GEMM ops in a row reading an input of the same shape; reported separately with evidence.kind qkv / gate_up."),
-    (FindingId::Fp32Gemm, ">= 1% of GEMM time in fp32 kernels without matrix/tensor cores (ffma, simt sgemm, cuBLAS sgemm, Tensile single precision)."),
+    (FindingId::Fp32Gemm, ">= 1% of GEMM time in fp32 kernels (ffma, simt sgemm, cuBLAS sgemm, Tensile single precision); evidence.kind simt (off the matrix cores) or mfma (Tensile fp32 on a matrix instruction, at the fp32 rate)."),
     (FindingId::GemmBackend, "(info) GEMM time by library from kernel names, with a confidence."),
     (FindingId::ElementwiseHeavy, "elementwise kernels >= 30% of kernel time."),
     (FindingId::ConvHeavy, "(low) convolutions take >= 10% of GPU activity time: their library's tuning (MIOpen find mode, NHWC) is worth it. Evidence: the share and the conv libraries."),

@@ -197,7 +197,11 @@ fn level1(
     def: &LevelDef,
     env: Option<&EnvListing>,
 ) -> Said {
-    let fp32 = has(findings, FindingId::Fp32Gemm);
+    // fp32 GEMMs off the matrix cores: matmul precision is a level-1 setting (on MFMA they
+    // already use them; bf16 is a model change).
+    let fp32 = findings
+        .iter()
+        .any(|f| f.id == FindingId::Fp32Gemm && f.kind() != Some("mfma"));
     let Some(env) = env else {
         let v = if fp32 {
             Verdict::Fp32WithoutEnv

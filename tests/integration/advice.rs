@@ -271,3 +271,19 @@ fn convolution_heavy_amd_traces_get_miopen_tuning() {
         assert!(rec(&nv, "env.miopen-tuning").is_none());
     });
 }
+
+/// An fp32 GEMM on MFMA already uses the matrix cores: the MI250 toy's Tensile `_SB_…_MI16x16x1_`
+/// kernels get bf16 advice, not "matrix precision" (which stays for SIMT sgemm on the H100).
+#[test]
+fn fp32_gemms_on_mfma_get_bf16_advice() {
+    with_shared!(shared => {
+        let r = run_path(&shared.join("corpus/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz"));
+        let f = finding(&r, FindingId::Fp32Gemm).unwrap();
+        assert_eq!(f.kind(), Some("mfma"), "{}", f.summary);
+        assert!(rec(&r, "surgery.bf16-on-mfma").is_some());
+        assert!(rec(&r, "env.matmul-precision").is_none());
+        let nv = run_path(&fixture("kineto/h100/train_eager_fp32.json.gz"));
+        assert_eq!(finding(&nv, FindingId::Fp32Gemm).unwrap().kind(), Some("simt"));
+        assert!(rec(&nv, "surgery.bf16-on-mfma").is_none());
+    });
+}

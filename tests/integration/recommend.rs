@@ -219,6 +219,7 @@ fn every_recommendation_fires_on_some_trace() {
             "corpus/tracelens/resnet_act_checkpoint.json.gz",
             "corpus/tracelens/gaunernst_bert-small-uncased__1016001.json.gz",
             "corpus/tracelens/train_resnet18.json.gz",
+            "corpus/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
             "corpus/rocprof_compute_v3_bmm1/MI300X_A1",
         ] {
             paths.push(shared.join(f));
