@@ -65,6 +65,15 @@ pub struct ActionDef {
     pub vendor: Option<String>,
 }
 
+/// A caveat of a recommendation: the seed's measurement of what can go wrong.
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct CaveatDef {
+    pub text: String,
+    #[serde(default)]
+    pub vendor: Option<String>,
+}
+
 /// One recommendation of the catalog.
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -119,6 +128,9 @@ pub struct RecDef {
     pub seed: String,
     #[serde(rename = "action")]
     pub actions: Vec<ActionDef>,
+    /// What can go wrong with it (per vendor), shown with it in every report.
+    #[serde(default, rename = "caveat")]
+    pub caveats: Vec<CaveatDef>,
 }
 
 fn default_basis() -> String {

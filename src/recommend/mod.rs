@@ -36,6 +36,9 @@ pub struct Recommendation {
     pub blocked_by_level: Option<u8>,
     pub finding_ids: Vec<String>,
     pub actions: Vec<ActionOut>,
+    /// What can go wrong with it on this vendor (omitted when nothing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
     /// What the trace shows (the triggering findings' summaries).
     pub evidence: Vec<String>,
     /// The seed text this comes from.
@@ -268,6 +271,16 @@ pub fn plan(
             actions,
             evidence: hits.iter().map(|f| f.summary.clone()).collect(),
             seed: rec.seed.clone(),
+            caveats: rec
+                .caveats
+                .iter()
+                .filter(|c| {
+                    c.vendor
+                        .as_deref()
+                        .is_none_or(|v| vendor == Vendor::Unknown || v == vendor_name(vendor))
+                })
+                .map(|c| c.text.clone())
+                .collect(),
         });
     }
 

@@ -273,6 +273,9 @@ fn render_recommendations(b: &mut String, run: &Run) {
                     esc(&act.text)
                 );
             }
+            for c in &r.caveats {
+                let _ = write!(detail, "<div><b>caveat:</b> {}</div>", esc(c));
+            }
             let _ = write!(detail, "<div class=\"muted\">{}</div>", esc(&r.seed));
             let _ = writeln!(
                 b,

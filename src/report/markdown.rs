@@ -124,6 +124,9 @@ fn render_recommendations(out: &mut String, run: &Run) {
         for act in r.actions.iter().take(2) {
             let _ = writeln!(out, "   - {}: {}", act.kind, code(&act.text));
         }
+        for c in &r.caveats {
+            let _ = writeln!(out, "   - caveat: {}", cell(c));
+        }
     }
 }
 

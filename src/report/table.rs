@@ -409,6 +409,9 @@ fn render_plan(out: &mut String, sections: &Sections) {
         if let Some(act) = r.actions.first() {
             let _ = writeln!(out, "       {}: {}", act.kind, act.text);
         }
+        for c in &r.caveats {
+            let _ = writeln!(out, "       caveat: {c}");
+        }
     }
     out.push('\n');
 }

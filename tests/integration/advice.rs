@@ -287,3 +287,30 @@ fn fp32_gemms_on_mfma_get_bf16_advice() {
         assert!(rec(&nv, "surgery.bf16-on-mfma").is_none());
     });
 }
+
+/// CUDA/HIP graph capture comes after compile, and on ROCm with the seeds' measured caveats in
+/// the terminal and HTML too, and in Markdown when it is among the top three it lists (an AMD
+/// eager launch-bound trace).
+#[test]
+fn graph_capture_on_rocm_carries_its_caveat_in_every_report() {
+    with_shared!(shared => {
+        let trace = shared.join("corpus/tracelens/Falconsai_nsfw_image_detection__1016002.json.gz");
+        let r = run_path(&trace);
+        let g = rec(&r, "graphs.capture").expect("offered");
+        assert!(g.caveats.iter().any(|c| c.contains("65x slower") && c.contains("0.89x")), "{:?}", g.caveats);
+        let pos = |id: &str| r.plan.recommendations.iter().position(|x| x.id == id);
+        assert!(pos("compile.enable") < pos("graphs.capture"));
+        let dir = tempfile::tempdir().unwrap();
+        let (md, html) = (dir.path().join("r.md"), dir.path().join("r.html"));
+        let out = crate::common::bin().arg(&trace).args(["--color", "never", "--markdown"]).arg(&md).arg("--html").arg(&html).output().unwrap();
+        let table = String::from_utf8(out.stdout).unwrap();
+        assert!(table.contains("caveat: ROCm: measure it"), "{table}");
+        assert!(std::fs::read_to_string(&html).unwrap().contains("<b>caveat:</b> ROCm: measure it"));
+        let md = std::fs::read_to_string(&md).unwrap();
+        let shown = md.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())).take(3).any(|l| l.contains("CUDA/HIP graph"));
+        assert_eq!(shown, md.contains("caveat: ROCm: measure it"));
+        // Not on NVIDIA.
+        let nv = run_path(&fixture("kineto/h100/eager_launch_bound.json.gz"));
+        assert!(rec(&nv, "graphs.capture").unwrap().caveats.is_empty());
+    });
+}
