@@ -137,6 +137,9 @@ pub struct Analysis {
     pub sources: Vec<attribution::FrameRow>,
     /// Hardware-counter metrics per kernel (rocprof-compute workloads; empty otherwise).
     pub kernel_counters: Vec<hardware::KernelCounters>,
+    /// GPU time in scope per rule tag (what recommendations gate on; not in the feed).
+    #[serde(skip)]
+    pub tagged_ns: BTreeMap<crate::classify::KernelTag, i64>,
     /// Files of input directories left out because they are not traces.
     pub skipped_files: Vec<crate::model::SkippedFile>,
 }
@@ -555,16 +558,20 @@ fn step_rows(
     (rows, by_number.into_iter().collect())
 }
 
-/// GPU time in kernels Inductor generated, in scope.
-fn inductor_kernel_ns(trace: &Trace, classified: &Classified, in_scope: &[bool]) -> i64 {
+/// GPU time in scope per rule tag.
+fn tagged_ns(
+    trace: &Trace,
+    classified: &Classified,
+    in_scope: &[bool],
+) -> BTreeMap<crate::classify::KernelTag, i64> {
     let acts = &trace.activities;
-    (0..acts.len())
-        .filter(|&a| {
-            in_scope[a]
-                && classified.get(acts.name[a]).tag == Some(crate::classify::KernelTag::Inductor)
-        })
-        .map(|a| acts.dur_ns[a])
-        .sum()
+    let mut out = BTreeMap::new();
+    for a in (0..acts.len()).filter(|&a| in_scope[a]) {
+        if let Some(tag) = classified.get(acts.name[a]).tag {
+            *out.entry(tag).or_insert(0) += acts.dur_ns[a];
+        }
+    }
+    out
 }
 
 /// The inputs, with what the analysis found wrong in them added to their warnings.
@@ -643,8 +650,12 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     };
     let (mut compile, compile_detail) =
         compile::analyze(trace, &links, &steps, &parts.host_windows);
+    let tagged_ns = tagged_ns(trace, &classified, &in_scope);
     compile.inductor_kernel_pct = pct(
-        inductor_kernel_ns(trace, &classified, &in_scope),
+        tagged_ns
+            .get(&crate::classify::KernelTag::Inductor)
+            .copied()
+            .unwrap_or(0),
         tables.kernel_ns,
     );
     let summary = Summary {
@@ -687,6 +698,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         modules: Vec::new(),
         sources: Vec::new(),
         kernel_counters: hardware::kernel_counters(trace, &classified),
+        tagged_ns,
         skipped_files: trace.skipped.clone(),
     };
     Context {

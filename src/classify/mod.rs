@@ -55,7 +55,7 @@ impl Bucket {
 }
 
 /// A kernel class the detectors look for, as a rule tags it (`tag = "..."` in `rules/*.toml`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KernelTag {
     /// A GEMM in fp32 without matrix/tensor cores (`fp32_gemm`).
@@ -68,6 +68,8 @@ pub enum KernelTag {
     LowPrecisionGemm,
     /// A kernel Inductor generated (`triton_poi/red/per/tem_fused_*`): torch.compile ran.
     Inductor,
+    /// A paged-attention decode kernel (vLLM, SGLang): no flash-attention advice for it.
+    PagedAttention,
 }
 
 /// The verdict for one name.

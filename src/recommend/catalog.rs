@@ -65,6 +65,15 @@ pub struct ActionDef {
     pub vendor: Option<String>,
 }
 
+/// A tag's share of a bucket (`max_tag_share`).
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct TagShare {
+    pub tag: crate::classify::KernelTag,
+    pub bucket: crate::classify::Bucket,
+    pub pct: f64,
+}
+
 /// A caveat of a recommendation: the seed's measurement of what can go wrong.
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -112,6 +121,10 @@ pub struct RecDef {
     /// operands (kernels a rule tags `low_precision_gemm`).
     #[serde(default)]
     pub max_low_precision_gemm_pct: Option<f64>,
+    /// Only while kernels a rule tags `tag` hold less than `pct`% of `bucket`'s time (aiter flash
+    /// attention is not for paged-attention decode kernels).
+    #[serde(default)]
+    pub max_tag_share: Option<TagShare>,
     /// Ranked after these recommendations when they are listed too.
     #[serde(default)]
     pub after: Vec<String>,

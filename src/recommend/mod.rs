@@ -117,6 +117,12 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
     {
         return None;
     }
+    if let Some(t) = &rec.max_tag_share {
+        let tagged = a.tagged_ns.get(&t.tag).copied().unwrap_or(0);
+        if crate::analysis::pct(tagged, a.bucket(t.bucket).kernel_ns) >= t.pct {
+            return None;
+        }
+    }
     if let Some(max) = rec.max_low_precision_gemm_pct {
         if crate::detect::low_precision_gemm_pct(findings) >= max {
             return None;

@@ -314,3 +314,16 @@ fn graph_capture_on_rocm_carries_its_caveat_in_every_report() {
         assert!(rec(&nv, "graphs.capture").unwrap().caveats.is_empty());
     });
 }
+
+/// aiter's flash attention is not for paged-attention decode: SGLang's decode trace (paged
+/// attention kernels) gets none; the ViT image classifier's flash attention keeps it.
+#[test]
+fn no_flash_attention_advice_for_paged_attention() {
+    with_shared!(shared => {
+        let sglang = run_path(&shared.join("corpus/tracelens/sglang_Qwen3-8B_decode.json.gz"));
+        assert!(sglang.analysis.bucket(rocprof_classify::classify::Bucket::Attention).pct >= 10.0);
+        assert!(rec(&sglang, "arch.aiter-attention").is_none());
+        let vit = run_path(&shared.join("corpus/tracelens/Falconsai_nsfw_image_detection__1016002.json.gz"));
+        assert!(rec(&vit, "arch.aiter-attention").is_some());
+    });
+}
