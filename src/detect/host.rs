@@ -109,15 +109,17 @@ impl StallWindows {
         let trace = ctx.trace;
         let host = &trace.host;
         let acts = &trace.activities;
+        // Each input's launch span, in one pass (the inputs without steps use it).
+        let mut spans = vec![(i64::MAX, i64::MIN); trace.inputs.len()];
+        for a in 0..acts.len() {
+            let t = ctx.links.launch_ts(trace, a);
+            let s = &mut spans[acts.input[a] as usize];
+            *s = (s.0.min(t), s.1.max(t));
+        }
         let mut ranges: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
         for (input, r) in ranges.iter_mut().enumerate() {
             if ctx.steps.per_input[input].is_empty() {
-                let span = (0..acts.len())
-                    .filter(|&a| acts.input[a] as usize == input)
-                    .fold((i64::MAX, i64::MIN), |s, a| {
-                        let t = ctx.links.launch_ts(trace, a);
-                        (s.0.min(t), s.1.max(t))
-                    });
+                let span = spans[input];
                 if span.0 < span.1 {
                     r.push(span);
                 }

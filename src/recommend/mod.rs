@@ -201,6 +201,12 @@ impl SteadyPart {
     }
 }
 
+/// Whether an action or caveat meant for `only` (None: every vendor) applies to the trace's
+/// vendor (an unknown vendor gets them all).
+fn fits_vendor(only: Option<&str>, vendor: Vendor) -> bool {
+    only.is_none_or(|v| vendor == Vendor::Unknown || v == vendor_name(vendor))
+}
+
 /// Evaluates the catalog against an analysis.
 pub fn plan(
     a: &Analysis,
@@ -243,11 +249,7 @@ pub fn plan(
         let generic: Vec<ActionOut> = rec
             .actions
             .iter()
-            .filter(|act| {
-                act.vendor
-                    .as_deref()
-                    .is_none_or(|v| vendor == Vendor::Unknown || v == vendor_name(vendor))
-            })
+            .filter(|act| fits_vendor(act.vendor.as_deref(), vendor))
             .map(|act| ActionOut {
                 kind: act.kind.clone(),
                 text: match (&act.vendor, vendor) {
@@ -280,11 +282,7 @@ pub fn plan(
             caveats: rec
                 .caveats
                 .iter()
-                .filter(|c| {
-                    c.vendor
-                        .as_deref()
-                        .is_none_or(|v| vendor == Vendor::Unknown || v == vendor_name(vendor))
-                })
+                .filter(|c| fits_vendor(c.vendor.as_deref(), vendor))
                 .map(|c| c.text.clone())
                 .collect(),
         });
