@@ -651,11 +651,31 @@ pub fn is_user_frame(name: &str) -> bool {
 pub struct Frames {
     pub rows: Vec<FrameRow>,
     pub of_activity: Vec<NameId>,
+    /// Modules only: the outermost modules (each activity's root), their GPU time and how much
+    /// of it compiled code ran, largest first.
+    pub roots: Vec<RootModule>,
+}
+
+/// An outermost `nn.Module` (a model, a text encoder, a VAE decoder) and the GPU time under it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RootModule {
+    pub name: String,
+    pub kernel_ns: i64,
+    /// Of it, launched by compiled code (a compiled region, Inductor's kernels, or an
+    /// `OptimizedModule` on the module stack).
+    pub compiled_ns: i64,
 }
 
 /// GPU time by the Python frames (`with_stack=True`) around each launch: `nn.Module` frames for
 /// `modules`, user source lines for `sources`. Empty when the trace has no such frames.
-pub fn frames(trace: &Trace, links: &Links, in_scope: &[bool], modules: bool) -> Frames {
+/// `compiled` (per activity, modules only) splits the root modules' time.
+pub fn frames(
+    trace: &Trace,
+    links: &Links,
+    in_scope: &[bool],
+    modules: bool,
+    compiled: &[bool],
+) -> Frames {
     let keep = |n: &str| {
         if modules {
             n.starts_with("nn.Module: ")
@@ -673,6 +693,10 @@ pub fn frames(trace: &Trace, links: &Links, in_scope: &[bool], modules: bool) ->
     let acts = &trace.activities;
     let mut owners = Owners::new(&threads);
     let mut of_activity = vec![NameId::NONE; acts.len()];
+    let wrapper = trace
+        .names
+        .per_name(|n| n.starts_with("nn.Module: OptimizedModule"));
+    let mut roots: BTreeMap<NameId, (i64, i64)> = BTreeMap::new();
     for a in 0..acts.len() {
         let owner = owners.of(trace, links, a);
         if let Some((key, k)) = owner {
@@ -690,13 +714,24 @@ pub fn frames(trace: &Trace, links: &Links, in_scope: &[bool], modules: bool) ->
         acc.entry(host.name[t.ops[k]]).or_default().0 += dur;
         let mut seen: Vec<NameId> = Vec::new();
         let mut cur = Some(k);
+        let mut root = host.name[t.ops[k]];
+        let mut under_wrapper = false;
         while let Some(i) = cur {
             let name = host.name[t.ops[i]];
             if !seen.contains(&name) {
                 seen.push(name);
                 acc.entry(name).or_default().1 += dur;
             }
+            root = name;
+            under_wrapper |= wrapper[name.index()];
             cur = t.parent[i];
+        }
+        if modules {
+            let r = roots.entry(root).or_default();
+            r.0 += dur;
+            if under_wrapper || compiled.get(a).copied().unwrap_or(false) {
+                r.1 += dur;
+            }
         }
     }
     let make = |label: String, self_ns: i64, total_ns: i64| {
@@ -739,5 +774,18 @@ pub fn frames(trace: &Trace, links: &Links, in_scope: &[bool], modules: bool) ->
             .then(b.total_ns.cmp(&a.total_ns))
             .then(key(a).cmp(&key(b)))
     });
-    Frames { rows, of_activity }
+    let mut roots: Vec<RootModule> = roots
+        .into_iter()
+        .map(|(n, (kernel_ns, compiled_ns))| RootModule {
+            name: trace.names.get(n).to_string(),
+            kernel_ns,
+            compiled_ns,
+        })
+        .collect();
+    roots.sort_by(|a, b| b.kernel_ns.cmp(&a.kernel_ns).then(a.name.cmp(&b.name)));
+    Frames {
+        rows,
+        of_activity,
+        roots,
+    }
 }

@@ -146,10 +146,14 @@ const ATTENTION_OPS: &[(&str, usize, usize, f64)] = &[
     ),
 ];
 
+/// Attention ops whose FLOPs [`composite_flops`] computes (`aten::_scaled_dot_product_*`, …).
+pub fn is_attention_op(op: &str) -> bool {
+    ATTENTION_OPS.iter().any(|(name, ..)| *name == op)
+}
+
 /// Ops [`composite_flops`] knows.
 pub fn is_composite(op: &str) -> bool {
-    matches!(op, "aten::convolution" | "aten::convolution_backward")
-        || ATTENTION_OPS.iter().any(|(name, ..)| *name == op)
+    matches!(op, "aten::convolution" | "aten::convolution_backward") || is_attention_op(op)
 }
 
 /// FLOPs of one call of a composite op whose kernels its children launch: attention

@@ -733,8 +733,12 @@ impl<'a> Context<'a> {
             return Frames::default();
         }
         let (modules, sources) = rayon::join(
-            || attribution::frames(self.trace, &self.links, &self.in_scope, true),
-            || attribution::frames(self.trace, &self.links, &self.in_scope, false),
+            || {
+                let compiled =
+                    compile::compiled_activities(self.trace, &self.links, &self.classified);
+                attribution::frames(self.trace, &self.links, &self.in_scope, true, &compiled)
+            },
+            || attribution::frames(self.trace, &self.links, &self.in_scope, false, &[]),
         );
         Frames { modules, sources }
     }
@@ -742,6 +746,9 @@ impl<'a> Context<'a> {
     /// The analysis and the annotated activity table; what only the detectors needed is dropped.
     pub fn finish(self, frames: Frames) -> (Analysis, ActivityTable) {
         let mut analysis = self.analysis;
+        let compiled = analysis.compile.compiled || analysis.compile.inductor_kernel_pct > 0.0;
+        analysis.compile.eager_modules =
+            compile::eager_modules(&frames.modules.roots, analysis.summary.kernel_ns, compiled);
         analysis.modules = frames.modules.rows;
         analysis.sources = frames.sources.rows;
         let table = ActivityTable {

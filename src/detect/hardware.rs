@@ -73,6 +73,11 @@ fn finding(
         json!({
             "kernels": hits.iter().map(|r| evidence_row(r, total)).collect::<Vec<_>>(),
             "share_pct": round2(share),
+            // The largest grid among them, in workgroups (tile advice needs enough of them).
+            "max_workgroups": hits
+                .iter()
+                .filter_map(|r| r.resources.grid_size.checked_div(u64::from(r.resources.workgroup_size)))
+                .max(),
         }),
     )]
 }
@@ -326,6 +331,39 @@ fn call_facts(ctx: &Context, op: &OpRow) -> CallFacts {
     }
 }
 
+/// The largest grid (in workgroups) among the in-window kernels the `ops` launch (matched by
+/// name and shapes); None when the trace gives no grids.
+fn op_workgroups(ctx: &Context, ops: &[&OpRow]) -> Option<u32> {
+    let (names, host, acts) = (&ctx.trace.names, &ctx.trace.host, &ctx.trace.activities);
+    let wanted: Vec<(crate::model::NameId, Option<&str>)> = ops
+        .iter()
+        .filter_map(|o| Some((names.lookup(&o.name)?, o.shapes.as_deref())))
+        .collect();
+    let mut shapes_of: std::collections::HashMap<crate::model::NameId, String> =
+        std::collections::HashMap::new();
+    (0..acts.len())
+        .filter(|&a| ctx.in_scope[a] && acts.workgroups[a] > 0)
+        .filter(|&a| {
+            let Some(op) = ctx.op_of[a] else {
+                return false;
+            };
+            let op = op as usize;
+            wanted.iter().any(|&(name, shapes)| {
+                host.name[op] == name
+                    && shapes.is_none_or(|s| {
+                        let dims = host.input_dims[op];
+                        shapes_of
+                            .entry(dims)
+                            .or_insert_with(|| compact_dims(names.get(dims)))
+                            .as_str()
+                            == s
+                    })
+            })
+        })
+        .map(|a| acts.workgroups[a])
+        .max()
+}
+
 /// GEMM ops (FLOPs from `Input Dims`, time from their kernels) under 30% of the device peak
 /// that hold at least 5% of the GPU time.
 fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
@@ -413,6 +451,7 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
         }
     }
     let worst = slow[0];
+    let max_workgroups = op_workgroups(ctx, &slow);
     vec![Finding::new(
         FindingId::LowGemmEfficiency,
         if share >= 20.0 { Severity::Medium } else { Severity::Low },
@@ -437,6 +476,9 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
                 "pct_of_peak": o.pct_of_peak,
                 "why": o.shapes.as_deref().map(|s| shape_reasons(&o.name, s, *facts, hot)).unwrap_or_default(),
             })).collect::<Vec<_>>(),
+            // The largest grid their kernels launch, in workgroups (null when the trace has no
+            // grids): tile advice needs enough of them to fill the device (seeds/003).
+            "max_workgroups": max_workgroups,
             // Set when a shape's rows hit the device's stride hotspot (arch.gemm-stride-padding).
             "stride_hotspot_bytes": rows.iter().find_map(|(_, facts, mkn)| hits_hotspot(*facts, *mkn)),
             "fixes": fixes,

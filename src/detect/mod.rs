@@ -6,6 +6,8 @@ pub use compile::annotate;
 mod hardware;
 mod host;
 mod kernels;
+mod modules;
+pub use modules::{from_modules, module_class};
 mod ranks;
 mod steps;
 mod surgery;
@@ -66,6 +68,8 @@ pub enum FindingId {
     AllocatorChurn,
     UnrepresentativeProfile,
     ConvHeavy,
+    EagerModules,
+    NormActivationHeavy,
 }
 
 impl FindingId {
@@ -99,6 +103,8 @@ impl FindingId {
             FindingId::AllocatorChurn => "allocator_churn",
             FindingId::UnrepresentativeProfile => "unrepresentative_profile",
             FindingId::ConvHeavy => "conv_heavy",
+            FindingId::EagerModules => "eager_modules",
+            FindingId::NormActivationHeavy => "norm_activation_heavy",
         }
     }
 
@@ -248,6 +254,8 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::GemmBackend, "(info) GEMM time by library from kernel names, with a confidence."),
     (FindingId::ElementwiseHeavy, "elementwise kernels >= 30% of kernel time."),
     (FindingId::ConvHeavy, "(low) convolutions take >= 10% of GPU activity time: their library's tuning (MIOpen find mode, NHWC) is worth it. Evidence: the share and the conv libraries."),
+    (FindingId::EagerModules, "(with_stack traces) compiled code runs, but outermost nn.Modules run eager, each mostly (>= 90%) outside compiled regions, Inductor kernels and OptimizedModule, and holding >= 2% of kernel time (a text encoder or VAE left out of torch.compile). Evidence: each module, its eager time and share."),
+    (FindingId::NormActivationHeavy, "(with_stack traces) norm (RMSNorm, LayerNorm) and activation (SiLU, GELU) modules hold >= 10% of kernel time in their own kernels (modules[].self_ns). Evidence: each module class and its share."),
     (FindingId::ConvLayoutTransposes, "NCHW<->NHWC layout transpose kernels run."),
     (FindingId::ExposedCommunication, "communication kernels run; evidence has the share overlapped with compute."),
     (FindingId::MemcpyHeavy, "memcpy/memset >= 10% of kernel time or >= 5% of the window."),

@@ -199,6 +199,12 @@ struct RawArgs<'a> {
     device: Option<&'a RawValue>,
     #[serde(borrow, default)]
     stream: Option<&'a RawValue>,
+    /// A kernel's grid, `[x, y, z]`: in workgroups (thread blocks), except for kernels
+    /// `hipExtModuleLaunchKernel` launched (Tensile, hipBLASLt), where it is in work-items.
+    #[serde(borrow, default)]
+    grid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    block: Option<&'a RawValue>,
     #[serde(rename = "Input Dims", borrow, default)]
     input_dims: Option<&'a RawValue>,
     #[serde(rename = "Input type", borrow, default)]
@@ -239,6 +245,9 @@ struct GpuRow<'a> {
     dur_ns: i64,
     correlation: u64,
     external_id: u64,
+    workgroups: u32,
+    /// Work-items per workgroup.
+    block: u32,
     rank: Option<u32>,
 }
 
@@ -415,6 +424,8 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
                 dur_ns,
                 correlation,
                 external_id,
+                workgroups: args.grid.map_or(0, |g| workgroups(g.get())),
+                block: args.block.map_or(0, |b| workgroups(b.get())),
                 rank,
             })
         }
@@ -441,6 +452,29 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
         }),
         Category::Skip => Parsed::Skip,
     }
+}
+
+/// Launch calls whose kernels' `grid` Kineto writes in work-items (HIP's `globalWorkSize`), not
+/// workgroups: a Tensile MT16x16 GEMM kernel of 8 µs shows `grid [61440,1,1]`, `block [256,1,1]`
+/// (240 workgroups; 61440 of them would be beyond the device's peak).
+fn grid_in_work_items(call: &str) -> bool {
+    call == "hipExtModuleLaunchKernel" || call == "hipHccModuleLaunchKernel"
+}
+
+/// The product of a grid or block `[x, y, z]` (0 when it is not 1 to 3 numbers; saturating).
+fn workgroups(raw: &str) -> u32 {
+    let dims: Vec<u64> = raw
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .filter_map(|d| d.trim().parse::<u64>().ok())
+        .collect();
+    if dims.is_empty() || dims.len() > 3 {
+        return 0;
+    }
+    let n = dims.iter().fold(1u64, |acc, &d| acc.saturating_mul(d));
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// What identifies a GPU activity of a Kineto trace in the model: (ts, dur, device, stream,
@@ -524,6 +558,12 @@ struct KinetoSink<'t> {
     first_bad: Option<(u64, String)>,
     /// String pids/tids get stable numbers: above any real id.
     text_ids: HashMap<String, u64>,
+    /// Per activity of this file: its block size, while reading (see `grid_in_work_items`).
+    blocks: Vec<u32>,
+    /// (input, correlation) of the launches that give the grid in work-items.
+    work_item_grids: std::collections::HashSet<(u32, u64)>,
+    /// The first activity this file added.
+    first_activity: usize,
 }
 
 impl<'t> KinetoSink<'t> {
@@ -543,6 +583,9 @@ impl<'t> KinetoSink<'t> {
             without_ph: 0,
             first_bad: None,
             text_ids: HashMap::new(),
+            blocks: Vec::new(),
+            work_item_grids: Default::default(),
+            first_activity: 0,
         }
     }
 
@@ -593,6 +636,10 @@ impl<'t> KinetoSink<'t> {
                 let input = self.input_for(g.rank);
                 let name = self.trace.names.intern(&g.name);
                 self.devices_used.entry(input).or_default().insert(g.device);
+                if self.blocks.is_empty() {
+                    self.first_activity = self.trace.activities.len();
+                }
+                self.blocks.push(g.block);
                 self.trace.activities.push(Activity {
                     kind: g.kind,
                     name,
@@ -603,11 +650,15 @@ impl<'t> KinetoSink<'t> {
                     dur_ns: g.dur_ns,
                     correlation: g.correlation,
                     external_id: g.external_id,
+                    workgroups: g.workgroups,
                 });
             }
             Parsed::Host(h) => {
                 let input = self.input_for(h.rank);
                 if matches!(h.kind, HostKind::Runtime | HostKind::Driver) {
+                    if grid_in_work_items(&h.name) && h.correlation != 0 {
+                        self.work_item_grids.insert((input, h.correlation));
+                    }
                     if h.name.starts_with("hip") {
                         self.hip_calls += 1;
                     } else if h.name.starts_with("cu") {
@@ -660,6 +711,19 @@ impl<'t> KinetoSink<'t> {
                 "skipped {} unreadable events (first at byte {at}: {why})",
                 self.bad_events
             ));
+        }
+        if !self.work_item_grids.is_empty() {
+            let acts = &mut self.trace.activities;
+            for (k, &block) in self.blocks.iter().enumerate() {
+                let a = self.first_activity + k;
+                if block > 0
+                    && self
+                        .work_item_grids
+                        .contains(&(acts.input[a], acts.correlation[a]))
+                {
+                    acts.workgroups[a] = acts.workgroups[a].div_ceil(block);
+                }
+            }
         }
         let vendor = match self.vendor_hint {
             Vendor::Unknown if self.hip_calls > self.cuda_calls => Vendor::Amd,
@@ -1025,5 +1089,23 @@ mod tests {
             Some(true)
         );
         assert_eq!(KinetoReader.sniff(b"Index,KernelName"), Some(false));
+    }
+
+    #[test]
+    fn grids_in_work_items_are_divided_by_the_block() {
+        // hipExtModuleLaunchKernel (Tensile): grid in work-items; hipLaunchKernel: in blocks.
+        let t = read_str(
+            r#"{"traceEvents":[
+             {"ph":"X","cat":"cuda_runtime","name":"hipExtModuleLaunchKernel","pid":7,"tid":8,"ts":100,"dur":2,"args":{"correlation":9}},
+             {"ph":"X","cat":"kernel","name":"Cijk_Alik_Bljk_BBS_BH_MT16x16x512","pid":0,"tid":1,"ts":104,"dur":8,"args":{"device":0,"stream":1,"correlation":9,"grid":[61440,1,1],"block":[256,1,1]}},
+             {"ph":"X","cat":"cuda_runtime","name":"hipLaunchKernel","pid":7,"tid":8,"ts":120,"dur":2,"args":{"correlation":10}},
+             {"ph":"X","cat":"kernel","name":"vectorized_gather_kernel","pid":0,"tid":1,"ts":124,"dur":3,"args":{"device":0,"stream":1,"correlation":10,"grid":[77,2,1],"block":[512,1,1]}},
+             {"ph":"X","cat":"kernel","name":"no_grid","pid":0,"tid":1,"ts":130,"dur":3,"args":{"device":0,"stream":1,"correlation":11}}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(t.activities.workgroups, vec![240, 154, 0]);
+        assert_eq!(workgroups("[4294967296, 2, 1]"), u32::MAX);
+        assert_eq!(workgroups("not a grid"), 0);
     }
 }

@@ -153,6 +153,7 @@ impl RocpdInput<'_> {
                 dur_ns: end.saturating_sub(start).max(0),
                 correlation: corr.max(0) as u64,
                 external_id: 0,
+                workgroups: 0,
             });
         }
         Ok(())
@@ -191,6 +192,7 @@ impl RocpdInput<'_> {
                 dur_ns: end.saturating_sub(start).max(0),
                 correlation: corr.max(0) as u64,
                 external_id: 0,
+                workgroups: 0,
             });
         }
         Ok(())

@@ -578,6 +578,7 @@ fn read_pmc_perf(
                         dur_ns: end.saturating_sub(start).max(0),
                         correlation: 0,
                         external_id: 0,
+                        workgroups: 0,
                     });
                 }
                 let n = |i: usize| {

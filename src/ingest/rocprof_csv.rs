@@ -269,6 +269,7 @@ fn read_stats(
                 dur_ns: dur,
                 correlation: 0,
                 external_id: 0,
+                workgroups: 0,
             });
             clock = clock.saturating_add(dur);
         }
@@ -793,6 +794,7 @@ impl Row<'_> {
             dur_ns: self.dur,
             correlation: self.number(self.cols.corr),
             external_id: 0,
+            workgroups: 0,
         });
     }
 }

@@ -181,6 +181,7 @@ impl ScanSink for Sink<'_> {
                     dur_ns: end.saturating_sub(start).max(0),
                     correlation: 0,
                     external_id: 0,
+                    workgroups: 0,
                 });
             } else if process == "CPU HIP API" || process == "Markers and Ranges" {
                 let tid = ev

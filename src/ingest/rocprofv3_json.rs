@@ -291,6 +291,7 @@ impl ToolRecords<'_> {
                 dur_ns: (d.end_timestamp - d.start_timestamp).max(0),
                 correlation: d.correlation_id.internal,
                 external_id: 0,
+                workgroups: 0,
             });
         }
     }
@@ -314,6 +315,7 @@ impl ToolRecords<'_> {
                 dur_ns: (c.end_timestamp - c.start_timestamp).max(0),
                 correlation: c.correlation_id.internal,
                 external_id: 0,
+                workgroups: 0,
             });
         }
     }

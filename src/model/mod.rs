@@ -39,6 +39,8 @@ pub struct GpuActivities {
     pub correlation: Vec<u64>,
     /// `External id` of the launching cpu_op; 0 when absent.
     pub external_id: Vec<u64>,
+    /// Workgroups (thread blocks) of a kernel's grid; 0 when the trace does not say.
+    pub workgroups: Vec<u32>,
 }
 
 /// One GPU activity, as readers hand it to [`GpuActivities::push`].
@@ -53,6 +55,8 @@ pub struct Activity {
     pub dur_ns: i64,
     pub correlation: u64,
     pub external_id: u64,
+    /// Workgroups of a kernel's grid (0: unknown).
+    pub workgroups: u32,
 }
 
 /// Keeps the elements of `column` whose index `keep` marks.
@@ -106,6 +110,7 @@ impl GpuActivities {
             retain_by(&mut self.dur_ns, &keep);
             retain_by(&mut self.correlation, &keep);
             retain_by(&mut self.external_id, &keep);
+            retain_by(&mut self.workgroups, &keep);
         }
         dropped
     }
@@ -125,6 +130,7 @@ impl GpuActivities {
         self.dur_ns.push(a.dur_ns);
         self.correlation.push(a.correlation);
         self.external_id.push(a.external_id);
+        self.workgroups.push(a.workgroups);
     }
     /// Appends another table's rows column by column, renaming names and shifting inputs.
     fn extend_from(&mut self, o: GpuActivities, name: impl Fn(NameId) -> NameId, offset: u32) {
@@ -137,6 +143,7 @@ impl GpuActivities {
         self.dur_ns.extend(o.dur_ns);
         self.correlation.extend(o.correlation);
         self.external_id.extend(o.external_id);
+        self.workgroups.extend(o.workgroups);
     }
     /// End of row `i` (`ts + dur`).
     pub fn end_ns(&self, i: usize) -> i64 {
@@ -154,6 +161,7 @@ impl GpuActivities {
             dur_ns: self.dur_ns[i],
             correlation: self.correlation[i],
             external_id: self.external_id[i],
+            workgroups: self.workgroups[i],
         }
     }
 }

@@ -240,6 +240,9 @@ fn analyze_one(
         },
     );
     let (analysis, table) = ctx.finish(frames);
+    let mut findings = findings;
+    findings.extend(detect::from_modules(&analysis));
+    detect::sort(&mut findings);
     (analysis, table, findings)
 }
 

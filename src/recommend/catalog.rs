@@ -92,6 +92,9 @@ pub struct RecDef {
     pub title: String,
     /// Fires when any of these findings fired.
     pub findings: Vec<crate::detect::FindingId>,
+    /// Of `findings`, those that count only in a compiled trace.
+    #[serde(default)]
+    pub findings_if_compiled: Vec<crate::detect::FindingId>,
     /// Only findings whose `evidence.kind` is this.
     #[serde(default)]
     pub finding_kind: Option<String>,
@@ -125,6 +128,13 @@ pub struct RecDef {
     /// attention is not for paged-attention decode kernels).
     #[serde(default)]
     pub max_tag_share: Option<TagShare>,
+    /// Only findings whose `evidence.max_workgroups` (the largest grid of the kernels they name)
+    /// reaches this, or is unknown: tile advice is for grids that fill the device (seeds/003).
+    #[serde(default)]
+    pub min_workgroups: Option<u64>,
+    /// The facts of the analysis the advice rests on, said first in its evidence.
+    #[serde(default)]
+    pub because: Vec<super::Fact>,
     /// Ranked after these recommendations when they are listed too.
     #[serde(default)]
     pub after: Vec<String>,

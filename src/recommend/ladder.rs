@@ -54,6 +54,8 @@ pub enum Verdict {
     CompiledWithBreaks,
     /// No compiled-region markers, but Inductor's kernels run (compiled code inside graphs).
     InductorKernels,
+    /// Compiled code runs, but outermost modules with a share of the time run eager.
+    EagerModules,
     GraphsWithoutCompile,
     NoGpuActivity,
     /// A rocprof profile has no PyTorch operators to show compile use.
@@ -75,7 +77,7 @@ impl Verdict {
         use Verdict::*;
         match self {
             EnvSet | Compiled | InductorKernels | NoSurgeryFound => Done,
-            EnvPartly | CompiledWithBreaks | GraphsWithoutCompile => Partial,
+            EnvPartly | CompiledWithBreaks | EagerModules | GraphsWithoutCompile => Partial,
             Fp32WithoutEnv | EnvMissing | Eager | SurgeryOpportunities | SurgeryFindings
             | TuningOpportunities => Todo,
             EnvNotGiven | NoGpuActivity | NoOperators | OpsNotVisible | TuningNotVisible => Unknown,
@@ -94,6 +96,7 @@ impl Verdict {
             Compiled => "compiled",
             CompiledWithBreaks => "compiled_with_breaks",
             InductorKernels => "inductor_kernels",
+            EagerModules => "eager_modules",
             GraphsWithoutCompile => "graphs_without_compile",
             NoGpuActivity => "no_gpu_activity",
             NoOperators => "no_operators",
@@ -116,6 +119,7 @@ impl Verdict {
                 Compiled,
                 CompiledWithBreaks,
                 InductorKernels,
+                EagerModules,
                 GraphsWithoutCompile,
                 NoGpuActivity,
                 NoOperators,
@@ -149,7 +153,7 @@ pub(super) fn status(
         .map(|l| {
             let (verdict, args) = match l.level {
                 1 => level1(a, findings, catalog, l, env),
-                2 => level2(a),
+                2 => level2(a, findings),
                 3 => level3(a, findings, recs),
                 level => tuning(recs, level),
             };
@@ -251,9 +255,13 @@ fn level1(
     )
 }
 
-fn level2(a: &Analysis) -> Said {
+fn level2(a: &Analysis, findings: &[Finding]) -> Said {
     let c = &a.compile;
-    let verdict = if c.compiled && !c.graph_breaks.detected && c.recompiles.count == 0 {
+    let eager_left = has(findings, FindingId::EagerModules) && !c.eager_modules.is_empty();
+    let clean = !c.graph_breaks.detected && c.recompiles.count == 0;
+    let verdict = if eager_left && (clean || !c.compiled) {
+        Verdict::EagerModules
+    } else if c.compiled && clean {
         Verdict::Compiled
     } else if c.compiled {
         Verdict::CompiledWithBreaks
@@ -277,6 +285,18 @@ fn level2(a: &Analysis) -> Said {
             (
                 "inductor_kernel_pct",
                 format!("{:.1}", c.inductor_kernel_pct),
+            ),
+            (
+                "eager_modules",
+                c.eager_modules
+                    .iter()
+                    .map(|m| crate::detect::module_class(&m.name))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            (
+                "eager_pct",
+                format!("{:.1}", c.eager_modules.iter().map(|m| m.pct).sum::<f64>()),
             ),
         ],
     )

@@ -2,8 +2,11 @@
 //! (`rules/ladder.toml`); this module evaluates its triggers, estimates savings, ranks, and
 //! reports the status of each ladder level.
 
+mod because;
 mod catalog;
 mod ladder;
+
+pub use because::Fact;
 
 pub use catalog::{Catalog, EnvCheck, LevelDef, RecDef};
 pub use ladder::{LadderStatus, Verdict};
@@ -143,6 +146,14 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
     let hits: Vec<&Finding> = findings
         .iter()
         .filter(|f| rec.findings.contains(&f.id))
+        .filter(|f| a.compile.compiled || !rec.findings_if_compiled.contains(&f.id))
+        .filter(|f| {
+            rec.min_workgroups.is_none_or(|min| {
+                f.evidence["max_workgroups"]
+                    .as_u64()
+                    .is_none_or(|wg| wg >= min)
+            })
+        })
         .filter(|f| {
             rec.finding_kind
                 .as_deref()
@@ -277,7 +288,13 @@ pub fn plan(
             blocked_by_level: None,
             finding_ids,
             actions,
-            evidence: hits.iter().map(|f| f.summary.clone()).collect(),
+            // Its own facts first, then what the triggering findings say.
+            evidence: rec
+                .because
+                .iter()
+                .filter_map(|fact| fact.say(a, findings))
+                .chain(hits.iter().map(|f| f.summary.clone()))
+                .collect(),
             seed: rec.seed.clone(),
             caveats: rec
                 .caveats

@@ -379,6 +379,7 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
         ("launch_bound", "batch-1 ViT inference: 75% of kernels under 10 µs"),
         ("sync_stalls", "a blocking copy of the logits inside the step"),
         ("unfused_projections", "HF ViT computes query, key and value with three nn.Linear on the same hidden states"),
+        ("norm_activation_heavy", "eager ViT: its LayerNorm (8%) and GELUActivation (4%) modules run their own kernels"),
         ("low_gemm_efficiency", "ViT-base batch 1: its addmm on [788, 768] x [768, 768] reaches ~11% of the MI300X bf16 peak: 42 tiles of 128x128 cannot fill 304 CUs"),
     ]),
     ("corpus/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", &[
@@ -386,12 +387,14 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
         ("gemm_backend", "hipBLASLt"),
         ("sync_stalls", "generate() copies tokens to the host inside the step"),
         ("unfused_projections", "HF Qwen2 has separate q/k/v and gate/up projections"),
+        ("norm_activation_heavy", "eager Qwen2: Qwen2RMSNorm modules hold 13% of kernel time (pow, mean, rsqrt, mul kernels)"),
     ]),
     ("corpus/tracelens/gaunernst_bert-small-uncased__1016001.json.gz", &[
         ("gemm_backend", "hipBLASLt"),
         ("launch_bound", "small BERT, batch 1: 90% of kernels under 10 µs"),
         ("sync_stalls", "a device synchronize and a blocking copy inside the step"),
         ("unfused_projections", "HF BERT self-attention has separate query/key/value linears"),
+        ("norm_activation_heavy", "eager BERT: LayerNorm (10%) and GELUActivation (6%) modules"),
         ("low_gemm_efficiency", "BERT-small batch 1: addmm on [141, 512] x [512, 512] reaches ~3.5% of peak (8 output tiles)"),
     ]),
     ("corpus/tracelens/gpu_only_trace.json.gz", &[
@@ -403,15 +406,18 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
     ("corpus/tracelens/graph_execution.json.gz", &[
         ("cudagraphs_in_use", "vLLM full-graph decode: one hipGraphLaunch replays 421 kernels"),
         ("gemm_backend", "mostly Triton GEMMs, the rest hipBLASLt"),
+        ("eager_modules", "vLLM compiles the model's forward; its LogitsProcessor (the lm_head GEMM, 2.6%) runs eager outside it"),
     ]),
     ("corpus/tracelens/normalization_layer_test.json.gz", &[
         ("elementwise_heavy", "a normalization-layer test: all GPU work is norm kernels"),
         ("launch_bound", "tiny kernels separated by long dispatch gaps"),
+        ("norm_activation_heavy", "LayerNorm and RMSNorm modules under test (the rest of its norm kernels run outside modules)"),
     ]),
     ("corpus/tracelens/profile_trace_rank_0.json.gz", &[
         ("compiled_loop", "xDiT Flux: the compiled transformer (frame 0) runs 4 times per step"),
         ("conv_layout_transposes", "MIOpen transposes around the VAE convolutions"),
         ("cudagraphs_in_use", "4 hipGraphLaunch calls replay the denoising steps"),
+        ("eager_modules", "the transformer is compiled; the T5 text encoder (12%) and the VAE Decoder (2.6%) run eager"),
         ("gemm_backend", "hipBLASLt"),
         ("manual_attention", "the CLIP text encoder computes attention with bmm + softmax"),
         ("sync_stalls", "hipMemcpyWithStream waits ~114 ms inside the step"),

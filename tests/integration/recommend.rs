@@ -219,6 +219,7 @@ fn every_recommendation_fires_on_some_trace() {
             "corpus/tracelens/resnet_act_checkpoint.json.gz",
             "corpus/tracelens/gaunernst_bert-small-uncased__1016001.json.gz",
             "corpus/tracelens/train_resnet18.json.gz",
+            "corpus/tracelens/profile_trace_rank_0.json.gz",
             "corpus/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
             "corpus/rocprof_compute_v3_bmm1/MI300X_A1",
         ] {
@@ -351,7 +352,7 @@ fn a_levels_words_come_from_ladder_toml() {
             "schema = 1\n[[level]]\nlevel = 2\nname = \"compile it\"\n\
              says.compiled = \"c\"\nsays.compiled_with_breaks = \"b\"\nsays.inductor_kernels = \"i\"\n\
              says.graphs_without_compile = \"g\"\nsays.no_gpu_activity = \"n\"\n\
-             says.no_operators = \"o\"\n{eager}"
+             says.no_operators = \"o\"\nsays.eager_modules = \"m\"\n{eager}"
         )
     };
     std::fs::write(

@@ -36,6 +36,50 @@ pub struct CompileSummary {
     /// Share (%) of GPU activity time in kernels Inductor generated: torch.compile in use even
     /// where no `Torch-Compiled Region` marker runs (its code replayed inside graphs).
     pub inductor_kernel_pct: f64,
+    /// In a trace that runs compiled code: the outermost modules that run eager and hold at least
+    /// [`EAGER_MODULE_MIN_PCT`] of the kernel time (a text encoder or VAE left out of
+    /// `torch.compile`), largest first; needs `with_stack=True`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub eager_modules: Vec<EagerModule>,
+}
+
+/// A root module's share of kernel time below which its running eager is not worth naming.
+pub const EAGER_MODULE_MIN_PCT: f64 = 2.0;
+
+/// An outermost module that runs eager beside compiled code.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct EagerModule {
+    /// `nn.Module: T5EncoderModel_0` as the profiler names it.
+    pub name: String,
+    /// GPU time of its eager kernels.
+    pub kernel_ns: i64,
+    /// Of the kernel time in the window.
+    pub pct: f64,
+}
+
+/// The root modules that run eager beside compiled code ([`CompileSummary::eager_modules`]):
+/// only when something runs compiled, each root mostly eager (≥ 90% of its time) and holding
+/// at least [`EAGER_MODULE_MIN_PCT`] of `kernel_ns`.
+pub fn eager_modules(
+    roots: &[super::attribution::RootModule],
+    kernel_ns: i64,
+    compiled_anywhere: bool,
+) -> Vec<EagerModule> {
+    if !compiled_anywhere && roots.iter().all(|r| r.compiled_ns == 0) {
+        return Vec::new();
+    }
+    roots
+        .iter()
+        .filter(|r| r.name.starts_with("nn.Module: "))
+        .map(|r| (r, r.kernel_ns - r.compiled_ns))
+        .filter(|&(r, eager)| eager as f64 >= 0.9 * r.kernel_ns as f64)
+        .map(|(r, eager)| EagerModule {
+            name: r.name.clone(),
+            kernel_ns: eager,
+            pct: super::pct(eager, kernel_ns),
+        })
+        .filter(|m| m.pct >= EAGER_MODULE_MIN_PCT)
+        .collect()
 }
 
 /// What the detectors need beyond the summary.
@@ -304,10 +348,65 @@ pub fn analyze(
         compile_in_window_ns,
         // The kernels' share comes with the kernel tables (`analysis::prepare`).
         inductor_kernel_pct: 0.0,
+        eager_modules: Vec::new(),
     };
     (summary, detail)
 }
 
 fn round3(x: f64) -> f64 {
     (x * 1e3).round() / 1e3
+}
+
+/// Per GPU activity: whether compiled code launched it: its launch call runs inside a
+/// `Torch-Compiled Region` on the same thread, or its kernel is one Inductor generated (code
+/// replayed from a graph keeps no region marker). [`crate::analysis::attribution::frames`] adds
+/// the activities under an `OptimizedModule` frame (`torch.compile(model)`).
+pub fn compiled_activities(
+    trace: &Trace,
+    links: &Links,
+    classified: &crate::classify::Classified,
+) -> Vec<bool> {
+    use crate::classify::KernelTag;
+    let host = &trace.host;
+    let regions = trace.names.per_name(compiled_region);
+    let mut spans: BTreeMap<(u32, u64), Vec<(i64, i64)>> = BTreeMap::new();
+    for i in 0..host.len() {
+        if host.kind[i] == HostKind::CpuOp && regions[host.name[i].index()].is_some() {
+            spans
+                .entry((host.input[i], host.tid[i]))
+                .or_default()
+                .push((host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i])));
+        }
+    }
+    // Regions nest only within a frame's own call: merge each thread's spans for a binary search.
+    for list in spans.values_mut() {
+        list.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(list.len());
+        for &(s, e) in list.iter() {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        *list = merged;
+    }
+    let acts = &trace.activities;
+    (0..acts.len())
+        .map(|a| {
+            if classified.get(acts.name[a]).tag == Some(KernelTag::Inductor) {
+                return true;
+            }
+            let Some(call) = links.owner_call(a) else {
+                return false;
+            };
+            let c = call as usize;
+            let t = host.ts_ns[c];
+            spans
+                .get(&(host.input[c], host.tid[c]))
+                .is_some_and(|list| {
+                    let k = list.partition_point(|&(s, _)| s <= t);
+                    k > 0 && list[k - 1].1 > t
+                })
+        })
+        .collect()
 }
