@@ -70,6 +70,9 @@ pub enum KernelTag {
     Inductor,
     /// A paged-attention decode kernel (vLLM, SGLang): no flash-attention advice for it.
     PagedAttention,
+    /// A grouped expert GEMM of a mixture of experts (triton_kernels `_matmul_ogs`,
+    /// `fused_moe`): no library GEMM does its work.
+    MoeGemm,
 }
 
 /// The verdict for one name.

@@ -426,6 +426,8 @@ pub fn unrepresentative_profile(ctx: &Context) -> Vec<Finding> {
                 "call": trace.names.get(host.name[i]),
                 "idle_ns": idle,
                 "idle_pct": share,
+                // When the call starts, on the trace's clock (which step it falls in).
+                "start_ns": host.ts_ns[i],
             }),
         )];
     }

@@ -447,3 +447,86 @@ pub fn unclassified_time(ctx: &Context) -> Vec<Finding> {
         json!({"unclassified_ns": ns, "pct": share, "kernels": top_names(&names, 10)}),
     )]
 }
+
+/// Paged attention at least this share of kernel time makes its KV cache's width worth a look.
+const PAGED_ATTENTION_HEAVY_PCT: f64 = 15.0;
+
+/// The KV cache's data type as vLLM's and SGLang's paged-attention kernels name it in their
+/// `vllm::Fp8KVCacheDataType` template argument (0 auto: the model's dtype; 1 e4m3; 2 e5m2).
+fn kv_cache_dtype(kernel: &str) -> Option<&'static str> {
+    let rest = kernel.split("Fp8KVCacheDataType)").nth(1)?;
+    match rest.trim_start().chars().next()? {
+        '0' => Some("auto"),
+        '1' => Some("fp8_e4m3"),
+        '2' => Some("fp8_e5m2"),
+        _ => None,
+    }
+}
+
+/// Paged-attention decode kernels hold a large share of kernel time: their time is reading the
+/// KV cache, which an fp8 cache halves (seeds/003). `evidence.kind`: `not_fp8` when the kernels
+/// say the cache is in the model's dtype, `fp8` when it is already fp8, `unknown` otherwise.
+pub fn paged_attention_heavy(ctx: &Context) -> Vec<Finding> {
+    let names = time_by(ctx, |a| {
+        let id = ctx.trace.activities.name[a];
+        (ctx.classified.get(id).tag == Some(KernelTag::PagedAttention)).then_some(id)
+    });
+    let ns: i64 = names.values().map(|v| v.0).sum();
+    let share = pct(ns, ctx.analysis.summary.kernel_ns);
+    if share < PAGED_ATTENTION_HEAVY_PCT {
+        return vec![];
+    }
+    let dtypes: std::collections::BTreeSet<&str> = names
+        .keys()
+        .filter_map(|&id| kv_cache_dtype(ctx.name(id)))
+        .collect();
+    let kind = if dtypes.iter().any(|d| d.starts_with("fp8")) {
+        "fp8"
+    } else if dtypes.contains("auto") {
+        "not_fp8"
+    } else {
+        "unknown"
+    };
+    let by_name: BTreeMap<String, (i64, u64)> = names
+        .iter()
+        .map(|(&id, &v)| (ctx.name(id).to_string(), v))
+        .collect();
+    vec![Finding::new(
+        FindingId::PagedAttentionHeavy,
+        Severity::Medium,
+        format!(
+            "paged-attention decode kernels take {share:.1}% of kernel time; the KV cache is {}",
+            match kind {
+                "fp8" => "fp8 already",
+                "not_fp8" => "in the model's dtype (Fp8KVCacheDataType auto): an fp8 cache halves the bytes they read",
+                _ => "of a dtype the kernel names do not say",
+            }
+        ),
+        ns,
+        json!({
+            "kind": kind,
+            "pct": share,
+            "kv_cache_dtypes": dtypes,
+            "kernels": top_names(&by_name, 4),
+        }),
+    )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kv_cache_dtype;
+
+    #[test]
+    fn the_kv_cache_dtype_comes_from_the_template_argument() {
+        let name = |arg: &str| {
+            format!("void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType){arg}, 1, 128, 256, false, 4, 1>")
+        };
+        assert_eq!(kv_cache_dtype(&name("0")), Some("auto"));
+        assert_eq!(kv_cache_dtype(&name("1")), Some("fp8_e4m3"));
+        assert_eq!(kv_cache_dtype(&name("2")), Some("fp8_e5m2"));
+        assert_eq!(
+            kv_cache_dtype("void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16>"),
+            None
+        );
+    }
+}

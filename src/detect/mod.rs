@@ -70,6 +70,7 @@ pub enum FindingId {
     ConvHeavy,
     EagerModules,
     NormActivationHeavy,
+    PagedAttentionHeavy,
 }
 
 impl FindingId {
@@ -105,6 +106,7 @@ impl FindingId {
             FindingId::ConvHeavy => "conv_heavy",
             FindingId::EagerModules => "eager_modules",
             FindingId::NormActivationHeavy => "norm_activation_heavy",
+            FindingId::PagedAttentionHeavy => "paged_attention_heavy",
         }
     }
 
@@ -256,6 +258,7 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::ConvHeavy, "(low) convolutions take >= 10% of GPU activity time: their library's tuning (MIOpen find mode, NHWC) is worth it. Evidence: the share and the conv libraries."),
     (FindingId::EagerModules, "(with_stack traces) compiled code runs, but outermost nn.Modules run eager, each mostly (>= 90%) outside compiled regions, Inductor kernels and OptimizedModule, and holding >= 2% of kernel time (a text encoder or VAE left out of torch.compile). Evidence: each module, its eager time and share."),
     (FindingId::NormActivationHeavy, "(with_stack traces) norm (RMSNorm, LayerNorm) and activation (SiLU, GELU) modules hold >= 10% of kernel time in their own kernels (modules[].self_ns). Evidence: each module class and its share."),
+    (FindingId::PagedAttentionHeavy, "paged-attention decode kernels (vLLM, SGLang, aiter pa) take >= 15% of kernel time. evidence.kind: not_fp8 (their Fp8KVCacheDataType template argument says auto: the KV cache is in the model's dtype), fp8, or unknown."),
     (FindingId::ConvLayoutTransposes, "NCHW<->NHWC layout transpose kernels run."),
     (FindingId::ExposedCommunication, "communication kernels run; evidence has the share overlapped with compute."),
     (FindingId::MemcpyHeavy, "memcpy/memset >= 10% of kernel time or >= 5% of the window."),
@@ -291,6 +294,7 @@ const DETECTORS: &[Detector] = &[
     kernels::elementwise_heavy,
     kernels::conv_layout_transposes,
     kernels::conv_heavy,
+    kernels::paged_attention_heavy,
     kernels::exposed_communication,
     kernels::memcpy_heavy,
     kernels::unclassified_time,

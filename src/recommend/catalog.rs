@@ -128,6 +128,9 @@ pub struct RecDef {
     /// attention is not for paged-attention decode kernels).
     #[serde(default)]
     pub max_tag_share: Option<TagShare>,
+    /// Only findings whose time at stake is at least this share (%) of the window.
+    #[serde(default)]
+    pub min_stake_pct: Option<f64>,
     /// Only findings whose `evidence.max_workgroups` (the largest grid of the kernels they name)
     /// reaches this, or is unknown: tile advice is for grids that fill the device (seeds/003).
     #[serde(default)]

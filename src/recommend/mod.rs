@@ -148,6 +148,10 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
         .filter(|f| rec.findings.contains(&f.id))
         .filter(|f| a.compile.compiled || !rec.findings_if_compiled.contains(&f.id))
         .filter(|f| {
+            rec.min_stake_pct
+                .is_none_or(|p| crate::analysis::pct(f.time_at_stake_ns, a.summary.window_ns) >= p)
+        })
+        .filter(|f| {
             rec.min_workgroups.is_none_or(|min| {
                 f.evidence["max_workgroups"]
                     .as_u64()
@@ -176,21 +180,49 @@ struct SteadyPart {
     wait_ns: i64,
     /// The steady steps' share of the kernel time (1 when the profile is representative).
     share: f64,
+    /// A warm-up step inside the window (`warmup_in_window`): its time per category, on every
+    /// rank, which no action on the steady state recovers.
+    warmup: BTreeMap<Category, i64>,
 }
 
 impl SteadyPart {
-    fn of(findings: &[Finding]) -> SteadyPart {
+    fn of(a: &Analysis, findings: &[Finding]) -> SteadyPart {
+        use crate::detect::FindingId;
         let mut part = SteadyPart {
             wait_ns: 0,
             share: 1.0,
+            warmup: BTreeMap::new(),
         };
-        for f in findings {
-            if f.id != crate::detect::FindingId::UnrepresentativeProfile {
-                continue;
+        let warmup_step = findings
+            .iter()
+            .find(|f| f.id == FindingId::WarmupInWindow)
+            .and_then(|f| f.evidence["step"].as_u64());
+        let warmup_rows: Vec<_> = a
+            .step_breakdown
+            .iter()
+            .filter(|r| Some(r.step) == warmup_step)
+            .collect();
+        for row in &warmup_rows {
+            for p in &row.time_partition {
+                *part.warmup.entry(p.category).or_default() += p.ns;
             }
+        }
+        let in_warmup = |t: i64| {
+            warmup_rows
+                .iter()
+                .any(|r| t >= r.start_ns && t < r.start_ns.saturating_add(r.dur_ns))
+        };
+        for f in findings
+            .iter()
+            .filter(|f| f.id == FindingId::UnrepresentativeProfile)
+        {
             match f.kind() {
-                Some("one_call") => part.wait_ns = f.time_at_stake_ns,
-                Some("warmup") => {
+                // A wait inside the warm-up step leaves with the step.
+                Some("one_call") if !f.evidence["start_ns"].as_i64().is_some_and(in_warmup) => {
+                    part.wait_ns = f.time_at_stake_ns;
+                }
+                // The warm-up step's own time is exact; the share is for profiles without one.
+                Some("warmup") if part.warmup.is_empty() => {
                     part.share = f.evidence["steady_pct"].as_f64().unwrap_or(100.0) / 100.0;
                 }
                 _ => {}
@@ -208,7 +240,11 @@ impl SteadyPart {
             .map(|&c| a.partition_ns(c))
             .sum();
         let wait = self.wait_ns.min(idle);
-        ((categories_ns(a, cats) - wait) as f64 * self.share).round() as i64
+        let warmup: i64 = cats
+            .iter()
+            .map(|c| self.warmup.get(c).copied().unwrap_or(0))
+            .sum();
+        ((categories_ns(a, cats) - wait - warmup).max(0) as f64 * self.share).round() as i64
     }
 }
 
@@ -227,7 +263,7 @@ pub fn plan(
 ) -> Plan {
     let vendor = a.vendor();
     let window = a.summary.window_ns;
-    let steady = SteadyPart::of(findings);
+    let steady = SteadyPart::of(a, findings);
     let mut recs: Vec<Recommendation> = Vec::new();
     for rec in &catalog.recommendations {
         let Some(hits) = triggered(rec, a, findings) else {

@@ -437,3 +437,107 @@ fn each_because_is_the_recommendations_own_evidence() {
         assert!(attention.evidence[0].contains("of the device's dense peak"), "{:?}", attention.evidence);
     });
 }
+
+/// Seeds/002 measured Triton GEMMs 60% slower than rocBLAS on MI350: GEMMs that run as Triton
+/// kernels on AMD get routed to the libraries. The trace is a real ViT compiled with
+/// max-autotune and Triton as its only GEMM backend (H100), read as from an AMD device; the
+/// vLLM trace's Triton GEMMs are mixture-of-experts GEMMs, which no library replaces.
+#[test]
+fn triton_gemms_on_amd_go_to_the_libraries_but_not_moe() {
+    use rocprof_classify::ingest::{read_all, ReadOptions};
+    let path = fixture("kineto/zoo/vit_infer_triton_gemm.json.gz");
+    let mut trace = read_all(&[path], &ReadOptions::default()).unwrap();
+    let nvidia = crate::common::run_trace(trace.clone(), &Default::default());
+    assert!(
+        rec(&nvidia, "tuning.library-gemm").is_none(),
+        "seeds/002 measured AMD only"
+    );
+    for input in &mut trace.inputs {
+        input.vendor = rocprof_classify::model::Vendor::Amd;
+    }
+    let amd = crate::common::run_trace(trace, &Default::default());
+    let r = rec(&amd, "tuning.library-gemm").expect("Triton GEMMs on AMD");
+    assert!(r.evidence[0].starts_with("GEMMs hold"), "{:?}", r.evidence);
+    assert!(
+        r.actions[0].text.contains("max_autotune_gemm_backends"),
+        "{:?}",
+        r.actions
+    );
+    let gemm = amd.analysis.partition_ns(Category::Gemm);
+    assert!(r.est_savings_ns > 0 && r.est_savings_ns <= gemm);
+    // Inductor's Triton convolution template is a convolution, not unclassified time.
+    assert!(finding(&amd, FindingId::UnclassifiedTime).is_none());
+    with_shared!(shared => {
+        let vllm = run_path(&shared.join("corpus/tracelens/graph_execution.json.gz"));
+        assert!(rec(&vllm, "tuning.library-gemm").is_none(), "MoE GEMMs stay in Triton");
+    });
+}
+
+/// SGLang decode: paged attention is 22% of kernel time with a KV cache in the model's dtype
+/// (the kernels' `Fp8KVCacheDataType` argument is 0, auto): fp8 KV cache on MI300 (seeds/003).
+#[test]
+fn paged_attention_on_a_full_width_kv_cache_gets_fp8_kv_advice() {
+    with_shared!(shared => {
+        let r = run_path(&shared.join("corpus/tracelens/sglang_Qwen3-8B_decode.json.gz"));
+        let f = finding(&r, FindingId::PagedAttentionHeavy).expect("paged attention is heavy");
+        assert_eq!(f.kind(), Some("not_fp8"), "{}", f.evidence);
+        assert_eq!(f.evidence["kv_cache_dtypes"], serde_json::json!(["auto"]));
+        let kv = rec(&r, "arch.fp8-kv-cache").expect("fp8 KV cache offered");
+        assert!(kv.est_savings_ns <= f.time_at_stake_ns);
+        assert!(kv.actions[0].text.contains("--kv-cache-dtype fp8"));
+        // No paged attention, no KV advice.
+        let qwen = run_path(&shared.join("corpus/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"));
+        assert!(finding(&qwen, FindingId::PagedAttentionHeavy).is_none());
+    });
+}
+
+/// Exposed RCCL collectives on AMD (8-rank DDP ResNet: most all-reduce time not overlapped)
+/// get seeds 001/003's RCCL settings; a trace without collectives does not.
+#[test]
+fn exposed_rccl_collectives_get_the_rccl_environment() {
+    with_shared!(shared => {
+        let r = run_path(&shared.join("corpus/tracelens/resnet_act_checkpoint.json.gz"));
+        let exposed = finding(&r, FindingId::ExposedCommunication).unwrap();
+        let rccl = rec(&r, "env.rccl").expect("RCCL settings for exposed collectives");
+        assert!(rccl.actions[0].text.contains("NCCL_MIN_NCHANNELS=112"));
+        assert!(rccl.actions.iter().any(|a| a.text.contains("numa_balancing=0")));
+        assert!(rccl.est_savings_ns > 0 && rccl.est_savings_ns <= exposed.time_at_stake_ns);
+        assert_eq!(rccl.level, 1);
+        let qwen = run_path(&shared.join("corpus/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"));
+        assert!(rec(&qwen, "env.rccl").is_none());
+    });
+}
+
+/// A warm-up step inside the window is no one's savings: an action's ceiling leaves its time
+/// out. `eager_launch_bound` profiles its first (warm-up) step: compile's savings stay under
+/// the launch overhead and elementwise time of the other steps.
+#[test]
+fn no_savings_from_a_warm_up_step() {
+    let r = run_path(&fixture("kineto/h100/eager_launch_bound.json.gz"));
+    let warm = finding(&r, FindingId::WarmupInWindow).expect("its first step is a warm-up");
+    let step = warm.evidence["step"].as_u64().unwrap();
+    let cats = [Category::LaunchOverhead, Category::Elementwise];
+    let in_warmup: i64 = r
+        .analysis
+        .step_breakdown
+        .iter()
+        .filter(|s| s.step == step)
+        .flat_map(|s| s.time_partition.iter())
+        .filter(|p| cats.contains(&p.category))
+        .map(|p| p.ns)
+        .sum();
+    assert!(in_warmup > 0);
+    let whole: i64 = cats.iter().map(|&c| r.analysis.partition_ns(c)).sum();
+    let compile = rec(&r, "compile.enable").unwrap();
+    assert!(
+        compile.est_savings_ns <= whole - in_warmup,
+        "{} > {} - {in_warmup}",
+        compile.est_savings_ns,
+        whole
+    );
+    // The fraction (0.5) applies to the steady steps' time.
+    assert_eq!(
+        compile.est_savings_ns,
+        ((whole - in_warmup) as f64 * 0.5).round() as i64
+    );
+}

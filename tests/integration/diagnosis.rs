@@ -433,6 +433,7 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
     ("corpus/tracelens/sglang_Qwen3-8B_decode.json.gz", &[
         ("cudagraphs_in_use", "SGLang decode replays one HIP graph of 544 kernels"),
         ("gemm_backend", "hipBLASLt"),
+        ("paged_attention_heavy", "decode: vLLM's paged_attention_ll4mi kernels are 22% of kernel time on a bf16 KV cache (Fp8KVCacheDataType 0)"),
         ("sync_stalls", "the host waits ~463 ms in one blocking hipMemcpyWithStream while the GPU works ~10 ms"),
         ("unrepresentative_profile", "that wait is 97.7% of the window: the profile shows it, not the decode"),
     ]),
