@@ -246,7 +246,8 @@ pub enum Command {
     },
     /// What a finding or recommendation id means: its trigger, savings model, actions and seed.
     Explain {
-        /// A finding id (graph_breaks, …) or recommendation id (compile.enable, …).
+        /// A finding id (graph_breaks, …) or recommendation id (compile.enable, …); `recommendations`
+        /// prints every recommendation as a Markdown table.
         id: String,
     },
 }

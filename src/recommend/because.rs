@@ -22,6 +22,19 @@ pub enum Fact {
 }
 
 impl Fact {
+    /// What the fact says, for the catalog's description.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Fact::GemmShare => "the GEMM share of kernel time and its libraries",
+            Fact::GemmEfficiency => {
+                "the GEMM shapes' time-weighted share of the dense peak, the largest named"
+            }
+            Fact::AttentionKernel => {
+                "the attention kernel that runs now, its share, and the attention ops' efficiency"
+            }
+        }
+    }
+
     /// The fact in words, or None when the trace does not show it.
     pub fn say(self, a: &Analysis, findings: &[Finding]) -> Option<String> {
         match self {

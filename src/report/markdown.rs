@@ -101,7 +101,8 @@ fn render_partition(out: &mut String, sections: &Sections) {
     }
 }
 
-/// The top three recommendations, each with its first piece of evidence and two actions.
+/// The top three recommendations, each with its first piece of evidence and two actions; the
+/// rest folded, one line each with their caveats.
 fn render_recommendations(out: &mut String, run: &Run) {
     let _ = writeln!(out, "\n### Top recommendations\n");
     if run.plan.recommendations.is_empty() {
@@ -127,6 +128,30 @@ fn render_recommendations(out: &mut String, run: &Run) {
         for c in &r.caveats {
             let _ = writeln!(out, "   - caveat: {}", cell(c));
         }
+    }
+    // The rest, one line each, folded; their caveats stay visible in the fold.
+    let rest = run.plan.recommendations.get(3..).unwrap_or_default();
+    if !rest.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n<details><summary>{} more recommendation(s)</summary>\n",
+            rest.len()
+        );
+        for r in rest {
+            let _ = writeln!(
+                out,
+                "{}. [{}] {}: saves ~{} ({:.1}%)",
+                r.rank,
+                level_tag(r),
+                cell(&r.title),
+                fmt_ns(r.est_savings_ns),
+                r.est_savings_pct
+            );
+            for c in &r.caveats {
+                let _ = writeln!(out, "   - caveat: {}", cell(c));
+            }
+        }
+        let _ = writeln!(out, "\n</details>");
     }
 }
 

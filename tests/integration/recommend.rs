@@ -461,3 +461,29 @@ fn a_user_rule_renaming_a_family_keeps_its_detector() {
         ids(&user)
     );
 }
+
+/// README "How recommendations are chosen" is the catalog's own table: every recommendation with
+/// its trigger, thresholds, evidence, savings model and seed, as `explain recommendations` prints.
+#[test]
+fn the_readme_table_of_recommendations_is_the_catalogs() {
+    let cat = catalog();
+    let table = rocprof_classify::report::catalog::recommendations_table(&cat);
+    for r in &cat.recommendations {
+        assert!(
+            table.contains(&format!("| `{}` |", r.id)),
+            "{} missing",
+            r.id
+        );
+        assert!(!r.seed.is_empty(), "{} has no seed passage", r.id);
+    }
+    let readme = std::fs::read_to_string(crate::common::root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&table),
+        "README's table differs from `rocprof-classify explain recommendations`:\n{table}"
+    );
+    let out = bin()
+        .args(["explain", "recommendations"])
+        .assert()
+        .success();
+    assert_eq!(String::from_utf8_lossy(&out.get_output().stdout), table);
+}
