@@ -302,6 +302,7 @@ fn graph_capture_on_rocm_carries_its_caveat_in_every_report() {
         let r = run_path(&trace);
         let g = rec(&r, "graphs.capture").expect("offered");
         assert!(g.caveats.iter().any(|c| c.contains("65x slower") && c.contains("0.89x")), "{:?}", g.caveats);
+        assert!(g.caveats.iter().any(|c| c.contains("Dynamo RNG patch")), "{:?}", g.caveats);
         let pos = |id: &str| r.plan.recommendations.iter().position(|x| x.id == id);
         assert!(pos("compile.enable") < pos("graphs.capture"));
         let dir = tempfile::tempdir().unwrap();
