@@ -668,9 +668,57 @@ fn skeleton_parse_floor(big: &Path, runs: usize, big_wall: Duration) {
     let mut skel: Vec<Duration> = (0..runs).map(|_| skeleton_parse(big)).collect();
     skel.sort();
     let s = skel[runs / 2];
+    let (one, one_rss) = median_run(&["-q", "--threads", "1", "--json", "/dev/null"], big, runs);
+    let (_, default_rss) = median_run(&["-q", "--json", "/dev/null"], big, runs);
     println!(
-        "serde_json skeleton parse of big_eager (1 thread, in memory): {:.3} s; end-to-end analysis runs at {:.2}x its speed",
+        "serde_json skeleton parse of big_eager (1 thread, in memory): {:.3} s; end-to-end analysis runs at {:.2}x its speed (default threads, {:.3} s) and {:.2}x with --threads 1 ({:.3} s)",
         s.as_secs_f64(),
-        s.as_secs_f64() / big_wall.as_secs_f64()
+        s.as_secs_f64() / big_wall.as_secs_f64(),
+        big_wall.as_secs_f64(),
+        s.as_secs_f64() / one.as_secs_f64(),
+        one.as_secs_f64()
     );
+    // Memory per host event: the peak RSS over big_eager's host events, and beyond the fixed
+    // base of a small trace (binary, rules, buffers).
+    let (_, host) = event_counts(big);
+    let small = Path::new("fixtures/kineto/h100/eager_launch_bound.json.gz");
+    let (_, base) = median_run(
+        &["-q", "--threads", "1", "--json", "/dev/null"],
+        small,
+        runs,
+    );
+    let per = |rss: u64| rss as f64 / host as f64;
+    let beyond = |rss: u64| rss.saturating_sub(base) as f64 / host as f64;
+    println!(
+        "big_eager peak RSS per host event ({host} host events): {:.0} B default threads, {:.0} B --threads 1; beyond the {:.1} MB base of a small trace: {:.0} B and {:.0} B",
+        per(default_rss),
+        per(one_rss),
+        base as f64 / 1e6,
+        beyond(default_rss),
+        beyond(one_rss)
+    );
+}
+
+/// GPU activities and host events of a trace, as the binary's `--timings` counts them.
+fn event_counts(path: &Path) -> (u64, u64) {
+    let out = Command::new(BIN)
+        .args(["-q", "--timings", "--json", "/dev/null"])
+        .arg(path)
+        .output()
+        .expect("the release binary runs");
+    let text = String::from_utf8_lossy(&out.stderr);
+    // "timings: read 0.753 s (48000 GPU activities, 381202 host events), analysis …"
+    let number_before = |what: &str| -> u64 {
+        let end = text.find(what).expect("--timings counts");
+        text[..end]
+            .trim_end()
+            .rsplit(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("a count")
+    };
+    (
+        number_before(" GPU activities"),
+        number_before(" host events"),
+    )
 }

@@ -99,7 +99,7 @@ impl<'t> Owners<'t> {
         let threads = self.threads;
         *self.cache.entry(call).or_insert_with(|| {
             let c = call as usize;
-            let key = (trace.host.input[c], trace.host.tid[c]);
+            let key = (trace.host.input[c], trace.host.tid(c));
             threads
                 .get(&key)
                 .and_then(|t| innermost(trace, t, trace.host.ts_ns[c]))
@@ -119,7 +119,7 @@ fn threads_of(
     for h in 0..host.len() {
         if host.kind[h] == kind && keep(trace.names.get(host.name[h])) {
             threads
-                .entry((host.input[h], host.tid[h]))
+                .entry((host.input[h], host.tid(h)))
                 .or_insert_with(|| Thread {
                     ops: Vec::new(),
                     parent: Vec::new(),
@@ -283,8 +283,8 @@ pub fn ops(
         e.self_ns += dur;
         e.launches += 1;
         *e.by_bucket.entry(bucket).or_default() += dur;
-        if host.input_dims[h] != NameId::NONE {
-            *e.shapes.entry(host.input_dims[h]).or_default() += 1;
+        if host.input_dims(h) != NameId::NONE {
+            *e.shapes.entry(host.input_dims(h)).or_default() += 1;
         }
         // The peaks of the device this activity ran on (one lookup per device).
         let peaks = *device_peaks
@@ -390,12 +390,12 @@ fn gemm_call(
     fp32_kernel: bool,
 ) -> Option<Call> {
     let host = &trace.host;
-    let dims = host.input_dims[h];
+    let dims = host.input_dims(h);
     let flops = (dims != NameId::NONE)
         .then(|| efficiency::gemm_flops(trace.names.get(host.name[h]), trace.names.get(dims)))
         .flatten()?;
     let dtype = efficiency::compute_dtype(
-        efficiency::dtype_of(trace.names.get(host.input_types[h]))?,
+        efficiency::dtype_of(trace.names.get(host.input_types(h)))?,
         peaks,
         fp32_kernel,
     );
@@ -418,18 +418,18 @@ fn composite_call(
 ) -> Option<Call> {
     let host = &trace.host;
     let name = host.name[outer];
-    let dims = host.input_dims[outer];
+    let dims = host.input_dims(outer);
     let flops = (dims != NameId::NONE)
         .then(|| {
             efficiency::composite_flops(
                 trace.names.get(name),
                 trace.names.get(dims),
-                trace.names.get(host.concrete_inputs[outer]),
+                trace.names.get(host.concrete_inputs(outer)),
             )
         })
         .flatten()?;
     let dtype = efficiency::compute_dtype(
-        efficiency::dtype_of(trace.names.get(host.input_types[outer]))?,
+        efficiency::dtype_of(trace.names.get(host.input_types(outer)))?,
         peaks,
         false,
     );

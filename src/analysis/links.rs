@@ -89,7 +89,7 @@ fn captured_launches(trace: &Trace, launch: &[Option<u32>]) -> HashMap<u32, u32>
     let mut threads: std::collections::BTreeMap<(u32, u64), Vec<(i64, u32)>> = Default::default();
     for h in (0..host.len()).filter(|&h| is_call(h)) {
         threads
-            .entry((host.input[h], host.tid[h]))
+            .entry((host.input[h], host.tid(h)))
             .or_default()
             .push((host.ts_ns[h], h as u32));
     }

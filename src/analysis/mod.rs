@@ -692,7 +692,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         activities: tables.activities,
         distinct_kernels: tables.distinct_kernels,
         warmup_in_window,
-        has_op_shapes: trace.host.input_dims.iter().any(|&d| d != NameId::NONE),
+        has_op_shapes: trace.host.has_input_dims(),
         ops,
         op_shapes,
         modules: Vec::new(),

@@ -321,13 +321,13 @@ fn call_facts(ctx: &Context, op: &OpRow) -> CallFacts {
         return CallFacts::default();
     };
     let Some(call) = (0..host.len())
-        .find(|&h| host.name[h] == name && compact_dims(names.get(host.input_dims[h])) == shapes)
+        .find(|&h| host.name[h] == name && compact_dims(names.get(host.input_dims(h))) == shapes)
     else {
         return CallFacts::default();
     };
     CallFacts {
-        dtype: dtype_of(names.get(host.input_types[call])),
-        leading: leading_strides(&op.name, names.get(host.input_strides[call])),
+        dtype: dtype_of(names.get(host.input_types(call))),
+        leading: leading_strides(&op.name, names.get(host.input_strides(call))),
     }
 }
 
@@ -351,7 +351,7 @@ fn op_workgroups(ctx: &Context, ops: &[&OpRow]) -> Option<u32> {
             wanted.iter().any(|&(name, shapes)| {
                 host.name[op] == name
                     && shapes.is_none_or(|s| {
-                        let dims = host.input_dims[op];
+                        let dims = host.input_dims(op);
                         shapes_of
                             .entry(dims)
                             .or_insert_with(|| compact_dims(names.get(dims)))

@@ -173,7 +173,7 @@ struct IdleAfter {
     /// start of every later launch.
     launches: Vec<Vec<(i64, i64)>>,
     /// Per input: the union of GPU activity, sorted.
-    busy: Vec<Vec<(i64, i64)>>,
+    busy: Vec<Busy>,
 }
 
 impl IdleAfter {
@@ -199,7 +199,7 @@ impl IdleAfter {
                 e.1 = earliest;
             }
         }
-        let busy = spans.into_iter().map(union).collect();
+        let busy = spans.into_iter().map(Busy::of).collect();
         IdleAfter { launches, busy }
     }
 
@@ -212,7 +212,7 @@ impl IdleAfter {
         if next <= returned {
             return 0;
         }
-        idle_within(busy, returned, next)
+        busy.idle_within(returned, next)
     }
 }
 
@@ -229,18 +229,46 @@ fn union(mut v: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     out
 }
 
-/// Time in `[from, to)` that no span of the sorted union `busy` covers.
-fn idle_within(busy: &[(i64, i64)], from: i64, to: i64) -> i64 {
-    if to <= from {
-        return 0;
+/// The GPU's busy time as a sorted union of spans with running totals: the idle time of any
+/// range in O(log n), however many spans it covers (a step-long op covers thousands).
+#[derive(Default)]
+struct Busy {
+    spans: Vec<(i64, i64)>,
+    /// Busy time of `spans[..k]`.
+    before: Vec<i64>,
+}
+
+impl Busy {
+    fn of(spans: Vec<(i64, i64)>) -> Busy {
+        let spans = union(spans);
+        let mut before = Vec::with_capacity(spans.len() + 1);
+        let mut sum = 0i64;
+        before.push(0);
+        for &(s, e) in &spans {
+            sum += e - s;
+            before.push(sum);
+        }
+        Busy { spans, before }
     }
-    let lo = busy.partition_point(|b| b.1 <= from);
-    let ran: i64 = busy[lo..]
-        .iter()
-        .take_while(|b| b.0 < to)
-        .map(|b| b.1.min(to) - b.0.max(from))
-        .sum();
-    (to - from - ran).max(0)
+
+    /// Busy time before `t`.
+    fn until(&self, t: i64) -> i64 {
+        // Spans starting before t; the last of them may end after it.
+        let k = self.spans.partition_point(|b| b.0 < t);
+        if k == 0 {
+            return 0;
+        }
+        let (s, e) = self.spans[k - 1];
+        self.before[k - 1] + (e.min(t) - s)
+    }
+
+    /// Time in `[from, to)` that no span covers.
+    fn idle_within(&self, from: i64, to: i64) -> i64 {
+        if to <= from {
+            return 0;
+        }
+        (to - from - (self.until(to) - self.until(from))).max(0)
+    }
 }
 
 pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
@@ -391,7 +419,7 @@ pub fn unrepresentative_profile(ctx: &Context) -> Vec<Finding> {
     for a in 0..acts.len() {
         spans[acts.input[a] as usize].push((acts.ts_ns[a], acts.end_ns(a)));
     }
-    let busy: Vec<Vec<(i64, i64)>> = spans.into_iter().map(union).collect();
+    let busy: Vec<Busy> = spans.into_iter().map(Busy::of).collect();
     // The host call inside which the GPU idles longest (torch.compile's own work is
     // `compile_in_window`'s: a call that compiles is not a wait).
     let mut worst: Option<(usize, i64)> = None;
@@ -405,7 +433,7 @@ pub fn unrepresentative_profile(ctx: &Context) -> Vec<Finding> {
         {
             continue;
         }
-        let idle = idle_within(&busy[host.input[i] as usize], s, e);
+        let idle = busy[host.input[i] as usize].idle_within(s, e);
         if worst.is_none_or(|w| idle > w.1) {
             worst = Some((i, idle));
         }
@@ -480,4 +508,30 @@ fn steady_share(ctx: &Context) -> Option<(i64, i64)> {
         }
     }
     (total > 0).then_some((steady, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Busy;
+
+    #[test]
+    fn idle_time_of_a_range_from_running_totals() {
+        let busy = Busy::of(vec![(10, 20), (15, 30), (40, 50), (60, 61)]);
+        assert_eq!(busy.spans, vec![(10, 30), (40, 50), (60, 61)]);
+        // Brute force over every range of a small grid.
+        for from in 0..70 {
+            for to in from..70 {
+                let covered = (from..to)
+                    .filter(|&t| busy.spans.iter().any(|&(s, e)| t >= s && t < e))
+                    .count() as i64;
+                assert_eq!(
+                    busy.idle_within(from, to),
+                    to - from - covered,
+                    "{from}..{to}"
+                );
+            }
+        }
+        assert_eq!(busy.idle_within(5, 5), 0);
+        assert_eq!(Busy::of(vec![]).idle_within(0, 9), 9);
+    }
 }

@@ -269,9 +269,9 @@ fn convolution_layouts(ctx: &Context) -> ConvSpans {
         let first = |id: NameId| {
             crate::analysis::efficiency::dims_of(ctx.name(id)).and_then(|d| d.into_iter().next())
         };
-        let channels_last = (host.input_strides[h] != NameId::NONE)
+        let channels_last = (host.input_strides(h) != NameId::NONE)
             .then(
-                || match (first(host.input_dims[h]), first(host.input_strides[h])) {
+                || match (first(host.input_dims(h)), first(host.input_strides(h))) {
                     (Some(d), Some(s)) if d.len() == 4 && s.len() == 4 && d[1] > 1 => {
                         Some(s[1] == 1)
                     }
@@ -280,7 +280,7 @@ fn convolution_layouts(ctx: &Context) -> ConvSpans {
             )
             .flatten();
         let end = host.ts_ns[h].saturating_add(host.dur_ns[h]);
-        out.entry((host.pid[h], host.tid[h])).or_default().push((
+        out.entry((host.pid(h), host.tid(h))).or_default().push((
             host.ts_ns[h],
             end,
             channels_last,
@@ -299,7 +299,7 @@ fn inside_channels_last_convolution(ctx: &Context, convs: &ConvSpans, a: usize) 
         return false;
     };
     let host = &ctx.trace.host;
-    let Some(list) = convs.get(&(host.pid[h], host.tid[h])) else {
+    let Some(list) = convs.get(&(host.pid(h), host.tid(h))) else {
         return false;
     };
     let t = host.ts_ns[h];

@@ -182,7 +182,7 @@ impl<'c> LaunchedTime<'c> {
                 && launched.contains_key(&h)
             {
                 calls
-                    .entry((host.input[h], host.tid[h]))
+                    .entry((host.input[h], host.tid(h)))
                     .or_default()
                     .push(h);
             }
@@ -223,7 +223,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     for h in 0..host.len() {
         if host.kind[h] == HostKind::CpuOp {
             threads
-                .entry((host.input[h], host.tid[h]))
+                .entry((host.input[h], host.tid(h)))
                 .or_default()
                 .push(h);
         }
@@ -284,10 +284,10 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
             if nested {
                 continue;
             }
-            if k & GEMM != 0 && host.input_dims[h] != NameId::NONE {
+            if k & GEMM != 0 && host.input_dims(h) != NameId::NONE {
                 // Parsed once per distinct `Input Dims` text.
                 let shape = first_input
-                    .entry(host.input_dims[h])
+                    .entry(host.input_dims(h))
                     .or_insert_with_key(|&dims| {
                         tensor_dims(trace.names.get(dims))
                             .first()
@@ -324,7 +324,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     if let Some(pairs) = runs.get_mut(&2) {
         pairs.retain(|(run, _)| {
             let w = |h: usize| {
-                tensor_dims(trace.names.get(host.input_dims[h]))
+                tensor_dims(trace.names.get(host.input_dims(h)))
                     .get(1)
                     .cloned()
             };
@@ -345,7 +345,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
         let shapes: Vec<String> = example
             .iter()
             .map(|&h| {
-                crate::analysis::attribution::compact_dims(trace.names.get(host.input_dims[h]))
+                crate::analysis::attribution::compact_dims(trace.names.get(host.input_dims(h)))
             })
             .collect();
         let per_step = list.len() as f64 / step_count(ctx);

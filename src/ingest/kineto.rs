@@ -952,7 +952,7 @@ mod tests {
         assert_eq!(t.activities.correlation[0], 9);
         assert_eq!(t.host.len(), 3);
         assert_eq!(t.host.kind[2], HostKind::Python);
-        assert_eq!(t.names.get(t.host.input_dims[0]), "[[2,3],[3,4]]");
+        assert_eq!(t.names.get(t.host.input_dims(0)), "[[2,3],[3,4]]");
         assert_eq!(t.host.correlation[1], 9);
         let meta = &t.inputs[0];
         assert_eq!(
@@ -985,7 +985,7 @@ mod tests {
         assert_eq!(t.activities.stream[0], 7);
         assert_eq!(t.activities.external_id[0], 537);
         assert_eq!(t.activities.kind[1], ActivityKind::Memset);
-        assert_eq!(t.host.tid[0], 25738);
+        assert_eq!(t.host.tid(0), 25738);
         assert_eq!(t.inputs[0].vendor, Vendor::Nvidia);
     }
 

@@ -598,6 +598,8 @@ pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestEr
         trace.append(part);
     }
     trace.skipped = skipped;
+    trace.activities.shrink_to_fit();
+    trace.host.shrink_to_fit();
     Ok(trace)
 }
 
@@ -608,6 +610,9 @@ fn read_one(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(), In
     // left out with a warning, so no sum or difference of times can overflow downstream.
     let gpu = trace.activities.drop_implausible();
     let host = trace.host.drop_implausible();
+    // The columns grew by doubling: up to half of each is spare capacity the analysis never uses.
+    trace.activities.shrink_to_fit();
+    trace.host.shrink_to_fit();
     for (input, meta) in trace.inputs.iter_mut().enumerate() {
         let (g, h) = (
             gpu.get(&(input as u32)).copied().unwrap_or(0),
@@ -725,9 +730,12 @@ mod tests {
             (b.name.clone(), b.input.clone(), b.ts_ns.clone())
         );
         let (a, b) = (&parallel.host, &sequential.host);
+        let dims = |h: &crate::model::HostEvents| {
+            (0..h.len()).map(|i| h.input_dims(i)).collect::<Vec<_>>()
+        };
         assert_eq!(
-            (a.name.clone(), a.input.clone(), a.input_dims.clone()),
-            (b.name.clone(), b.input.clone(), b.input_dims.clone())
+            (a.name.clone(), a.input.clone(), dims(a), a.threads.clone()),
+            (b.name.clone(), b.input.clone(), dims(b), b.threads.clone())
         );
     }
 }

@@ -145,6 +145,19 @@ impl GpuActivities {
         self.external_id.extend(o.external_id);
         self.workgroups.extend(o.workgroups);
     }
+    /// Gives back the columns' spare capacity once reading is done.
+    pub fn shrink_to_fit(&mut self) {
+        self.kind.shrink_to_fit();
+        self.name.shrink_to_fit();
+        self.input.shrink_to_fit();
+        self.device.shrink_to_fit();
+        self.stream.shrink_to_fit();
+        self.ts_ns.shrink_to_fit();
+        self.dur_ns.shrink_to_fit();
+        self.correlation.shrink_to_fit();
+        self.external_id.shrink_to_fit();
+        self.workgroups.shrink_to_fit();
+    }
     /// End of row `i` (`ts + dur`).
     pub fn end_ns(&self, i: usize) -> i64 {
         self.ts_ns[i].saturating_add(self.dur_ns[i])
@@ -188,23 +201,44 @@ pub struct HostEvents {
     pub kind: Vec<HostKind>,
     pub name: Vec<NameId>,
     pub input: Vec<u32>,
-    /// Host process and thread; strings in old traces are mapped to numbers by the reader.
-    pub pid: Vec<u64>,
-    pub tid: Vec<u64>,
+    /// Index into `threads`: each event's host process and thread, stored once per thread.
+    pub thread: Vec<u32>,
+    /// The distinct (pid, tid) pairs; strings in old traces are mapped to numbers by the reader.
+    pub threads: Vec<(u64, u64)>,
+    thread_ids: std::collections::HashMap<(u64, u64), u32>,
     pub ts_ns: Vec<i64>,
     pub dur_ns: Vec<i64>,
     /// Correlation id of a runtime/driver call (0 when absent).
     pub correlation: Vec<u64>,
     /// `External id` of a cpu_op or runtime call (0 when absent).
     pub external_id: Vec<u64>,
-    /// The raw `Input Dims` JSON of a cpu_op, interned; [`NameId::NONE`] when absent.
-    pub input_dims: Vec<NameId>,
-    /// The raw `Input type` JSON of a cpu_op (`["c10::BFloat16", …]`), interned.
-    pub input_types: Vec<NameId>,
-    /// The raw `Concrete Inputs` JSON of a cpu_op (scalars: strides, `is_causal`, …), interned.
-    pub concrete_inputs: Vec<NameId>,
-    /// The raw `Input Strides` JSON of a GEMM cpu_op (element strides per input), interned.
-    pub input_strides: Vec<NameId>,
+    /// Per event: 1 + its index in `op_args`, or 0 without any (most events: only cpu_ops of
+    /// traces recorded with `record_shapes` have them, so they are stored apart).
+    op_args_of: Vec<u32>,
+    op_args: Vec<OpArgs>,
+}
+
+/// A cpu_op's inputs as the profiler records them (`record_shapes=True`), each raw JSON
+/// interned; [`NameId::NONE`] when absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpArgs {
+    /// `Input Dims`.
+    pub input_dims: NameId,
+    /// `Input type` (`["c10::BFloat16", …]`).
+    pub input_types: NameId,
+    /// `Concrete Inputs` (scalars: strides, `is_causal`, …).
+    pub concrete_inputs: NameId,
+    /// `Input Strides` of a GEMM cpu_op (element strides per input).
+    pub input_strides: NameId,
+}
+
+impl OpArgs {
+    const NONE: OpArgs = OpArgs {
+        input_dims: NameId::NONE,
+        input_types: NameId::NONE,
+        concrete_inputs: NameId::NONE,
+        input_strides: NameId::NONE,
+    };
 }
 
 /// One host event, as readers hand it to [`HostEvents::push`].
@@ -234,40 +268,100 @@ impl HostEvents {
             retain_by(&mut self.kind, &keep);
             retain_by(&mut self.name, &keep);
             retain_by(&mut self.input, &keep);
-            retain_by(&mut self.pid, &keep);
-            retain_by(&mut self.tid, &keep);
+            retain_by(&mut self.thread, &keep);
             retain_by(&mut self.ts_ns, &keep);
             retain_by(&mut self.dur_ns, &keep);
             retain_by(&mut self.correlation, &keep);
             retain_by(&mut self.external_id, &keep);
-            retain_by(&mut self.input_dims, &keep);
-            retain_by(&mut self.input_types, &keep);
-            retain_by(&mut self.concrete_inputs, &keep);
-            retain_by(&mut self.input_strides, &keep);
+            retain_by(&mut self.op_args_of, &keep);
         }
         dropped
     }
     pub fn len(&self) -> usize {
         self.name.len()
     }
+    /// The recorded inputs of event `i` (all [`NameId::NONE`] without any).
+    pub fn op_args(&self, i: usize) -> OpArgs {
+        match self.op_args_of[i] {
+            0 => OpArgs::NONE,
+            k => self.op_args[k as usize - 1],
+        }
+    }
+    /// `Input Dims` of event `i`.
+    pub fn input_dims(&self, i: usize) -> NameId {
+        self.op_args(i).input_dims
+    }
+    /// `Input type` of event `i`.
+    pub fn input_types(&self, i: usize) -> NameId {
+        self.op_args(i).input_types
+    }
+    /// `Concrete Inputs` of event `i`.
+    pub fn concrete_inputs(&self, i: usize) -> NameId {
+        self.op_args(i).concrete_inputs
+    }
+    /// `Input Strides` of event `i`.
+    pub fn input_strides(&self, i: usize) -> NameId {
+        self.op_args(i).input_strides
+    }
+    /// Whether any event has recorded input shapes.
+    pub fn has_input_dims(&self) -> bool {
+        self.op_args.iter().any(|a| a.input_dims != NameId::NONE)
+    }
+    /// Gives back the columns' spare capacity once reading is done.
+    pub fn shrink_to_fit(&mut self) {
+        self.kind.shrink_to_fit();
+        self.name.shrink_to_fit();
+        self.input.shrink_to_fit();
+        self.thread.shrink_to_fit();
+        self.ts_ns.shrink_to_fit();
+        self.dur_ns.shrink_to_fit();
+        self.correlation.shrink_to_fit();
+        self.external_id.shrink_to_fit();
+        self.op_args_of.shrink_to_fit();
+        self.op_args.shrink_to_fit();
+    }
+    /// The process of event `i`.
+    pub fn pid(&self, i: usize) -> u64 {
+        self.threads[self.thread[i] as usize].0
+    }
+    /// The thread of event `i`.
+    pub fn tid(&self, i: usize) -> u64 {
+        self.threads[self.thread[i] as usize].1
+    }
+    /// The index of a (pid, tid) pair in `threads`, added when new.
+    fn thread_of(&mut self, key: (u64, u64)) -> u32 {
+        if let Some(&t) = self.thread_ids.get(&key) {
+            return t;
+        }
+        let t = self.threads.len() as u32;
+        self.threads.push(key);
+        self.thread_ids.insert(key, t);
+        t
+    }
     /// Appends another table's rows column by column, renaming names and shifting inputs.
     fn extend_from(&mut self, o: HostEvents, name: impl Fn(NameId) -> NameId, offset: u32) {
         self.kind.extend(o.kind);
         self.name.extend(o.name.into_iter().map(&name));
         self.input.extend(o.input.into_iter().map(|i| i + offset));
-        self.pid.extend(o.pid);
-        self.tid.extend(o.tid);
+        let threads: Vec<u32> = o.threads.iter().map(|&t| self.thread_of(t)).collect();
+        self.thread
+            .extend(o.thread.into_iter().map(|t| threads[t as usize]));
         self.ts_ns.extend(o.ts_ns);
         self.dur_ns.extend(o.dur_ns);
         self.correlation.extend(o.correlation);
         self.external_id.extend(o.external_id);
-        self.input_dims.extend(o.input_dims.into_iter().map(&name));
-        self.input_types
-            .extend(o.input_types.into_iter().map(&name));
-        self.concrete_inputs
-            .extend(o.concrete_inputs.into_iter().map(&name));
-        self.input_strides
-            .extend(o.input_strides.into_iter().map(name));
+        let base = self.op_args.len() as u32;
+        self.op_args_of.extend(
+            o.op_args_of
+                .into_iter()
+                .map(|k| if k == 0 { 0 } else { k + base }),
+        );
+        self.op_args.extend(o.op_args.into_iter().map(|a| OpArgs {
+            input_dims: name(a.input_dims),
+            input_types: name(a.input_types),
+            concrete_inputs: name(a.concrete_inputs),
+            input_strides: name(a.input_strides),
+        }));
     }
     /// Row `i` as one value (the inverse of [`HostEvents::push`]).
     pub fn row(&self, i: usize) -> HostEvent {
@@ -275,16 +369,16 @@ impl HostEvents {
             kind: self.kind[i],
             name: self.name[i],
             input: self.input[i],
-            pid: self.pid[i],
-            tid: self.tid[i],
+            pid: self.pid(i),
+            tid: self.tid(i),
             ts_ns: self.ts_ns[i],
             dur_ns: self.dur_ns[i],
             correlation: self.correlation[i],
             external_id: self.external_id[i],
-            input_dims: self.input_dims[i],
-            input_types: self.input_types[i],
-            concrete_inputs: self.concrete_inputs[i],
-            input_strides: self.input_strides[i],
+            input_dims: self.input_dims(i),
+            input_types: self.input_types(i),
+            concrete_inputs: self.concrete_inputs(i),
+            input_strides: self.input_strides(i),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -294,16 +388,24 @@ impl HostEvents {
         self.kind.push(e.kind);
         self.name.push(e.name);
         self.input.push(e.input);
-        self.pid.push(e.pid);
-        self.tid.push(e.tid);
+        let thread = self.thread_of((e.pid, e.tid));
+        self.thread.push(thread);
         self.ts_ns.push(e.ts_ns);
         self.dur_ns.push(e.dur_ns);
         self.correlation.push(e.correlation);
         self.external_id.push(e.external_id);
-        self.input_dims.push(e.input_dims);
-        self.input_types.push(e.input_types);
-        self.concrete_inputs.push(e.concrete_inputs);
-        self.input_strides.push(e.input_strides);
+        let args = OpArgs {
+            input_dims: e.input_dims,
+            input_types: e.input_types,
+            concrete_inputs: e.concrete_inputs,
+            input_strides: e.input_strides,
+        };
+        if args == OpArgs::NONE {
+            self.op_args_of.push(0);
+        } else {
+            self.op_args.push(args);
+            self.op_args_of.push(self.op_args.len() as u32);
+        }
     }
 }
 

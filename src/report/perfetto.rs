@@ -311,7 +311,7 @@ fn rebuild<W: Write>(run: &Run, out: &mut Out<W>) -> u64 {
             "{{\"ph\":\"X\",\"cat\":\"{cat}\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"args\":{{\"correlation\":{}}}}}",
             json!(trace.names.get(host.name[h])),
             1_000_000 + u64::from(host.input[h]),
-            host.tid[h],
+            host.tid(h),
             micros(host.ts_ns[h]),
             micros(host.dur_ns[h]),
             host.correlation[h],

@@ -170,7 +170,7 @@ pub fn join<'l>(logs: &'l [CompileLog], trace: Option<&Trace>) -> Joined<'l> {
             all
         }
         Some(trace) => {
-            let pids: BTreeSet<u64> = trace.host.pid.iter().copied().collect();
+            let pids: BTreeSet<u64> = trace.host.threads.iter().map(|t| t.0).collect();
             let regions = trace_regions(trace);
             let window = trace_window(trace);
             let year = window.map(|w| year_of(w.0));

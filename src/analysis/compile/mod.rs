@@ -373,7 +373,7 @@ pub fn compiled_activities(
     for i in 0..host.len() {
         if host.kind[i] == HostKind::CpuOp && regions[host.name[i].index()].is_some() {
             spans
-                .entry((host.input[i], host.tid[i]))
+                .entry((host.input[i], host.tid(i)))
                 .or_default()
                 .push((host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i])));
         }
@@ -402,7 +402,7 @@ pub fn compiled_activities(
             let c = call as usize;
             let t = host.ts_ns[c];
             spans
-                .get(&(host.input[c], host.tid[c]))
+                .get(&(host.input[c], host.tid(c)))
                 .is_some_and(|list| {
                     let k = list.partition_point(|&(s, _)| s <= t);
                     k > 0 && list[k - 1].1 > t
