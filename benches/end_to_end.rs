@@ -665,11 +665,18 @@ fn compare_rank_threads(ranks: &Path, args: &[&str], runs: usize) {
 
 /// The one-thread serde_json skeleton parse of big_eager, against the end-to-end wall time.
 fn skeleton_parse_floor(big: &Path, runs: usize, big_wall: Duration) {
+    // The runs first: a child's peak RSS starts at its parent's at the fork, and the skeleton
+    // parse below holds the whole file.
+    let one_thread = ["-q", "--threads", "1", "--json", "/dev/null"];
+    let (one, one_rss) = median_run(&one_thread, big, runs);
+    let (_, default_rss) = median_run(&["-q", "--json", "/dev/null"], big, runs);
+    let (_, host) = event_counts(big);
+    // The fixed base: a small trace (binary, rules, buffers).
+    let small = Path::new("fixtures/kineto/h100/eager_launch_bound.json.gz");
+    let (_, base) = median_run(&one_thread, small, runs);
     let mut skel: Vec<Duration> = (0..runs).map(|_| skeleton_parse(big)).collect();
     skel.sort();
     let s = skel[runs / 2];
-    let (one, one_rss) = median_run(&["-q", "--threads", "1", "--json", "/dev/null"], big, runs);
-    let (_, default_rss) = median_run(&["-q", "--json", "/dev/null"], big, runs);
     println!(
         "serde_json skeleton parse of big_eager (1 thread, in memory): {:.3} s; end-to-end analysis runs at {:.2}x its speed (default threads, {:.3} s) and {:.2}x with --threads 1 ({:.3} s)",
         s.as_secs_f64(),
@@ -677,15 +684,6 @@ fn skeleton_parse_floor(big: &Path, runs: usize, big_wall: Duration) {
         big_wall.as_secs_f64(),
         s.as_secs_f64() / one.as_secs_f64(),
         one.as_secs_f64()
-    );
-    // Memory per host event: the peak RSS over big_eager's host events, and beyond the fixed
-    // base of a small trace (binary, rules, buffers).
-    let (_, host) = event_counts(big);
-    let small = Path::new("fixtures/kineto/h100/eager_launch_bound.json.gz");
-    let (_, base) = median_run(
-        &["-q", "--threads", "1", "--json", "/dev/null"],
-        small,
-        runs,
     );
     let per = |rss: u64| rss as f64 / host as f64;
     let beyond = |rss: u64| rss.saturating_sub(base) as f64 / host as f64;

@@ -423,7 +423,13 @@ pub fn unrepresentative_profile(ctx: &Context) -> Vec<Finding> {
     // The host call inside which the GPU idles longest (torch.compile's own work is
     // `compile_in_window`'s: a call that compiles is not a wait).
     let mut worst: Option<(usize, i64)> = None;
+    // A call's idle time is at most its duration: only calls at least as long as the threshold
+    // can reach it.
+    let shortest = (window as f64 * ONE_CALL_IDLE_PCT / 100.0).ceil() as i64;
     for i in 0..host.len() {
+        if host.dur_ns[i] < shortest {
+            continue;
+        }
         let (s, e) = (host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i]));
         if !matches!(
             host.kind[i],

@@ -168,11 +168,11 @@ pub fn looks_like_rocprof_v1_json(head: &[u8]) -> bool {
 #[derive(Deserialize)]
 struct RawEvent<'a> {
     #[serde(borrow, default)]
-    ph: Option<Cow<'a, str>>,
+    ph: Option<Text<'a>>,
     #[serde(borrow, default)]
-    cat: Option<Cow<'a, str>>,
+    cat: Option<Text<'a>>,
     #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
+    name: Option<Text<'a>>,
     #[serde(borrow, default)]
     pid: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -184,6 +184,12 @@ struct RawEvent<'a> {
     #[serde(borrow, default)]
     args: Option<RawArgs<'a>>,
 }
+
+/// A string borrowed from the input unless it has escapes. serde borrows a `Cow<str>` field
+/// only when it is not inside an `Option`: this newtype puts the borrow back (one allocation
+/// per string and three per event otherwise).
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// The `args` fields we read, in the same serde pass as the event.
 #[derive(Deserialize, Default)]
@@ -347,7 +353,7 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
             }
         }
     };
-    match ev.ph.as_deref() {
+    match ev.ph.as_ref().map(|t| t.0.as_ref()) {
         Some("X") => {}
         Some(_) => return Parsed::Skip,
         None => {
@@ -357,14 +363,14 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
             }
         }
     }
-    let cat = match ev.cat.as_deref().map(category) {
+    let cat = match ev.cat.as_ref().map(|t| category(&t.0)) {
         Some(c @ (Category::Gpu(_) | Category::Host(_))) => c,
         _ => return Parsed::Skip,
     };
     let is_old_operator = ev
         .cat
-        .as_deref()
-        .is_some_and(|c| c.eq_ignore_ascii_case("operator"));
+        .as_ref()
+        .is_some_and(|c| c.0.eq_ignore_ascii_case("operator"));
     let Some(ts_ns) = ev.ts.and_then(|r| micros_to_ns(r.get())) else {
         return Parsed::Bad {
             at,
@@ -406,7 +412,7 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
     let correlation = num(args.correlation).unwrap_or(0);
     let rank = num(args.rank).map(|r| r as u32);
     // A nameless event keeps its time under a name that says so.
-    let name = ev.name.unwrap_or(Cow::Borrowed("(unnamed)"));
+    let name = ev.name.map_or(Cow::Borrowed("(unnamed)"), |t| t.0);
     match cat {
         Category::Gpu(kind) => {
             let device = num(args.device)
