@@ -10,6 +10,9 @@
 //! input, the median wall time of the runs, MB/s (uncompressed bytes / 10^6 / s) and the peak RSS
 //! of the process (from wait4), plus the one-thread serde_json skeleton parse of big_eager.
 //!
+//! With `BENCH_MAX_MB` of 2000 or more (the default) it also writes a compact 2 GB replica (no
+//! whitespace, the most events per byte) and prints its peak RSS per host event.
+//!
 //! `BENCH_RUNS=N` sets the runs per input (default 3); `BENCH_MAX_MB=N` skips larger inputs;
 //! `BENCH_ONLY=attribution` runs only the attribution on/off comparison on big_eager.
 //! `BENCH_BASELINE=REV` first builds commit REV (a git worktree, release, its own target
@@ -93,7 +96,8 @@ fn input_bytes(p: &Path) -> u64 {
 
 /// Writes a Kineto trace of at least `target` bytes whose events are big_eager's, copy after copy,
 /// each copy shifted past the previous one in time, with fresh ids and step numbers.
-fn replicate(src: &str, target: u64, out: &Path) {
+/// `compact`: no whitespace between tokens (as some writers emit; ~20% more events per byte).
+fn replicate(src: &str, target: u64, out: &Path, compact: bool) {
     let doc: serde_json::Map<String, Value> = serde_json::from_str(src).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
     let (mut t0, mut t1) = (f64::MAX, f64::MIN);
@@ -106,9 +110,16 @@ fn replicate(src: &str, target: u64, out: &Path) {
     let span = t1 - t0 + 1000.0;
     let tmp = out.with_extension("partial");
     let mut w = BufWriter::new(std::fs::File::create(&tmp).unwrap());
-    write!(w, "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ").unwrap();
-    serde_json::to_writer_pretty(&mut w, &doc["deviceProperties"]).unwrap();
-    write!(w, ",\n  \"traceEvents\": [\n").unwrap();
+    if compact {
+        write!(w, "{{\"schemaVersion\":1,\"deviceProperties\":").unwrap();
+        serde_json::to_writer(&mut w, &doc["deviceProperties"]).unwrap();
+        write!(w, ",\"traceEvents\":[").unwrap();
+    } else {
+        write!(w, "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ").unwrap();
+        serde_json::to_writer_pretty(&mut w, &doc["deviceProperties"]).unwrap();
+        write!(w, ",\n  \"traceEvents\": [\n").unwrap();
+    }
+    let separator: &[u8] = if compact { b"," } else { b",\n" };
     let mut written = 0u64;
     let mut first = true;
     'copies: for copy in 0u64.. {
@@ -139,19 +150,27 @@ fn replicate(src: &str, target: u64, out: &Path) {
                     }
                 }
             }
-            let text = serde_json::to_string_pretty(&e).unwrap();
+            let text = if compact {
+                serde_json::to_string(&e).unwrap()
+            } else {
+                serde_json::to_string_pretty(&e).unwrap()
+            };
             if !first {
-                w.write_all(b",\n").unwrap();
+                w.write_all(separator).unwrap();
             }
             first = false;
             w.write_all(text.as_bytes()).unwrap();
-            written += text.len() as u64 + 2;
+            written += (text.len() + separator.len()) as u64;
             if written >= target {
                 break 'copies;
             }
         }
     }
-    write!(w, "\n  ],\n  \"traceName\": \"replicated big_eager\"\n}}\n").unwrap();
+    if compact {
+        write!(w, "],\"traceName\":\"replicated big_eager\"}}").unwrap();
+    } else {
+        write!(w, "\n  ],\n  \"traceName\": \"replicated big_eager\"\n}}\n").unwrap();
+    }
     w.flush().unwrap();
     drop(w);
     std::fs::rename(&tmp, out).unwrap();
@@ -332,10 +351,10 @@ fn generate(what: &str) {
             let rows: u64 = var("BENCH_GENERATE_MB").parse().unwrap();
             replicate_rocpd(&src, rows, &out);
         }
-        _ => {
+        kind => {
             let text = std::fs::read_to_string(&src).unwrap();
             let mb: u64 = var("BENCH_GENERATE_MB").parse().unwrap();
-            replicate(&text, mb * 1_000_000, &out);
+            replicate(&text, mb * 1_000_000, &out, kind == "replicate_compact");
         }
     }
 }
@@ -501,7 +520,11 @@ fn main() {
     if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "attribution") {
         return;
     }
-    let generated = replicated_kineto(&dir, &big, max_mb);
+    let mut generated = replicated_kineto(&dir, &big, max_mb);
+    let compact = compact_replica(&dir, &big, max_mb);
+    if let Some(p) = &compact {
+        generated.push(("Kineto JSON, compact replica 2 GB".to_string(), p.clone()));
+    }
     let ranks = rank_directory(&dir, &big);
 
     // rocprofv3 CSV and rocpd at scale, from the corpus's real rows.
@@ -517,8 +540,32 @@ fn main() {
     // Several ranks: default threads against one thread.
     compare_rank_threads(&ranks, &args, runs);
 
+    // Memory per host event at scale: the compact replica's peak RSS over its host events.
+    if let Some(p) = &compact {
+        let (_, rss) = median_run(&args, p, 1);
+        let (_, host) = event_counts(p);
+        println!(
+            "compact 2 GB replica: {host} host events, peak RSS {:.1} MB, {:.0} B per host event",
+            rss as f64 / 1e6,
+            rss as f64 / host as f64
+        );
+    }
+
     // The floor: serde_json parsing big_eager's event skeleton on one thread.
     skeleton_parse_floor(&big, runs, big_wall);
+}
+
+/// The compact 2 GB replica (no whitespace: the most events per byte), made if absent.
+fn compact_replica(dir: &Path, big: &Path, max_mb: u64) -> Option<PathBuf> {
+    let p = dir.join("kineto_2000mb_compact.json");
+    if max_mb < 2000 {
+        return None;
+    }
+    if !p.exists() {
+        eprintln!("generating {} ...", p.display());
+        generate_in_child("replicate_compact", &p, big, 2000);
+    }
+    Some(p)
 }
 
 /// The replicated Kineto traces up to `max_mb` (50 MB to 2 GB), generated from big_eager if absent.

@@ -355,16 +355,27 @@ fn config(args: &AnalysisArgs, global: &GlobalArgs, progress: Option<Progress>) 
         env_file: args.env.clone(),
         progress,
         cancel: None,
+        keep_python_frames: false,
     })
 }
 
 /// Runs the pipeline on `paths` with a progress bar, printing what it warns about.
-fn run_inputs(paths: &[PathBuf], args: &AnalysisArgs, global: &GlobalArgs) -> Result<Run> {
+/// `keep_python_frames`: a Perfetto export is asked for (it shows them even without attribution).
+fn run_inputs(
+    paths: &[PathBuf],
+    args: &AnalysisArgs,
+    global: &GlobalArgs,
+    keep_python_frames: bool,
+) -> Result<Run> {
     let bar = progress_bar(paths, global);
     let progress = bar
         .clone()
         .map(|bar| Progress(std::sync::Arc::new(move |n| bar.inc(n))));
-    let result = crate::pipeline::run(paths, &config(args, global, progress)?);
+    let config = Config {
+        keep_python_frames,
+        ..config(args, global, progress)?
+    };
+    let result = crate::pipeline::run(paths, &config);
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -519,7 +530,12 @@ fn export_perfetto(cli: &Cli, run: &Run) -> Result<()> {
 }
 
 fn run_analyze(cli: &Cli) -> Result<Status> {
-    let mut run = run_inputs(&cli.paths, &cli.analysis, &cli.global)?;
+    let mut run = run_inputs(
+        &cli.paths,
+        &cli.analysis,
+        &cli.global,
+        cli.trace_output.perfetto.is_some(),
+    )?;
     export_tables(cli, &run)?;
     export_perfetto(cli, &run)?;
     // The reports need neither the trace nor the activity table.
@@ -597,10 +613,10 @@ fn run_diff(
         top: usize::MAX,
         ..args.clone()
     };
-    let mut b = run_inputs(std::slice::from_ref(base), &all, global)
+    let mut b = run_inputs(std::slice::from_ref(base), &all, global, false)
         .with_context(|| format!("analyzing the base {}", base.display()))?;
     b.drop_rows();
-    let mut n = run_inputs(std::slice::from_ref(new), &all, global)
+    let mut n = run_inputs(std::slice::from_ref(new), &all, global, false)
         .with_context(|| format!("analyzing {}", new.display()))?;
     n.drop_rows();
     let d = crate::analysis::diff::diff(&b.outcome(), &n.outcome(), args.top);

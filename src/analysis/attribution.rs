@@ -56,17 +56,36 @@ pub fn compact_dims(raw: &str) -> String {
 
 /// cpu_ops of one thread, sorted by start, with their nesting parent.
 struct Thread {
-    ops: Vec<usize>,
-    parent: Vec<Option<usize>>,
+    /// Host indices of the thread's events, by start.
+    ops: Vec<u32>,
+    /// Per op: the index in `ops` of the op enclosing it, [`NO_PARENT`] at the top (u32
+    /// columns: millions of ops in large traces).
+    parent: Vec<u32>,
+}
+
+const NO_PARENT: u32 = u32::MAX;
+
+impl Thread {
+    /// The host index of op `k`.
+    fn op(&self, k: usize) -> usize {
+        self.ops[k] as usize
+    }
+    /// The op enclosing op `k`.
+    fn parent(&self, k: usize) -> Option<usize> {
+        match self.parent[k] {
+            NO_PARENT => None,
+            p => Some(p as usize),
+        }
+    }
 }
 
 /// Innermost op of `t` containing `time`, as an index into `t.ops`.
 fn innermost(trace: &Trace, t: &Thread, time: i64) -> Option<usize> {
     let host = &trace.host;
-    let k = t.ops.partition_point(|&h| host.ts_ns[h] <= time);
+    let k = t.ops.partition_point(|&h| host.ts_ns[h as usize] <= time);
     let mut cur = k.checked_sub(1)?;
     loop {
-        let h = t.ops[cur];
+        let h = t.op(cur);
         if time
             < host.ts_ns[h]
                 .saturating_add(host.dur_ns[h])
@@ -74,7 +93,7 @@ fn innermost(trace: &Trace, t: &Thread, time: i64) -> Option<usize> {
         {
             return Some(cur);
         }
-        cur = t.parent[cur]?;
+        cur = t.parent(cur)?;
     }
 }
 
@@ -125,24 +144,27 @@ fn threads_of(
                     parent: Vec::new(),
                 })
                 .ops
-                .push(h);
+                .push(h as u32);
         }
     }
     for t in threads.values_mut() {
-        t.ops
-            .sort_by_key(|&h| (host.ts_ns[h], std::cmp::Reverse(host.dur_ns[h]), h));
+        t.ops.sort_by_key(|&h| {
+            let h = h as usize;
+            (host.ts_ns[h], std::cmp::Reverse(host.dur_ns[h]), h)
+        });
         let mut stack: Vec<usize> = Vec::new();
         t.parent = Vec::with_capacity(t.ops.len());
         for (k, &h) in t.ops.iter().enumerate() {
+            let h = h as usize;
             while let Some(&top) = stack.last() {
-                let th = t.ops[top];
+                let th = t.ops[top] as usize;
                 if host.ts_ns[th].saturating_add(host.dur_ns[th]) <= host.ts_ns[h] {
                     stack.pop();
                 } else {
                     break;
                 }
             }
-            t.parent.push(stack.last().copied());
+            t.parent.push(stack.last().map_or(NO_PARENT, |&p| p as u32));
             stack.push(k);
         }
     }
@@ -190,7 +212,7 @@ impl OpIndex {
     pub fn owner_ops(&self) -> Vec<Option<u32>> {
         self.owner
             .iter()
-            .map(|o| o.map(|(key, k)| self.threads[&key].ops[k] as u32))
+            .map(|o| o.map(|(key, k)| self.threads[&key].op(k) as u32))
             .collect()
     }
 
@@ -240,11 +262,11 @@ pub fn activity_buckets(
         let t = &index.threads[&key];
         let mut cur = Some(k);
         while let Some(i) = cur {
-            if let Some(b) = decides[trace.host.name[t.ops[i]].index()] {
+            if let Some(b) = decides[trace.host.name[t.op(i)].index()] {
                 *bucket = b;
                 break;
             }
-            cur = t.parent[i];
+            cur = t.parent(i);
         }
     }
     (out, applied)
@@ -278,7 +300,7 @@ pub fn ops(
             continue;
         };
         let t = &threads[&key];
-        let h = t.ops[k];
+        let h = t.op(k);
         let e = acc.entry(host.name[h]).or_default();
         e.self_ns += dur;
         e.launches += 1;
@@ -308,9 +330,9 @@ pub fn ops(
         let mut composite_chain: Vec<usize> = Vec::new();
         let mut cur = Some(k);
         while let Some(i) = cur {
-            let name = host.name[t.ops[i]];
+            let name = host.name[t.op(i)];
             if composite_name[name.index()] {
-                composite_chain.push(t.ops[i]);
+                composite_chain.push(t.op(i));
             }
             if !seen.contains(&name) {
                 seen.push(name);
@@ -318,7 +340,7 @@ pub fn ops(
                 e.total_ns += dur;
                 *e.total_by_bucket.entry(bucket).or_default() += dur;
             }
-            cur = t.parent[i];
+            cur = t.parent(i);
         }
         // A composite op (SDPA, convolution) whose FLOPs its shapes give: its kernels, launched
         // by the ops inside it, are its time. Only the outermost one with a number counts, so
@@ -700,7 +722,7 @@ pub fn frames(
     for a in 0..acts.len() {
         let owner = owners.of(trace, links, a);
         if let Some((key, k)) = owner {
-            of_activity[a] = host.name[threads[&key].ops[k]];
+            of_activity[a] = host.name[threads[&key].op(k)];
         }
         if !in_scope[a] {
             continue;
@@ -711,20 +733,20 @@ pub fn frames(
             continue;
         };
         let t = &threads[&key];
-        acc.entry(host.name[t.ops[k]]).or_default().0 += dur;
+        acc.entry(host.name[t.op(k)]).or_default().0 += dur;
         let mut seen: Vec<NameId> = Vec::new();
         let mut cur = Some(k);
-        let mut root = host.name[t.ops[k]];
+        let mut root = host.name[t.op(k)];
         let mut under_wrapper = false;
         while let Some(i) = cur {
-            let name = host.name[t.ops[i]];
+            let name = host.name[t.op(i)];
             if !seen.contains(&name) {
                 seen.push(name);
                 acc.entry(name).or_default().1 += dur;
             }
             root = name;
             under_wrapper |= wrapper[name.index()];
-            cur = t.parent[i];
+            cur = t.parent(i);
         }
         if modules {
             let r = roots.entry(root).or_default();

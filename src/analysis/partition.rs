@@ -206,17 +206,31 @@ impl HostTimeline {
         let blocks = trace
             .names
             .per_name(|n| is_sync_call(n) || is_free_call(n) || is_compile_event(n));
+        // Per thread: its input and the last interval kept of each kind. A call inside it (an op's
+        // runtime calls, nested ops) adds nothing to the union: left out, which keeps these
+        // lists to the outermost calls instead of every host event.
+        let mut last: Vec<(u32, [(i64, i64); 2])> =
+            vec![(u32::MAX, [(0, -1); 2]); host.threads.len()];
         for i in 0..host.len() {
             // Dispatch is "inside a cpu_op or runtime call" (FEED.md): ranges and Python frames are not.
             if matches!(host.kind[i], HostKind::Annotation | HostKind::Python) {
                 continue;
             }
             let iv = (host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i]));
-            let input = host.input[i] as usize;
-            if blocks[host.name[i].index()] {
-                blocked[input].push(iv);
+            let input = host.input[i];
+            let kind = usize::from(blocks[host.name[i].index()]);
+            let thread = &mut last[host.thread[i] as usize];
+            if thread.0 == input && iv.0 >= thread.1[kind].0 && iv.1 <= thread.1[kind].1 {
+                continue;
+            }
+            if thread.0 != input {
+                *thread = (input, [(0, -1); 2]);
+            }
+            thread.1[kind] = iv;
+            if kind == 1 {
+                blocked[input as usize].push(iv);
             } else {
-                dispatch[input].push(iv);
+                dispatch[input as usize].push(iv);
             }
         }
         use rayon::prelude::*;

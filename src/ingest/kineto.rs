@@ -79,6 +79,7 @@ impl Reader for KinetoReader {
         let unit = src.offset_unit();
         let head_error = src.head_error.clone();
         let mut sink = KinetoSink::new(trace, label.clone());
+        sink.skip_python_frames = opts.skip_python_frames;
         let scanned = opts.scan(src.into_reader(), &mut sink);
         let outcome = match scanned {
             Ok(o) => o,
@@ -570,6 +571,8 @@ struct KinetoSink<'t> {
     work_item_grids: std::collections::HashSet<(u32, u64)>,
     /// The first activity this file added.
     first_activity: usize,
+    /// Leave out `python_function` events (no frame view will read them).
+    skip_python_frames: bool,
 }
 
 impl<'t> KinetoSink<'t> {
@@ -592,6 +595,7 @@ impl<'t> KinetoSink<'t> {
             blocks: Vec::new(),
             work_item_grids: Default::default(),
             first_activity: 0,
+            skip_python_frames: false,
         }
     }
 
@@ -661,6 +665,9 @@ impl<'t> KinetoSink<'t> {
             }
             Parsed::Host(h) => {
                 let input = self.input_for(h.rank);
+                if self.skip_python_frames && h.kind == HostKind::Python {
+                    return;
+                }
                 if matches!(h.kind, HostKind::Runtime | HostKind::Driver) {
                     if grid_in_work_items(&h.name) && h.correlation != 0 {
                         self.work_item_grids.insert((input, h.correlation));

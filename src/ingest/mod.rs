@@ -47,6 +47,9 @@ pub struct ReadOptions {
     pub max_gunzip_ratio: Option<u64>,
     /// When set, reading stops at the next block (the read then fails; the caller knows why).
     pub cancel: Option<Cancel>,
+    /// Leave out Python frames (`python_function` events, `with_stack=True`): only the module
+    /// and source views read them, and they can be most of a trace's host events.
+    pub skip_python_frames: bool,
 }
 
 impl ReadOptions {

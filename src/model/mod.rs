@@ -120,7 +120,26 @@ impl GpuActivities {
     pub fn is_empty(&self) -> bool {
         self.name.is_empty()
     }
+    /// Grows every column by half when full (see [`HostEvents::push`]).
+    fn grow(&mut self) {
+        let len = self.name.len();
+        if len < self.name.capacity() {
+            return;
+        }
+        let more = (len / 2).max(1024);
+        self.kind.reserve_exact(more);
+        self.name.reserve_exact(more);
+        self.input.reserve_exact(more);
+        self.device.reserve_exact(more);
+        self.stream.reserve_exact(more);
+        self.ts_ns.reserve_exact(more);
+        self.dur_ns.reserve_exact(more);
+        self.correlation.reserve_exact(more);
+        self.external_id.reserve_exact(more);
+        self.workgroups.reserve_exact(more);
+    }
     pub fn push(&mut self, a: Activity) {
+        self.grow();
         self.kind.push(a.kind);
         self.name.push(a.name);
         self.input.push(a.input);
@@ -384,7 +403,26 @@ impl HostEvents {
     pub fn is_empty(&self) -> bool {
         self.name.is_empty()
     }
+    /// Grows every column by half when full (not the doubling of `Vec::push`): at most a third
+    /// of a column is spare capacity while reading, instead of half.
+    fn grow(&mut self) {
+        let len = self.name.len();
+        if len < self.name.capacity() {
+            return;
+        }
+        let more = (len / 2).max(1024);
+        self.kind.reserve_exact(more);
+        self.name.reserve_exact(more);
+        self.input.reserve_exact(more);
+        self.thread.reserve_exact(more);
+        self.ts_ns.reserve_exact(more);
+        self.dur_ns.reserve_exact(more);
+        self.correlation.reserve_exact(more);
+        self.external_id.reserve_exact(more);
+        self.op_args_of.reserve_exact(more);
+    }
     pub fn push(&mut self, e: HostEvent) {
+        self.grow();
         self.kind.push(e.kind);
         self.name.push(e.name);
         self.input.push(e.input);

@@ -38,6 +38,9 @@ pub struct Config {
     /// Set from another thread to stop the run: reading stops at its next block and `run`
     /// returns [`RunError::Cancelled`].
     pub cancel: Option<Cancel>,
+    /// Keep the Python frames of `with_stack` traces even without attribution (which alone
+    /// reads them): a Perfetto export rebuilt from the trace shows them.
+    pub keep_python_frames: bool,
 }
 
 /// One rank's view (the feed's `ranks[]`).
@@ -166,6 +169,8 @@ fn read_traces(paths: &[PathBuf], config: &Config) -> Result<Trace, RunError> {
         progress: config.progress.clone(),
         cancel: config.cancel.clone(),
         max_gunzip_ratio: config.max_gunzip_ratio,
+        // Without attribution nothing reads the Python frames: dropped as they are read.
+        skip_python_frames: !config.analysis.attribution && !config.keep_python_frames,
         ..Default::default()
     };
     Ok(ingest::read_all(paths, &opts)?)
