@@ -553,6 +553,32 @@ fn main() {
 
     // The floor: serde_json parsing big_eager's event skeleton on one thread.
     skeleton_parse_floor(&big, runs, big_wall);
+    same_feed_for_any_thread_count(&big, &dir);
+}
+
+/// big_eager's feed is byte-identical with 1, 2 and 8 worker threads.
+fn same_feed_for_any_thread_count(big: &Path, dir: &Path) {
+    let feed = |threads: &str| {
+        let out = dir.join(format!("big_eager.threads{threads}.json"));
+        let status = Command::new(BIN)
+            .args(["-q", "--threads", threads, "--json"])
+            .arg(&out)
+            .arg(big)
+            .status()
+            .expect("the release binary runs");
+        assert!(status.success());
+        let bytes = std::fs::read(&out).unwrap();
+        std::fs::remove_file(&out).unwrap();
+        bytes
+    };
+    let one = feed("1");
+    for threads in ["2", "8"] {
+        assert!(
+            feed(threads) == one,
+            "big_eager's feed differs between --threads 1 and --threads {threads}"
+        );
+    }
+    println!("big_eager's feed is byte-identical with --threads 1, 2 and 8");
 }
 
 /// The compact 2 GB replica (no whitespace: the most events per byte), made if absent.
