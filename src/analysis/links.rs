@@ -18,16 +18,16 @@ impl Links {
         let mut by_corr: HashMap<(u32, u64), u32> = HashMap::default();
         for i in 0..host.len() {
             if matches!(host.kind[i], HostKind::Runtime | HostKind::Driver)
-                && host.correlation[i] != 0
+                && host.correlation.get(i) != 0
             {
                 by_corr
-                    .entry((host.input[i], host.correlation[i]))
+                    .entry((host.input[i], host.correlation.get(i)))
                     .or_insert(i as u32);
             }
         }
         let acts = &trace.activities;
         let launch: Vec<Option<u32>> = (0..acts.len())
-            .map(|a| match acts.correlation[a] {
+            .map(|a| match acts.correlation.get(a) {
                 0 => None,
                 c => by_corr.get(&(acts.input[a], c)).copied(),
             })

@@ -124,15 +124,15 @@ impl Steps {
         // traces, calls the profiler lost) are placed by their own start.
         let mut first_linked = vec![u64::MAX; trace.inputs.len()];
         for (a, l) in links.launch.iter().enumerate() {
-            if l.is_some() && acts.correlation[a] != 0 {
+            if l.is_some() && acts.correlation.get(a) != 0 {
                 let f = &mut first_linked[acts.input[a] as usize];
-                *f = (*f).min(acts.correlation[a]);
+                *f = (*f).min(acts.correlation.get(a));
             }
         }
         let launched_before_window = |a: usize| {
             links.launch[a].is_none()
-                && acts.correlation[a] != 0
-                && acts.correlation[a] < first_linked[acts.input[a] as usize]
+                && acts.correlation.get(a) != 0
+                && acts.correlation.get(a) < first_linked[acts.input[a] as usize]
         };
         // Per input: the first GPU start of its first step.
         let mut first_step_gpu_start: Vec<Option<i64>> = vec![None; trace.inputs.len()];
@@ -230,7 +230,7 @@ impl Steps {
             for h in 0..host.len() {
                 if host.input[h] as usize != input
                     || launched[h]
-                    || host.correlation[h] == 0
+                    || host.correlation.get(h) == 0
                     || !matches!(host.kind[h], HostKind::Runtime | HostKind::Driver)
                     || !is_launch[host.name[h].index()]
                 {

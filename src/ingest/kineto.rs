@@ -732,7 +732,7 @@ impl<'t> KinetoSink<'t> {
                 if block > 0
                     && self
                         .work_item_grids
-                        .contains(&(acts.input[a], acts.correlation[a]))
+                        .contains(&(acts.input[a], acts.correlation.get(a)))
                 {
                     acts.workgroups[a] = acts.workgroups[a].div_ceil(block);
                 }
@@ -962,11 +962,11 @@ mod tests {
         assert_eq!(t.activities.len(), 1);
         assert_eq!(t.activities.ts_ns[0], 104_001);
         assert_eq!(t.activities.dur_ns[0], 3_500);
-        assert_eq!(t.activities.correlation[0], 9);
+        assert_eq!(t.activities.correlation.get(0), 9);
         assert_eq!(t.host.len(), 3);
         assert_eq!(t.host.kind[2], HostKind::Python);
         assert_eq!(t.names.get(t.host.input_dims(0)), "[[2,3],[3,4]]");
-        assert_eq!(t.host.correlation[1], 9);
+        assert_eq!(t.host.correlation.get(1), 9);
         let meta = &t.inputs[0];
         assert_eq!(
             (meta.vendor, meta.rank, meta.truncated),
@@ -996,7 +996,7 @@ mod tests {
         .unwrap();
         assert_eq!(t.activities.len(), 2);
         assert_eq!(t.activities.stream[0], 7);
-        assert_eq!(t.activities.external_id[0], 537);
+        assert_eq!(t.activities.external_id.get(0), 537);
         assert_eq!(t.activities.kind[1], ActivityKind::Memset);
         assert_eq!(t.host.tid(0), 25738);
         assert_eq!(t.inputs[0].vendor, Vendor::Nvidia);

@@ -36,9 +36,9 @@ pub struct GpuActivities {
     pub ts_ns: Vec<i64>,
     pub dur_ns: Vec<i64>,
     /// Runtime correlation id linking the activity to its launch call; 0 when absent.
-    pub correlation: Vec<u64>,
+    pub correlation: Ids,
     /// `External id` of the launching cpu_op; 0 when absent.
-    pub external_id: Vec<u64>,
+    pub external_id: Ids,
     /// Workgroups (thread blocks) of a kernel's grid; 0 when the trace does not say.
     pub workgroups: Vec<u32>,
 }
@@ -57,6 +57,65 @@ pub struct Activity {
     pub external_id: u64,
     /// Workgroups of a kernel's grid (0: unknown).
     pub workgroups: u32,
+}
+
+/// A column of ids (correlation, External id) that are nearly always below 2^31: 4 bytes each,
+/// the rare wider one kept in a side list and its index stored above 2^31.
+#[derive(Default, Debug, Clone)]
+pub struct Ids {
+    small: Vec<u32>,
+    wide: Vec<u64>,
+}
+
+/// Values from here up are indices into [`Ids::wide`].
+const WIDE_ID: u32 = 1 << 31;
+
+impl Ids {
+    pub fn push(&mut self, v: u64) {
+        match u32::try_from(v) {
+            Ok(small) if small < WIDE_ID => self.small.push(small),
+            _ => {
+                self.small.push(WIDE_ID + self.wide.len() as u32);
+                self.wide.push(v);
+            }
+        }
+    }
+    /// The id of row `i`.
+    pub fn get(&self, i: usize) -> u64 {
+        match self.small[i] {
+            v if v < WIDE_ID => u64::from(v),
+            v => self.wide[(v - WIDE_ID) as usize],
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.small.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.small.is_empty()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+    fn retain_by(&mut self, keep: &[bool]) {
+        retain_by(&mut self.small, keep);
+    }
+    /// Appends another column's rows (its wide ids after this one's).
+    fn append(&mut self, o: Ids) {
+        let base = self.wide.len() as u32;
+        self.small.extend(
+            o.small
+                .into_iter()
+                .map(|v| if v < WIDE_ID { v } else { v + base }),
+        );
+        self.wide.extend(o.wide);
+    }
+    fn reserve_exact(&mut self, more: usize) {
+        self.small.reserve_exact(more);
+    }
+    fn shrink_to_fit(&mut self) {
+        self.small.shrink_to_fit();
+        self.wide.shrink_to_fit();
+    }
 }
 
 /// Keeps the elements of `column` whose index `keep` marks.
@@ -108,8 +167,8 @@ impl GpuActivities {
             retain_by(&mut self.stream, &keep);
             retain_by(&mut self.ts_ns, &keep);
             retain_by(&mut self.dur_ns, &keep);
-            retain_by(&mut self.correlation, &keep);
-            retain_by(&mut self.external_id, &keep);
+            self.correlation.retain_by(&keep);
+            self.external_id.retain_by(&keep);
             retain_by(&mut self.workgroups, &keep);
         }
         dropped
@@ -160,8 +219,8 @@ impl GpuActivities {
         self.stream.extend(o.stream);
         self.ts_ns.extend(o.ts_ns);
         self.dur_ns.extend(o.dur_ns);
-        self.correlation.extend(o.correlation);
-        self.external_id.extend(o.external_id);
+        self.correlation.append(o.correlation);
+        self.external_id.append(o.external_id);
         self.workgroups.extend(o.workgroups);
     }
     /// Gives back the columns' spare capacity once reading is done.
@@ -191,8 +250,8 @@ impl GpuActivities {
             stream: self.stream[i],
             ts_ns: self.ts_ns[i],
             dur_ns: self.dur_ns[i],
-            correlation: self.correlation[i],
-            external_id: self.external_id[i],
+            correlation: self.correlation.get(i),
+            external_id: self.external_id.get(i),
             workgroups: self.workgroups[i],
         }
     }
@@ -228,9 +287,9 @@ pub struct HostEvents {
     pub ts_ns: Vec<i64>,
     pub dur_ns: Vec<i64>,
     /// Correlation id of a runtime/driver call (0 when absent).
-    pub correlation: Vec<u64>,
+    pub correlation: Ids,
     /// `External id` of a cpu_op or runtime call (0 when absent).
-    pub external_id: Vec<u64>,
+    pub external_id: Ids,
     /// Per event: 1 + its index in `op_args`, or 0 without any (most events: only cpu_ops of
     /// traces recorded with `record_shapes` have them, so they are stored apart).
     op_args_of: Vec<u32>,
@@ -290,8 +349,8 @@ impl HostEvents {
             retain_by(&mut self.thread, &keep);
             retain_by(&mut self.ts_ns, &keep);
             retain_by(&mut self.dur_ns, &keep);
-            retain_by(&mut self.correlation, &keep);
-            retain_by(&mut self.external_id, &keep);
+            self.correlation.retain_by(&keep);
+            self.external_id.retain_by(&keep);
             retain_by(&mut self.op_args_of, &keep);
         }
         dropped
@@ -367,8 +426,8 @@ impl HostEvents {
             .extend(o.thread.into_iter().map(|t| threads[t as usize]));
         self.ts_ns.extend(o.ts_ns);
         self.dur_ns.extend(o.dur_ns);
-        self.correlation.extend(o.correlation);
-        self.external_id.extend(o.external_id);
+        self.correlation.append(o.correlation);
+        self.external_id.append(o.external_id);
         let base = self.op_args.len() as u32;
         self.op_args_of.extend(
             o.op_args_of
@@ -392,8 +451,8 @@ impl HostEvents {
             tid: self.tid(i),
             ts_ns: self.ts_ns[i],
             dur_ns: self.dur_ns[i],
-            correlation: self.correlation[i],
-            external_id: self.external_id[i],
+            correlation: self.correlation.get(i),
+            external_id: self.external_id.get(i),
             input_dims: self.input_dims(i),
             input_types: self.input_types(i),
             concrete_inputs: self.concrete_inputs(i),
@@ -666,5 +725,31 @@ impl Trace {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ids;
+
+    #[test]
+    fn ids_keep_wide_values_through_append_and_retain() {
+        let values = [0u64, 9, (1 << 31) - 1, 1 << 31, u64::MAX, 7];
+        let mut a = Ids::default();
+        for v in values {
+            a.push(v);
+        }
+        assert_eq!(a.iter().collect::<Vec<_>>(), values);
+        let mut b = Ids::default();
+        b.push(1 << 40);
+        b.push(3);
+        a.append(b);
+        assert_eq!(a.get(6), 1 << 40);
+        assert_eq!(a.get(7), 3);
+        a.retain_by(&[true, false, false, true, true, false, true, true]);
+        assert_eq!(
+            a.iter().collect::<Vec<_>>(),
+            [0, 1 << 31, u64::MAX, 1 << 40, 3]
+        );
     }
 }

@@ -235,7 +235,7 @@ fn copy_kineto<W: Write>(
                 acts.dur_ns[a],
                 acts.device[a],
                 acts.stream[a],
-                acts.correlation[a],
+                acts.correlation.get(a),
             ))
             .or_default()
             .push(a as u32);
@@ -293,7 +293,7 @@ fn rebuild<W: Write>(run: &Run, out: &mut Out<W>) -> u64 {
             acts.stream[a],
             micros(acts.ts_ns[a]),
             micros(acts.dur_ns[a]),
-            acts.correlation[a],
+            acts.correlation.get(a),
             tag(run, a),
         );
         out.event(ev.as_bytes());
@@ -314,7 +314,7 @@ fn rebuild<W: Write>(run: &Run, out: &mut Out<W>) -> u64 {
             host.tid(h),
             micros(host.ts_ns[h]),
             micros(host.dur_ns[h]),
-            host.correlation[h],
+            host.correlation.get(h),
         );
         out.event(ev.as_bytes());
     }
