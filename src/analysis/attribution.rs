@@ -393,15 +393,26 @@ struct Acc {
 /// kernel, and its activities' spans, whose union is its time (cuDNN runs some convolutions'
 /// kernels side by side on several streams: the call took their union, as TraceLens counts
 /// it, not their sum).
+/// Large traces hold millions of them: the optional numbers are NaN when absent.
 struct Call {
     op: NameId,
     dims: NameId,
-    flops: f64,
-    bytes: Option<f64>,
-    peak_tflops: Option<f64>,
     /// Index into the spans' union, set when the call is first seen.
     id: u32,
-    ns: i64,
+    flops: f64,
+    /// Bytes of operands and result (NaN: unknown).
+    bytes: f64,
+    /// The device's dense peak for the call's data type (NaN: unknown).
+    peak_tflops: f64,
+}
+
+impl Call {
+    fn bytes(&self) -> Option<f64> {
+        (!self.bytes.is_nan()).then_some(self.bytes)
+    }
+    fn peak_tflops(&self) -> Option<f64> {
+        (!self.peak_tflops.is_nan()).then_some(self.peak_tflops)
+    }
 }
 
 /// A GEMM call of host op `h`, when its shapes and data type give its FLOPs.
@@ -425,10 +436,10 @@ fn gemm_call(
         op: host.name[h],
         dims,
         flops,
-        bytes: efficiency::gemm_bytes(trace.names.get(host.name[h]), trace.names.get(dims), dtype),
-        peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
+        bytes: efficiency::gemm_bytes(trace.names.get(host.name[h]), trace.names.get(dims), dtype)
+            .unwrap_or(f64::NAN),
+        peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
         id: u32::MAX,
-        ns: 0,
     })
 }
 
@@ -459,10 +470,9 @@ fn composite_call(
         op: name,
         dims,
         flops,
-        bytes: None,
-        peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)),
+        bytes: f64::NAN,
+        peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
         id: u32::MAX,
-        ns: 0,
     })
 }
 
@@ -520,18 +530,18 @@ impl Calls {
         let mut by_shape: BTreeMap<(NameId, NameId), ShapeAcc> = BTreeMap::new();
         // A call faster than the device's peak (or with no finite count) has shapes that do not
         // describe its kernels: it gets no rate rather than an impossible one.
-        let plausible = |c: &Call| {
+        let plausible = |(c, ns): &(Call, i64)| {
             c.flops.is_finite()
-                && c.peak_tflops
-                    .is_none_or(|p| c.flops <= c.ns as f64 * p * 1e3)
+                && c.peak_tflops()
+                    .is_none_or(|p| c.flops <= *ns as f64 * p * 1e3)
         };
         let busy = union_per_call(&mut self.spans, self.next_id as usize);
         drop(self.spans);
-        let timed = |mut c: Call| {
-            c.ns = busy.get(c.id as usize).copied().unwrap_or(0);
-            c
+        let timed = |c: Call| {
+            let ns = busy.get(c.id as usize).copied().unwrap_or(0);
+            (c, ns)
         };
-        for c in self
+        for (c, ns) in self
             .gemm
             .into_values()
             .chain(self.composite.into_values())
@@ -541,24 +551,24 @@ impl Calls {
         {
             let sh = by_shape.entry((c.op, c.dims)).or_default();
             sh.calls += 1;
-            sh.ns += c.ns;
+            sh.ns += ns;
             sh.flops += c.flops;
-            sh.bytes = match (sh.bytes, c.bytes) {
+            sh.bytes = match (sh.bytes, c.bytes()) {
                 (Some(a), Some(b)) => Some(a + b),
                 (None, b) if sh.calls == 1 => b,
                 _ => None,
             };
-            if let Some(p) = c.peak_tflops {
+            if let Some(p) = c.peak_tflops() {
                 sh.flops_at_known_peak += c.flops;
-                sh.peak_flops += c.ns as f64 * p * 1e3;
+                sh.peak_flops += ns as f64 * p * 1e3;
             }
             let e = acc.entry(c.op).or_default();
             e.flops += c.flops;
-            e.gemm_ns += c.ns;
-            if let Some(p) = c.peak_tflops {
+            e.gemm_ns += ns;
+            if let Some(p) = c.peak_tflops() {
                 e.flops_at_known_peak += c.flops;
                 // TFLOP/s = 1e3 FLOP per ns.
-                e.peak_flops += c.ns as f64 * p * 1e3;
+                e.peak_flops += ns as f64 * p * 1e3;
             }
         }
         by_shape
