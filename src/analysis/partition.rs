@@ -183,7 +183,9 @@ pub struct HostTimeline {
     has_host: bool,
 }
 
-fn merge(mut v: Vec<(i64, i64)>, bridge_ns: i64) -> Vec<(i64, i64)> {
+/// The union of spans, sorted; spans less than `bridge_ns` apart join (0: only touching or
+/// overlapping ones).
+pub fn merge(mut v: Vec<(i64, i64)>, bridge_ns: i64) -> Vec<(i64, i64)> {
     v.sort_unstable();
     let mut out: Vec<(i64, i64)> = Vec::with_capacity(v.len());
     for (s, e) in v {

@@ -216,19 +216,6 @@ impl IdleAfter {
     }
 }
 
-/// The union of spans, sorted.
-fn union(mut v: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
-    v.sort_unstable();
-    let mut out: Vec<(i64, i64)> = Vec::with_capacity(v.len());
-    for (s, e) in v {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
-    out
-}
-
 /// The GPU's busy time as a sorted union of spans with running totals: the idle time of any
 /// range in O(log n), however many spans it covers (a step-long op covers thousands).
 #[derive(Default)]
@@ -240,7 +227,7 @@ struct Busy {
 
 impl Busy {
     fn of(spans: Vec<(i64, i64)>) -> Busy {
-        let spans = union(spans);
+        let spans = crate::analysis::partition::merge(spans, 0);
         let mut before = Vec::with_capacity(spans.len() + 1);
         let mut sum = 0i64;
         before.push(0);

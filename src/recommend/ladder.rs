@@ -257,7 +257,7 @@ fn level1(
 
 fn level2(a: &Analysis, findings: &[Finding]) -> Said {
     let c = &a.compile;
-    let eager_left = has(findings, FindingId::EagerModules) && !c.eager_modules.is_empty();
+    let eager_left = has(findings, FindingId::EagerModules);
     let clean = !c.graph_breaks.detected && c.recompiles.count == 0;
     let verdict = if eager_left && (clean || !c.compiled) {
         Verdict::EagerModules

@@ -380,15 +380,7 @@ pub fn compiled_activities(
     }
     // Regions nest only within a frame's own call: merge each thread's spans for a binary search.
     for list in spans.values_mut() {
-        list.sort_unstable();
-        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(list.len());
-        for &(s, e) in list.iter() {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
-        }
-        *list = merged;
+        *list = super::partition::merge(std::mem::take(list), 0);
     }
     let acts = &trace.activities;
     (0..acts.len())
