@@ -163,6 +163,11 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "N", global = true)]
     pub threads: Option<usize>,
 
+    /// Bytes of a trace parsed as one piece in parallel (tests vary it: output never depends
+    /// on it).
+    #[arg(long, value_name = "BYTES", global = true, hide = true)]
+    pub piece_bytes: Option<usize>,
+
     /// When to color the terminal output.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
@@ -356,6 +361,7 @@ fn config(args: &AnalysisArgs, global: &GlobalArgs, progress: Option<Progress>) 
         progress,
         cancel: None,
         keep_python_frames: false,
+        piece_bytes: global.piece_bytes,
     })
 }
 

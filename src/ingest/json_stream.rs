@@ -1,11 +1,20 @@
 //! Streams a Chrome-trace JSON document without building it in memory.
 //!
 //! The document is `{ "traceEvents": [ {...}, ... ], "other": ... }` (keys in any order) or a bare
-//! array of events. This scanner reads it in blocks, finds the byte range of each complete event
-//! with a cheap structural scan (strings skipped with `memchr`, only braces counted), and hands
-//! batches of ranges to the caller, who parses them with serde (in parallel if it likes). Memory
-//! is one block plus the largest single event, whatever the file size. Every other top-level
-//! value is handed over whole (they are small: device properties, distributed info).
+//! array of events. This scanner reads it in windows and walks its top level; every other
+//! top-level value is handed over whole (they are small: device properties, distributed info).
+//! Memory is one window plus the largest single event, whatever the file size.
+//!
+//! The events array is taken one of two ways:
+//! - [`scan`]: a cheap structural scan (strings skipped with `memchr`, only braces counted) finds
+//!   the byte range of each complete event, and a [`ScanSink`] gets them in batches.
+//! - [`scan_parallel`]: each window is cut into pieces at likely element boundaries (`}` `,` `{`)
+//!   that the rayon pool parses at once through a [`PieceParser`] (which may find an element's
+//!   end while parsing it), while the input is read a block ahead on its own thread. A piece's
+//!   work is kept only when the scan of the piece before it, from a verified start, ends exactly
+//!   where it starts; so a guess inside a string costs time, never correctness, and the
+//!   [`PieceSink`] gets the same events with the same errors at the same offsets as from the
+//!   sequential walk, for any piece size and thread count.
 //!
 //! A document that ends early (a profiler that died mid-write) is not an error here: the scan
 //! stops at the last complete event and [`ScanOutcome::truncated`] says so.
@@ -15,6 +24,9 @@ use std::io::{self, Read};
 
 /// Initial block size; a block grows only when one event is larger than it.
 pub const BLOCK: usize = 4 << 20;
+
+/// Bytes of events per piece parsed in parallel: a window makes 16, enough to keep cores even.
+pub const PIECE: usize = 256 << 10;
 
 /// A structural problem at an absolute byte offset.
 #[derive(Debug)]
@@ -87,7 +99,9 @@ impl<R: Read> Window<R> {
         }
     }
 
-    /// Reads more data, keeping `buf[keep..end]`. Returns false at end of input.
+    /// Reads more data, keeping `buf[keep..end]`, until the window is full or the input ends
+    /// (a decoder hands over a few KiB per call; pieces parsed in parallel need a full window).
+    /// Returns false when nothing more could be read.
     fn refill(&mut self, keep: usize) -> Result<bool, ScanError> {
         if self.eof {
             return Ok(false);
@@ -102,16 +116,14 @@ impl<R: Read> Window<R> {
             let n = self.buf.len() * 2;
             self.buf.resize(n, 0);
         }
-        loop {
+        let before = self.end;
+        while self.end < self.buf.len() {
             match self.reader.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
-                    return Ok(false);
+                    break;
                 }
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(true);
-                }
+                Ok(n) => self.end += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // A corrupt or cut compressed stream: treat as the end of the data we can trust.
                 Err(e)
@@ -124,7 +136,7 @@ impl<R: Read> Window<R> {
                 {
                     self.eof = true;
                     self.eof_cause = Some(e.to_string());
-                    return Ok(false);
+                    break;
                 }
                 Err(e) => {
                     return Err(ScanError::Io {
@@ -134,6 +146,7 @@ impl<R: Read> Window<R> {
                 }
             }
         }
+        Ok(self.end > before)
     }
 
     fn abs(&self, i: usize) -> u64 {
@@ -228,20 +241,171 @@ fn describe(b: u8) -> String {
     }
 }
 
+/// Where a run of events stopped.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum RunEnd {
+    /// At the `]` that closes the array; `pos` is after it.
+    Closed,
+    /// The window ends inside an element or before the next one: refill, resume at `pos`.
+    NeedMore,
+    /// The next element starts at `pos`, at or past the end of the piece (its comma consumed).
+    NextPiece,
+}
+
+/// A run of events scanned from one position.
+#[derive(Clone, Copy, Debug)]
+struct EventsRun {
+    pos: usize,
+    /// No `,` is expected before the next element.
+    first: bool,
+    end: RunEnd,
+}
+
+/// Walks the complete events of the array from `p` (`first`: no `,` before the next element)
+/// until the `]`, the end of the window, or an element starting at `piece_end` or later. The one loop both the sequential and the parallel scan run, so they agree on every
+/// boundary and every error offset.
+/// `element(s)` takes the element that starts at `s` and returns its end, or None when the
+/// window ends first.
+fn scan_events(
+    buf: &[u8],
+    base: u64,
+    mut p: usize,
+    mut first: bool,
+    piece_end: usize,
+    mut element: impl FnMut(usize) -> Option<usize>,
+) -> Result<EventsRun, ScanError> {
+    let need_more = |pos, first| EventsRun {
+        pos,
+        first,
+        end: RunEnd::NeedMore,
+    };
+    let closed = |pos, first| EventsRun {
+        pos,
+        first,
+        end: RunEnd::Closed,
+    };
+    loop {
+        p = skip_ws(buf, p);
+        if p >= buf.len() {
+            return Ok(need_more(p, first));
+        }
+        if buf[p] == b']' {
+            return Ok(closed(p + 1, first));
+        }
+        let mut s = p;
+        if !first {
+            if buf[s] != b',' {
+                return Err(ScanError::Syntax {
+                    offset: base + s as u64,
+                    message: format!(
+                        "expected ',' or ']' between events, found {}",
+                        describe(buf[s])
+                    ),
+                });
+            }
+            s = skip_ws(buf, s + 1);
+            if s >= buf.len() {
+                return Ok(need_more(p, first));
+            }
+            if buf[s] == b']' {
+                // Trailing comma before ']': tolerate it.
+                return Ok(closed(s + 1, first));
+            }
+        }
+        if s >= piece_end {
+            return Ok(EventsRun {
+                pos: s,
+                first: true,
+                end: RunEnd::NextPiece,
+            });
+        }
+        let Some(e) = element(s) else {
+            return Ok(need_more(p, first));
+        };
+        first = false;
+        p = e;
+    }
+}
+
+/// What the document walk hands the events and the other top-level values to.
+trait Handler {
+    /// Takes the events of `buf` from `p`; `count` grows by the complete events handed over.
+    fn events(
+        &mut self,
+        buf: &[u8],
+        p: usize,
+        eof: bool,
+        first: bool,
+        base: u64,
+        count: &mut u64,
+    ) -> Result<EventsRun, ScanError>;
+    fn meta(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ScanError>;
+    /// The document ended (or was cut): hand over what is still held.
+    fn done(&mut self) -> Result<(), ScanError> {
+        Ok(())
+    }
+}
+
+/// Every event of a window in one batch, to a [`ScanSink`].
+struct Batches<'s, S> {
+    sink: &'s mut S,
+    ranges: Vec<(usize, usize)>,
+}
+
+impl<S: ScanSink> Handler for Batches<'_, S> {
+    fn events(
+        &mut self,
+        buf: &[u8],
+        p: usize,
+        eof: bool,
+        first: bool,
+        base: u64,
+        count: &mut u64,
+    ) -> Result<EventsRun, ScanError> {
+        self.ranges.clear();
+        let ranges = &mut self.ranges;
+        let run = scan_events(buf, base, p, first, usize::MAX, |s| {
+            let e = value_end(buf, s, eof)?;
+            ranges.push((s, e));
+            Some(e)
+        })?;
+        if !self.ranges.is_empty() {
+            *count += self.ranges.len() as u64;
+            self.sink.events(buf, &self.ranges, base)?;
+        }
+        Ok(run)
+    }
+    fn meta(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ScanError> {
+        self.sink.meta(key, value, offset)
+    }
+}
+
 /// Scans `reader` to the end, feeding `sink`. `block` is the initial window size (tests use tiny
 /// windows to exercise every boundary).
-// One state machine over the window: its states share the cursor, the window and the batch,
-// and split into functions they would pass all of them back and forth in the hottest loop.
-#[allow(clippy::too_many_lines)]
 pub fn scan<R: Read, S: ScanSink>(
     reader: R,
     sink: &mut S,
     block: usize,
 ) -> Result<ScanOutcome, ScanError> {
+    let mut batches = Batches {
+        sink,
+        ranges: Vec::new(),
+    };
+    walk(reader, &mut batches, block)
+}
+
+/// Walks the document: the top-level object's keys, and the events array through `handler`.
+// One state machine over the window: its states share the cursor and the window, and split
+// into functions they would pass all of them back and forth.
+#[allow(clippy::too_many_lines)]
+fn walk<R: Read, H: Handler>(
+    reader: R,
+    handler: &mut H,
+    block: usize,
+) -> Result<ScanOutcome, ScanError> {
     let mut w = Window::new(reader, block.max(16));
     let mut out = ScanOutcome::default();
     let mut state = State::Start;
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
 
     'outer: loop {
         // Work through the current window; `need_more` means "refill, keeping from w.pos".
@@ -364,72 +528,23 @@ pub fn scan<R: Read, S: ScanSink>(
                             need_more = true;
                             continue;
                         };
-                        sink.meta(&key, &buf[q..v_end], w.abs(q))?;
+                        handler.meta(&key, &buf[q..v_end], w.abs(q))?;
                         w.pos = v_end;
                         state = State::ObjectKey { first: false };
                     }
                 }
                 State::Events { first, in_object } => {
-                    // Collect every complete event in the window, then hand them over at once.
-                    let mut p = w.pos;
-                    let mut first = first;
-                    ranges.clear();
-                    let mut closed = false;
-                    loop {
-                        p = skip_ws(buf, p);
-                        if p >= w.end {
-                            break;
-                        }
-                        if buf[p] == b']' {
-                            p += 1;
-                            closed = true;
-                            break;
-                        }
-                        let mut s = p;
-                        if !first {
-                            if buf[s] != b',' {
-                                return Err(ScanError::Syntax {
-                                    offset: w.abs(s),
-                                    message: format!(
-                                        "expected ',' or ']' between events, found {}",
-                                        describe(buf[s])
-                                    ),
-                                });
-                            }
-                            s += 1;
-                            s = skip_ws(buf, s);
-                            if s >= w.end {
-                                break;
-                            }
-                        }
-                        if buf[s] == b']' && !first {
-                            // Trailing comma before ']': tolerate it.
-                            p = s + 1;
-                            closed = true;
-                            break;
-                        }
-                        let Some(e) = value_end(buf, s, w.eof) else {
-                            break;
-                        };
-                        ranges.push((s, e));
-                        first = false;
-                        p = e;
-                    }
-                    if !ranges.is_empty() {
-                        out.events += ranges.len() as u64;
-                        sink.events(buf, &ranges, w.base)?;
-                    }
-                    w.pos = p;
-                    if closed {
-                        state = if in_object {
-                            State::ObjectKey { first: false }
-                        } else {
-                            State::Done
-                        };
-                    } else {
-                        state = State::Events { first, in_object };
-                        need_more = true;
-                    }
+                    let run = handler.events(buf, w.pos, w.eof, first, w.base, &mut out.events)?;
+                    w.pos = run.pos;
+                    state = match run.end {
+                        RunEnd::Closed if in_object => State::ObjectKey { first: false },
+                        RunEnd::Closed => State::Done,
+                        RunEnd::NeedMore | RunEnd::NextPiece => State::Events {
+                            first: run.first,
+                            in_object,
+                        },
+                    };
+                    need_more = run.end == RunEnd::NeedMore;
                 }
                 State::Done => {
                     // Trailing bytes after the document: ignore blanks (skipped above), stop at anything else.
@@ -450,7 +565,317 @@ pub fn scan<R: Read, S: ScanSink>(
             break;
         }
     }
+    handler.done()?;
     Ok(out)
+}
+
+/// Part of a window as a piece parser sees it: the bytes, and as much of them from the piece's
+/// start as is valid UTF-8 (checked once per piece, so strings need no check of their own).
+pub struct PieceInput<'a> {
+    pub buf: &'a [u8],
+    /// `buf[text_at..]` as far as it is UTF-8 (at most to the piece's end).
+    text: &'a str,
+    text_at: usize,
+    /// Absolute offset of `buf[0]` in the (decompressed) input.
+    pub base: u64,
+    /// No input follows `buf`.
+    pub eof: bool,
+}
+
+impl<'a> PieceInput<'a> {
+    /// `buf[s..]` as text, as far as it was checked (None when `s` is outside the piece's text).
+    pub fn text_from(&self, s: usize) -> Option<&'a str> {
+        self.text.get(s.checked_sub(self.text_at)?..)
+    }
+    /// `buf[s..e]` as text, when it was checked.
+    pub fn text_of(&self, s: usize, e: usize) -> Option<&'a str> {
+        self.text
+            .get(s.checked_sub(self.text_at)?..e.checked_sub(self.text_at)?)
+    }
+    /// The end of the JSON value that starts at `s`, found the way [`scan`] finds it (None when
+    /// the window ends first).
+    pub fn value_end(&self, s: usize) -> Option<usize> {
+        value_end(self.buf, s, self.eof)
+    }
+}
+
+/// Parses the elements of the events array piece by piece, on any thread: what
+/// [`scan_parallel`] hands each worker.
+pub trait PieceParser: Sync {
+    /// What a piece of events becomes (columns of its own, appended in file order).
+    type Piece: Send + Default;
+    /// Reads the element that starts at `s` into `piece`; returns its end, or None when the
+    /// window ends first (then `piece` is unchanged). The end must be the one
+    /// [`PieceInput::value_end`] finds (a parser may find it while parsing a valid element).
+    fn element(&self, piece: &mut Self::Piece, input: &PieceInput<'_>, s: usize) -> Option<usize>;
+}
+
+/// Receives the parsed pieces in file order, and the other top-level values.
+pub trait PieceSink<P> {
+    fn append(&mut self, piece: P) -> Result<(), ScanError>;
+    fn meta(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ScanError>;
+}
+
+/// [`scan_parallel`] on the caller's thread: one piece per window.
+pub fn scan_pieces<R: Read, P: PieceParser, S: PieceSink<P::Piece> + Send>(
+    reader: R,
+    parser: &P,
+    sink: &mut S,
+    block: usize,
+) -> Result<ScanOutcome, ScanError> {
+    let mut pieces = Pieces {
+        parser,
+        sink,
+        piece_bytes: usize::MAX,
+        pending: Vec::new(),
+    };
+    walk(reader, &mut pieces, block)
+}
+
+/// Pieces of about `piece_bytes`, scanned and parsed in parallel.
+struct Pieces<'a, P: PieceParser, S> {
+    parser: &'a P,
+    sink: &'a mut S,
+    piece_bytes: usize,
+    /// Verified pieces of the previous window, appended while the next window is parsed.
+    pending: Vec<P::Piece>,
+}
+
+/// One piece's scan: where it stopped, its events, what they became.
+type Scanned<T> = Result<(EventsRun, u64, T), ScanError>;
+
+impl<P: PieceParser, S: PieceSink<P::Piece> + Send> Pieces<'_, P, S> {
+    fn flush(&mut self) -> Result<(), ScanError> {
+        for piece in self.pending.drain(..) {
+            self.sink.append(piece)?;
+        }
+        Ok(())
+    }
+}
+
+impl<P: PieceParser, S: PieceSink<P::Piece> + Send> Handler for Pieces<'_, P, S> {
+    fn events(
+        &mut self,
+        buf: &[u8],
+        p: usize,
+        eof: bool,
+        first: bool,
+        base: u64,
+        count: &mut u64,
+    ) -> Result<EventsRun, ScanError> {
+        use rayon::prelude::*;
+        let starts = piece_starts(buf, p, self.piece_bytes);
+        let parser = self.parser;
+        // Each piece but the first starts at a guessed boundary; its scan is kept only when the
+        // piece before it, scanned from a verified start, ends exactly there.
+        let scan_piece = |(k, &start): (usize, &usize)| -> Scanned<P::Piece> {
+            let piece_end = starts.get(k + 1).copied();
+            let region = &buf[start..piece_end.unwrap_or(buf.len())];
+            let text = match std::str::from_utf8(region) {
+                Ok(t) => t,
+                Err(e) => std::str::from_utf8(&region[..e.valid_up_to()]).unwrap_or_default(),
+            };
+            let input = PieceInput {
+                buf,
+                text,
+                text_at: start,
+                base,
+                eof,
+            };
+            let mut piece = P::Piece::default();
+            let mut n = 0;
+            let run = scan_events(
+                buf,
+                base,
+                start,
+                first || k > 0,
+                piece_end.unwrap_or(usize::MAX),
+                |s| {
+                    let e = parser.element(&mut piece, &input, s)?;
+                    n += 1;
+                    Some(e)
+                },
+            )?;
+            Ok((run, n, piece))
+        };
+        // The previous window's pieces are appended while this window's are parsed.
+        let (scanned, flushed) = rayon::join(
+            || -> Vec<Scanned<P::Piece>> {
+                starts.par_iter().enumerate().map(scan_piece).collect()
+            },
+            || self.flush(),
+        );
+        flushed?;
+        let mut last = EventsRun {
+            pos: p,
+            first,
+            end: RunEnd::NeedMore,
+        };
+        for (k, piece) in scanned.into_iter().enumerate() {
+            let (run, n, piece) = piece?;
+            if n > 0 {
+                *count += n;
+                self.pending.push(piece);
+            }
+            last = run;
+            if run.end != RunEnd::NextPiece || starts.get(k + 1) != Some(&run.pos) {
+                break;
+            }
+        }
+        Ok(last)
+    }
+    fn meta(&mut self, key: &str, value: &[u8], offset: u64) -> Result<(), ScanError> {
+        self.flush()?;
+        self.sink.meta(key, value, offset)
+    }
+    fn done(&mut self) -> Result<(), ScanError> {
+        self.flush()
+    }
+}
+
+/// Where the pieces of `buf[p..]` start: `p`, then a likely element boundary about every
+/// `piece_bytes` (the last piece takes the rest of the window).
+fn piece_starts(buf: &[u8], p: usize, piece_bytes: usize) -> Vec<usize> {
+    let piece_bytes = piece_bytes.max(1);
+    let mut starts = vec![p];
+    let mut at = p.saturating_add(piece_bytes);
+    while at.saturating_add(piece_bytes / 2) < buf.len() {
+        match likely_element_start(buf, at) {
+            Some(s) => {
+                starts.push(s);
+                at = s.saturating_add(piece_bytes);
+            }
+            None => break,
+        }
+    }
+    starts
+}
+
+/// The `{` of the first `}` `,` `{` (blanks allowed between) at or after `at`: the start of an
+/// array element, unless the pattern sits inside a string, which the scan of the piece before
+/// finds out. Kineto writes `},\n  {`; this does not rely on the blanks.
+fn likely_element_start(buf: &[u8], at: usize) -> Option<usize> {
+    let mut i = at;
+    loop {
+        let comma = i + memchr::memchr(b',', buf.get(i..)?)?;
+        let before = buf[..comma].iter().rposition(|&b| !is_ws(b));
+        let after = skip_ws(buf, comma + 1);
+        if before.is_some_and(|b| buf[b] == b'}') && buf.get(after) == Some(&b'{') {
+            return Some(after);
+        }
+        i = comma + 1;
+    }
+}
+
+/// Reads on its own thread, a block ahead: decompression (or the copy out of the page cache)
+/// runs beside the parse.
+struct ReadAhead {
+    blocks: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    current: Vec<u8>,
+    at: usize,
+    done: bool,
+}
+
+impl Read for ReadAhead {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.current.len() {
+            if self.done {
+                return Ok(0);
+            }
+            match self.blocks.recv() {
+                Ok(Ok(block)) => {
+                    self.current = block;
+                    self.at = 0;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.done = true;
+                    return Ok(0);
+                }
+            }
+        }
+        let n = out.len().min(self.current.len() - self.at);
+        out[..n].copy_from_slice(&self.current[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// Fills `block` from `reader` as far as it goes; the error, if one stopped it.
+fn read_block<R: Read>(reader: &mut R, block: &mut Vec<u8>) -> Option<io::Error> {
+    let mut end = 0;
+    while end < block.len() {
+        match reader.read(&mut block[end..]) {
+            Ok(0) => break,
+            Ok(n) => end += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                block.truncate(end);
+                return Some(e);
+            }
+        }
+    }
+    block.truncate(end);
+    None
+}
+
+/// Scans `reader` with the events array cut into pieces of about `piece_bytes` that the rayon
+/// pool scans and parses in parallel (`parser`), appended to `sink` in file order; the input
+/// is read (decompressed) a block ahead on its own thread. The sink sees the same events, in
+/// the same order, with the same errors at the same offsets as with [`scan`], for any piece
+/// size and thread count: a piece starts at a guessed element boundary, and its work is kept
+/// only when the scan of the piece before it ends exactly there (else the window is scanned
+/// on from where that scan ended). With one worker thread it reads and parses on the caller's
+/// thread, one piece per window.
+pub fn scan_parallel<R: Read + Send, P: PieceParser, S: PieceSink<P::Piece> + Send>(
+    reader: R,
+    parser: &P,
+    sink: &mut S,
+    block: usize,
+    piece_bytes: usize,
+) -> Result<ScanOutcome, ScanError> {
+    if rayon::current_num_threads() < 2 {
+        return scan_pieces(reader, parser, sink, block);
+    }
+    let mut pieces = Pieces {
+        parser,
+        sink,
+        piece_bytes,
+        pending: Vec::new(),
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(2);
+    let read_bytes = block.clamp(64 << 10, 1 << 20);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut reader = reader;
+            loop {
+                let mut next = vec![0; read_bytes];
+                let failed = read_block(&mut reader, &mut next);
+                let at_end = next.is_empty() || failed.is_some();
+                if !next.is_empty() && tx.send(Ok(next)).is_err() {
+                    return;
+                }
+                if let Some(e) = failed {
+                    let _ = tx.send(Err(e));
+                }
+                if at_end {
+                    return;
+                }
+            }
+        });
+        let ahead = ReadAhead {
+            blocks: rx,
+            current: Vec::new(),
+            at: 0,
+            done: false,
+        };
+        // The walk owns the receiver: when it stops early, the reader thread's next send
+        // fails and it ends.
+        walk(ahead, &mut pieces, block)
+    })
 }
 
 /// [`scan`] with the scan on its own thread: while the caller's `sink` parses one batch, the
@@ -741,5 +1166,95 @@ mod tests {
         }
         assert_eq!(plain.seen, piped.seen);
         assert!(plain.seen.len() > 1000);
+    }
+
+    /// Collects each piece's events with their offsets, for [`scan_parallel`].
+    struct Texts;
+    impl PieceParser for Texts {
+        type Piece = Vec<(u64, String)>;
+        fn element(
+            &self,
+            piece: &mut Self::Piece,
+            input: &PieceInput<'_>,
+            s: usize,
+        ) -> Option<usize> {
+            let e = input.value_end(s)?;
+            let text = String::from_utf8_lossy(&input.buf[s..e]).into_owned();
+            piece.push((input.base + s as u64, text));
+            Some(e)
+        }
+    }
+    impl PieceSink<Vec<(u64, String)>> for Offsets {
+        fn append(&mut self, piece: Vec<(u64, String)>) -> Result<(), ScanError> {
+            self.seen.extend(piece);
+            Ok(())
+        }
+        fn meta(&mut self, key: &str, _value: &[u8], offset: u64) -> Result<(), ScanError> {
+            self.seen.push((offset, key.to_string()));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn pieces_scanned_in_parallel_give_what_the_plain_scan_does() {
+        // Element boundaries inside strings (`},{` in a name, compact and pretty) send pieces
+        // to wrong starts that the scan of the piece before must catch.
+        let events: Vec<String> = (0..3000)
+            .map(|i| match i % 7 {
+                0 => format!(r#"{{"name":"a}},{{\"b\":{i}}}, {{x","ts":{i}}}"#),
+                1 => format!("{{\"args\":{{\"s\":\"}},\\n  {{\"}},\"ts\":{i}}}"),
+                2 => format!(r#"{{"nested":[{{"a":1}},{{"b":[{{}},{{}}]}}],"ts":{i}}}"#),
+                _ => format!(r#"{{"ph":"X","name":"k{i}","ts":{i}}}"#),
+            })
+            .collect();
+        let pretty = format!(
+            r#"{{"a":1,"traceEvents":[{}],"b":[2]}}"#,
+            events.join(",\n  ")
+        );
+        let compact = format!(r#"[{}]"#, events.join(","));
+        let broken = format!(
+            r#"{{"traceEvents":[{} {}]}}"#,
+            events[..2000].join(","),
+            events[2000..].join(",")
+        );
+        let trailing_comma = format!(r#"{{"traceEvents":[{},], "z": 3}}"#, events.join(","));
+        let docs = [pretty.as_str(), &compact, &broken, &trailing_comma];
+        for threads in [2, 4] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for doc in docs {
+                for input in [doc, &doc[..doc.len() / 2], &doc[..doc.len() - 3]] {
+                    let mut plain = Offsets::default();
+                    let a = scan(input.as_bytes(), &mut plain, 4096);
+                    for (block, piece) in [(1 << 20, 1), (1 << 20, 100), (4096, 300), (64, 7)] {
+                        let mut parallel = Offsets::default();
+                        let b = pool.install(|| {
+                            scan_parallel(input.as_bytes(), &Texts, &mut parallel, block, piece)
+                        });
+                        let what = format!("{threads} threads, window {block}, piece {piece}");
+                        match (&a, &b) {
+                            (Ok(x), Ok(y)) => assert_eq!(x, y, "{what}"),
+                            (
+                                Err(ScanError::Syntax {
+                                    offset: x,
+                                    message: m,
+                                }),
+                                Err(ScanError::Syntax {
+                                    offset: y,
+                                    message: n,
+                                }),
+                            ) => assert_eq!((x, m), (y, n), "{what}"),
+                            other => panic!("{what}: {other:?}"),
+                        }
+                        if a.is_ok() {
+                            assert_eq!(plain.seen, parallel.seen, "{what}");
+                            assert!(plain.seen.len() > 1000, "{what}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

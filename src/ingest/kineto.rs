@@ -1,10 +1,12 @@
 //! PyTorch profiler (Kineto) Chrome traces, from CUDA (CUPTI) and ROCm (roctracer) builds, 2021
 //! to now. See <https://pytorch.org/docs/stable/profiler.html> and `reference/formats.md` §1.
 //!
-//! The file is streamed ([`json_stream`](super::json_stream), the scan on its own thread); each
-//! batch of events is parsed in parallel with serde into borrowed skeletons (only the fields we
-//! use; serde skips the rest) and appended in file order, so the table is the same for any thread
-//! count.
+//! The file is streamed ([`json_stream::scan_parallel`](super::json_stream::scan_parallel)):
+//! each window of it is cut into pieces at likely event boundaries, and every piece is parsed on
+//! a worker thread with serde into borrowed skeletons (only the fields we use; serde skips the
+//! rest, and finds each event's end in the same pass) and then into a [`Chunk`] of columns with
+//! names, ranks and string ids of its own. The chunks are appended in file order, renumbered as
+//! if read one event at a time, so the table is the same for any thread count and piece size.
 //!
 //! **Why serde_json and not simd-json.** `cargo bench --bench hot_paths -- parse` (one thread,
 //! the 41k events of `fixtures/kineto/h100/eager_launch_bound.json.gz`, criterion medians of one
@@ -22,22 +24,20 @@
 //! faster, but it parses every number to `f64`, and Kineto's timestamps are microseconds with
 //! nanosecond decimals (`1712867402367756.123` has 19 digits; `f64` keeps 16): the table's
 //! integer nanoseconds would be off by up to hundreds of ns on epoch-based traces. serde_json
-//! hands over the number's text (`RawValue`), which [`micros_to_ns`] converts exactly. End to end
-//! the parse is not alone on the critical path: the scan runs beside it on its own thread and the
-//! append of one chunk beside the parse of the next.
+//! hands over the number's text (`RawValue`), which [`micros_to_ns`] converts exactly.
 
-use super::json_stream::{ScanError, ScanSink};
+use super::json_stream::{PieceInput, PieceParser, PieceSink, ScanError};
 use super::num::{micros_to_ns, to_u64, trailing_u64, unquote};
 use super::{ReadOptions, Reader, Source};
 use crate::error::IngestError;
 use crate::model::{
-    Activity, ActivityKind, Device, Format, HostEvent, HostKind, InputMeta, NameId, Trace, Vendor,
+    Activity, ActivityKind, Device, Format, GpuActivities, HostEvent, HostEvents, HostKind,
+    InputMeta, Interner, NameId, Trace, Vendor,
 };
-use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The Kineto reader.
 pub struct KinetoReader;
@@ -79,8 +79,10 @@ impl Reader for KinetoReader {
         let unit = src.offset_unit();
         let head_error = src.head_error.clone();
         let mut sink = KinetoSink::new(trace, label.clone());
-        sink.skip_python_frames = opts.skip_python_frames;
-        let scanned = opts.scan(src.into_reader(), &mut sink);
+        let parser = KinetoParser {
+            skip_python_frames: opts.skip_python_frames,
+        };
+        let scanned = opts.scan_pieces(src.into_reader(), &parser, &mut sink);
         let outcome = match scanned {
             Ok(o) => o,
             Err(ScanError::Syntax { offset, message }) => {
@@ -345,15 +347,31 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
         Some(t) => serde_json::from_str(t),
         None => serde_json::from_slice(bytes),
     };
-    let ev: RawEvent<'_> = match parsed {
-        Ok(ev) => ev,
-        Err(e) => {
-            return Parsed::Bad {
-                at: at + offset_in(bytes, &e),
-                why: e.to_string(),
-            }
+    match parsed {
+        Ok(ev) => interpret(ev, at),
+        Err(e) => Parsed::Bad {
+            at: at + offset_in(bytes, &e),
+            why: e.to_string(),
+        },
+    }
+}
+
+/// Parses the event that starts at `s` and finds its end in the same pass (the scanner's own
+/// pass over it would cost a sixth of the read). An element serde cannot read is measured by
+/// the scanner and parsed alone, so its error and offset are those of [`parse_event`].
+fn parse_element<'a>(input: &PieceInput<'a>, s: usize) -> Option<(usize, Parsed<'a>)> {
+    if let Some(text) = input.text_from(s) {
+        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<RawEvent<'a>>();
+        if let Some(Ok(ev)) = stream.next() {
+            return Some((s + stream.byte_offset(), interpret(ev, s)));
         }
-    };
+    }
+    let e = input.value_end(s)?;
+    Some((e, parse_event(&input.buf[s..e], input.text_of(s, e), s)))
+}
+
+/// What a parsed event becomes; `at` is its offset, for the reasons it may be unreadable.
+fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
     match ev.ph.as_ref().map(|t| t.0.as_ref()) {
         Some("X") => {}
         Some(_) => return Parsed::Skip,
@@ -545,6 +563,154 @@ fn offset_in(bytes: &[u8], e: &serde_json::Error) -> usize {
     (off + col.saturating_sub(1)).min(bytes.len())
 }
 
+/// String pids/tids are numbered from here up (above any real id), in order of appearance.
+const TEXT_ID: u64 = 1 << 62;
+
+/// What a piece of a file's events became, on a worker thread: columns with names, inputs
+/// (ranks) and string ids numbered by the piece itself, appended to the trace in file order by
+/// [`KinetoSink::append`], which renumbers them: the table is the same for any piece size.
+#[derive(Default)]
+struct Chunk {
+    names: Interner,
+    activities: GpuActivities,
+    host: HostEvents,
+    /// The rank of each of the chunk's inputs, in order of appearance (`None`: the file's own).
+    ranks: Vec<Option<u32>>,
+    /// Devices used, per chunk input.
+    devices_used: BTreeMap<u32, BTreeSet<u32>>,
+    hip_calls: u64,
+    cuda_calls: u64,
+    bad_events: u64,
+    /// Of those, elements with no "ph" at all.
+    without_ph: u64,
+    first_bad: Option<(u64, String)>,
+    /// String pids/tids in order of appearance: the chunk's `TEXT_ID + index`.
+    texts: Vec<String>,
+    text_index: HashMap<String, u64>,
+    /// Per activity: its block size (see `grid_in_work_items`).
+    blocks: Vec<u32>,
+    /// (chunk input, correlation) of the launches that give the grid in work-items.
+    work_item_grids: HashSet<(u32, u64)>,
+}
+
+impl Chunk {
+    fn input_for(&mut self, rank: Option<u32>) -> u32 {
+        match self.ranks.iter().position(|&r| r == rank) {
+            Some(i) => i as u32,
+            None => {
+                self.ranks.push(rank);
+                self.ranks.len() as u32 - 1
+            }
+        }
+    }
+
+    fn id_number(&mut self, id: Id<'_>) -> u64 {
+        match id {
+            Id::Num(n) => n,
+            Id::Text(s) => {
+                if let Some(n) = trailing_u64(s).filter(|_| s.bytes().all(|b| b.is_ascii_digit())) {
+                    return n;
+                }
+                if let Some(&n) = self.text_index.get(s) {
+                    return n;
+                }
+                let n = TEXT_ID + self.texts.len() as u64;
+                self.texts.push(s.to_string());
+                self.text_index.insert(s.to_string(), n);
+                n
+            }
+        }
+    }
+
+    fn push(&mut self, p: Parsed<'_>, base: u64, skip_python_frames: bool) {
+        match p {
+            Parsed::Skip => {}
+            Parsed::Bad { at, why } => {
+                self.bad_events += 1;
+                self.without_ph += u64::from(why == NO_PH);
+                if self.first_bad.is_none() {
+                    self.first_bad = Some((base + at as u64, why));
+                }
+            }
+            Parsed::Gpu(g) => {
+                let input = self.input_for(g.rank);
+                let name = self.names.intern(&g.name);
+                self.devices_used.entry(input).or_default().insert(g.device);
+                self.blocks.push(g.block);
+                self.activities.push(Activity {
+                    kind: g.kind,
+                    name,
+                    input,
+                    device: g.device,
+                    stream: g.stream,
+                    ts_ns: g.ts_ns,
+                    dur_ns: g.dur_ns,
+                    correlation: g.correlation,
+                    external_id: g.external_id,
+                    workgroups: g.workgroups,
+                });
+            }
+            Parsed::Host(h) => {
+                let input = self.input_for(h.rank);
+                if skip_python_frames && h.kind == HostKind::Python {
+                    return;
+                }
+                if matches!(h.kind, HostKind::Runtime | HostKind::Driver) {
+                    if grid_in_work_items(&h.name) && h.correlation != 0 {
+                        self.work_item_grids.insert((input, h.correlation));
+                    }
+                    if h.name.starts_with("hip") {
+                        self.hip_calls += 1;
+                    } else if h.name.starts_with("cu") {
+                        self.cuda_calls += 1;
+                    }
+                }
+                let name = self.names.intern(&h.name);
+                let mut intern = |s: Option<&str>| s.map_or(NameId::NONE, |d| self.names.intern(d));
+                let input_dims = intern(h.input_dims);
+                let input_types = intern(h.input_types);
+                let concrete_inputs = intern(h.concrete_inputs);
+                let input_strides = intern(
+                    h.input_strides
+                        .filter(|_| crate::model::ops::keeps_input_strides(&h.name)),
+                );
+                let pid = self.id_number(h.pid);
+                let tid = self.id_number(h.tid);
+                self.host.push(HostEvent {
+                    kind: h.kind,
+                    name,
+                    input,
+                    pid,
+                    tid,
+                    ts_ns: h.ts_ns,
+                    dur_ns: h.dur_ns,
+                    correlation: h.correlation,
+                    external_id: h.external_id,
+                    input_dims,
+                    input_types,
+                    concrete_inputs,
+                    input_strides,
+                });
+            }
+        }
+    }
+}
+
+/// Parses pieces of a Kineto file into [`Chunk`]s, on any thread.
+struct KinetoParser {
+    /// Leave out `python_function` events (no frame view will read them).
+    skip_python_frames: bool,
+}
+
+impl PieceParser for KinetoParser {
+    type Piece = Chunk;
+    fn element(&self, chunk: &mut Chunk, input: &PieceInput<'_>, s: usize) -> Option<usize> {
+        let (e, parsed) = parse_element(input, s)?;
+        chunk.push(parsed, input.base, self.skip_python_frames);
+        Some(e)
+    }
+}
+
 /// Per-file state while streaming.
 struct KinetoSink<'t> {
     trace: &'t mut Trace,
@@ -568,11 +734,9 @@ struct KinetoSink<'t> {
     /// Per activity of this file: its block size, while reading (see `grid_in_work_items`).
     blocks: Vec<u32>,
     /// (input, correlation) of the launches that give the grid in work-items.
-    work_item_grids: std::collections::HashSet<(u32, u64)>,
+    work_item_grids: HashSet<(u32, u64)>,
     /// The first activity this file added.
     first_activity: usize,
-    /// Leave out `python_function` events (no frame view will read them).
-    skip_python_frames: bool,
 }
 
 impl<'t> KinetoSink<'t> {
@@ -595,7 +759,6 @@ impl<'t> KinetoSink<'t> {
             blocks: Vec::new(),
             work_item_grids: Default::default(),
             first_activity: 0,
-            skip_python_frames: false,
         }
     }
 
@@ -619,97 +782,50 @@ impl<'t> KinetoSink<'t> {
         i
     }
 
-    fn id_number(&mut self, id: Id<'_>) -> u64 {
-        match id {
-            Id::Num(n) => n,
-            Id::Text(s) => {
-                if let Some(n) = trailing_u64(s).filter(|_| s.bytes().all(|b| b.is_ascii_digit())) {
-                    return n;
-                }
-                let next = (1u64 << 62) + self.text_ids.len() as u64;
-                *self.text_ids.entry(s.to_string()).or_insert(next)
-            }
-        }
+    fn text_id(&mut self, s: &str) -> u64 {
+        let next = TEXT_ID + self.text_ids.len() as u64;
+        *self.text_ids.entry(s.to_string()).or_insert(next)
     }
 
-    fn push(&mut self, p: Parsed<'_>, base: u64) {
-        match p {
-            Parsed::Skip => {}
-            Parsed::Bad { at, why } => {
-                self.bad_events += 1;
-                self.without_ph += u64::from(why == NO_PH);
-                if self.first_bad.is_none() {
-                    self.first_bad = Some((base + at as u64, why));
-                }
-            }
-            Parsed::Gpu(g) => {
-                let input = self.input_for(g.rank);
-                let name = self.trace.names.intern(&g.name);
-                self.devices_used.entry(input).or_default().insert(g.device);
-                if self.blocks.is_empty() {
-                    self.first_activity = self.trace.activities.len();
-                }
-                self.blocks.push(g.block);
-                self.trace.activities.push(Activity {
-                    kind: g.kind,
-                    name,
-                    input,
-                    device: g.device,
-                    stream: g.stream,
-                    ts_ns: g.ts_ns,
-                    dur_ns: g.dur_ns,
-                    correlation: g.correlation,
-                    external_id: g.external_id,
-                    workgroups: g.workgroups,
-                });
-            }
-            Parsed::Host(h) => {
-                let input = self.input_for(h.rank);
-                if self.skip_python_frames && h.kind == HostKind::Python {
-                    return;
-                }
-                if matches!(h.kind, HostKind::Runtime | HostKind::Driver) {
-                    if grid_in_work_items(&h.name) && h.correlation != 0 {
-                        self.work_item_grids.insert((input, h.correlation));
-                    }
-                    if h.name.starts_with("hip") {
-                        self.hip_calls += 1;
-                    } else if h.name.starts_with("cu") {
-                        self.cuda_calls += 1;
-                    }
-                }
-                let name = self.trace.names.intern(&h.name);
-                let input_dims = h
-                    .input_dims
-                    .map_or(NameId::NONE, |d| self.trace.names.intern(d));
-                let input_types = h
-                    .input_types
-                    .map_or(NameId::NONE, |d| self.trace.names.intern(d));
-                let concrete_inputs = h
-                    .concrete_inputs
-                    .map_or(NameId::NONE, |d| self.trace.names.intern(d));
-                let input_strides = h
-                    .input_strides
-                    .filter(|_| crate::model::ops::keeps_input_strides(&h.name))
-                    .map_or(NameId::NONE, |d| self.trace.names.intern(d));
-                let pid = self.id_number(h.pid);
-                let tid = self.id_number(h.tid);
-                self.trace.host.push(HostEvent {
-                    kind: h.kind,
-                    name,
-                    input,
-                    pid,
-                    tid,
-                    ts_ns: h.ts_ns,
-                    dur_ns: h.dur_ns,
-                    correlation: h.correlation,
-                    external_id: h.external_id,
-                    input_dims,
-                    input_types,
-                    concrete_inputs,
-                    input_strides,
-                });
-            }
+    /// Appends a chunk, renumbering its names, inputs and string ids as if its events had
+    /// been read here one by one.
+    fn append_chunk(&mut self, c: Chunk) {
+        let names = c.names.renamed_into(&mut self.trace.names);
+        let inputs: Vec<u32> = c.ranks.iter().map(|&r| self.input_for(r)).collect();
+        let texts: Vec<u64> = c.texts.iter().map(|s| self.text_id(s)).collect();
+        let text = |id: u64| match id.checked_sub(TEXT_ID) {
+            Some(k) if (k as usize) < texts.len() => texts[k as usize],
+            _ => id,
+        };
+        let mut host = c.host;
+        for t in &mut host.threads {
+            *t = (text(t.0), text(t.1));
+        }
+        let name = |id: NameId| names[id.index()];
+        let input = |i: u32| inputs[i as usize];
+        if self.blocks.is_empty() && !c.blocks.is_empty() {
+            self.first_activity = self.trace.activities.len();
+        }
+        self.blocks.extend(c.blocks);
+        self.trace.activities.extend_from(c.activities, name, input);
+        self.trace.host.extend_from(host, name, input);
+        for (i, devices) in c.devices_used {
+            self.devices_used
+                .entry(input(i))
+                .or_default()
+                .extend(devices);
+        }
+        self.work_item_grids.extend(
+            c.work_item_grids
+                .into_iter()
+                .map(|(i, correlation)| (input(i), correlation)),
+        );
+        self.hip_calls += c.hip_calls;
+        self.cuda_calls += c.cuda_calls;
+        self.bad_events += c.bad_events;
+        self.without_ph += c.without_ph;
+        if self.first_bad.is_none() {
+            self.first_bad = c.first_bad;
         }
     }
 
@@ -844,39 +960,9 @@ fn vendor_of_device_name(name: &str) -> Vendor {
     }
 }
 
-impl ScanSink for KinetoSink<'_> {
-    fn events(
-        &mut self,
-        buf: &[u8],
-        ranges: &[(usize, usize)],
-        base: u64,
-    ) -> Result<(), ScanError> {
-        // Parsing is the expensive part and independent per event: do it in parallel, then
-        // append in file order so the table does not depend on the thread count. Appending
-        // (interning names) is sequential: it runs beside the parse of the next chunk.
-        const CHUNK: usize = 4096;
-        let one = batch_parser(buf, ranges);
-        if ranges.len() < 512 || rayon::current_num_threads() < 2 {
-            for p in ranges.iter().map(one) {
-                self.push(p, base);
-            }
-            return Ok(());
-        }
-        let mut pending: Vec<Parsed<'_>> = Vec::new();
-        for chunk in ranges.chunks(CHUNK) {
-            let (parsed, ()) = rayon::join(
-                || chunk.par_iter().map(&one).collect::<Vec<_>>(),
-                || {
-                    for p in pending.drain(..) {
-                        self.push(p, base);
-                    }
-                },
-            );
-            pending = parsed;
-        }
-        for p in pending {
-            self.push(p, base);
-        }
+impl PieceSink<Chunk> for KinetoSink<'_> {
+    fn append(&mut self, chunk: Chunk) -> Result<(), ScanError> {
+        self.append_chunk(chunk);
         Ok(())
     }
 

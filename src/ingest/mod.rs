@@ -38,6 +38,9 @@ pub struct ReadOptions {
     /// Window of the streaming JSON scanner in bytes (None: the default 4 MiB). Output never
     /// depends on it; tests vary it to prove that.
     pub block_bytes: Option<usize>,
+    /// Size of the pieces of a window that are scanned and parsed in parallel (None: the
+    /// default [`json_stream::PIECE`]). Output never depends on it; tests vary it.
+    pub piece_bytes: Option<usize>,
     /// Scan and parse each file on one thread, without the scan thread of
     /// [`json_stream::scan_pipelined`]: [`read_all`] sets it when it reads at least as many
     /// files at once as there are worker threads, which keeps every core busy already (the
@@ -64,6 +67,27 @@ impl ReadOptions {
             json_stream::scan(reader, sink, block)
         } else {
             json_stream::scan_pipelined(reader, sink, block)
+        }
+    }
+    /// Streams a JSON document into `sink` with its events parsed by `parser` in pieces, in
+    /// parallel unless each file has one thread.
+    pub fn scan_pieces<R, P, S>(
+        &self,
+        reader: R,
+        parser: &P,
+        sink: &mut S,
+    ) -> Result<json_stream::ScanOutcome, json_stream::ScanError>
+    where
+        R: Read + Send,
+        P: json_stream::PieceParser,
+        S: json_stream::PieceSink<P::Piece> + Send,
+    {
+        let block = self.block_bytes.unwrap_or(json_stream::BLOCK);
+        if self.one_thread_per_file {
+            json_stream::scan_pieces(reader, parser, sink, block)
+        } else {
+            let piece = self.piece_bytes.unwrap_or(json_stream::PIECE);
+            json_stream::scan_parallel(reader, parser, sink, block, piece)
         }
     }
 }

@@ -78,6 +78,16 @@ impl Interner {
     pub fn per_name<T>(&self, f: impl FnMut(&str) -> T) -> Vec<T> {
         self.strings.iter().map(|s| &**s).map(f).collect()
     }
+    /// Interns this table's names into `into`, in this table's order; the new id of each name
+    /// by its id here. Names go by what was written (a name with control characters stays
+    /// apart from its cleaned spelling), as if `into` had interned them itself.
+    pub fn renamed_into(&self, into: &mut Interner) -> Vec<NameId> {
+        let mut written: Vec<&str> = vec![""; self.strings.len()];
+        for (s, id) in &self.ids {
+            written[id.index()] = s;
+        }
+        written.into_iter().map(|s| into.intern(s)).collect()
+    }
     pub fn iter(&self) -> impl Iterator<Item = (NameId, &str)> {
         self.strings
             .iter()

@@ -211,10 +211,16 @@ impl GpuActivities {
         self.workgroups.push(a.workgroups);
     }
     /// Appends another table's rows column by column, renaming names and shifting inputs.
-    fn extend_from(&mut self, o: GpuActivities, name: impl Fn(NameId) -> NameId, offset: u32) {
+    /// Appends another table's rows, renaming their names and inputs.
+    pub fn extend_from(
+        &mut self,
+        o: GpuActivities,
+        name: impl Fn(NameId) -> NameId,
+        input: impl Fn(u32) -> u32,
+    ) {
         self.kind.extend(o.kind);
         self.name.extend(o.name.into_iter().map(name));
-        self.input.extend(o.input.into_iter().map(|i| i + offset));
+        self.input.extend(o.input.into_iter().map(input));
         self.device.extend(o.device);
         self.stream.extend(o.stream);
         self.ts_ns.extend(o.ts_ns);
@@ -416,11 +422,16 @@ impl HostEvents {
         self.thread_ids.insert(key, t);
         t
     }
-    /// Appends another table's rows column by column, renaming names and shifting inputs.
-    fn extend_from(&mut self, o: HostEvents, name: impl Fn(NameId) -> NameId, offset: u32) {
+    /// Appends another table's rows column by column, renaming names and inputs.
+    pub fn extend_from(
+        &mut self,
+        o: HostEvents,
+        name: impl Fn(NameId) -> NameId,
+        input: impl Fn(u32) -> u32,
+    ) {
         self.kind.extend(o.kind);
         self.name.extend(o.name.into_iter().map(&name));
-        self.input.extend(o.input.into_iter().map(|i| i + offset));
+        self.input.extend(o.input.into_iter().map(input));
         let threads: Vec<u32> = o.threads.iter().map(|&t| self.thread_of(t)).collect();
         self.thread
             .extend(o.thread.into_iter().map(|t| threads[t as usize]));
@@ -675,16 +686,13 @@ impl Trace {
             return;
         }
         self.skipped.extend(other.skipped);
-        let names: Vec<NameId> = other
-            .names
-            .iter()
-            .map(|(_, s)| self.names.intern(s))
-            .collect();
+        let names = other.names.renamed_into(&mut self.names);
         let name = |id: NameId| names[id.index()];
         let offset = self.inputs.len() as u32;
         self.inputs.extend(other.inputs);
-        self.activities.extend_from(other.activities, name, offset);
-        self.host.extend_from(other.host, name, offset);
+        self.activities
+            .extend_from(other.activities, name, |i| i + offset);
+        self.host.extend_from(other.host, name, |i| i + offset);
         for c in other.counters {
             self.counters.push(DispatchCounters {
                 input: c.input + offset,

@@ -41,6 +41,9 @@ pub struct Config {
     /// Keep the Python frames of `with_stack` traces even without attribution (which alone
     /// reads them): a Perfetto export rebuilt from the trace shows them.
     pub keep_python_frames: bool,
+    /// Bytes of a file parsed as one piece in parallel (None: the default). Output never
+    /// depends on it; tests vary it.
+    pub piece_bytes: Option<usize>,
 }
 
 /// One rank's view (the feed's `ranks[]`).
@@ -171,6 +174,7 @@ fn read_traces(paths: &[PathBuf], config: &Config) -> Result<Trace, RunError> {
         max_gunzip_ratio: config.max_gunzip_ratio,
         // Without attribution nothing reads the Python frames: dropped as they are read.
         skip_python_frames: !config.analysis.attribution && !config.keep_python_frames,
+        piece_bytes: config.piece_bytes,
         ..Default::default()
     };
     Ok(ingest::read_all(paths, &opts)?)

@@ -94,6 +94,19 @@ fn feed_of(path: &std::path::Path, extra: &[&str]) -> (serde_json::Value, String
         .success()
         .get_output()
         .clone();
+    // Parsed in pieces of a few events on several threads: the same feed and warnings.
+    let pieces = bin()
+        .args(extra)
+        .args(["--json", "-", "--threads", "4", "--piece-bytes", "3000"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        (&pieces.stdout, &pieces.stderr),
+        (&out.stdout, &out.stderr),
+        "{}: parsed in pieces",
+        path.display()
+    );
     (
         assert_valid_feed(&out.stdout),
         String::from_utf8(out.stderr).unwrap(),

@@ -56,6 +56,24 @@ fn run(path: &Path) -> Run {
         .code()
         .expect("exited, not killed by the time limit or a signal");
     let feed = (code == 0).then(|| assert_valid_feed(&out.stdout));
+    // Parsed in pieces of a few bytes on several threads (most pieces start at a wrong guess
+    // of an event boundary), the same output, warnings and exit code.
+    let pieces = bin()
+        .arg(path)
+        .args(["--json", "-", "--threads", "4", "--piece-bytes", "40"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(
+        (
+            pieces.status.code(),
+            &pieces.stdout,
+            String::from_utf8_lossy(&pieces.stderr)
+        ),
+        (Some(code), &out.stdout, stderr.as_str().into()),
+        "{}: parsed in pieces",
+        path.display()
+    );
     Run { code, feed, stderr }
 }
 

@@ -453,12 +453,22 @@ fn feeds_do_not_depend_on_the_scanner_window() {
         files.push(shared.join("corpus/hpctraining/merged_all_events.json.gz"));
         files.push(shared.join("corpus/rocprof1_kokkos/results.json"));
     }
+    let pools: Vec<rayon::ThreadPool> = [2, 8]
+        .iter()
+        .map(|&n| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .unwrap()
+        })
+        .collect();
     for f in &files {
-        let feed = |block: Option<usize>, one_thread_per_file: bool| {
+        let feed = |block: Option<usize>, piece: Option<usize>, one_thread_per_file: bool| {
             let trace = read_all(
                 std::slice::from_ref(f),
                 &ReadOptions {
                     block_bytes: block,
+                    piece_bytes: piece,
                     one_thread_per_file,
                     ..Default::default()
                 },
@@ -469,15 +479,26 @@ fn feeds_do_not_depend_on_the_scanner_window() {
                 &AnalysisOptions::default(),
             ))
         };
-        let default = feed(None, false);
+        let default = feed(None, None, false);
         // Windows far smaller than one event force every boundary case of the scanner, with
-        // the scan on its own thread and on the parsing thread.
+        // the scan on its own thread and on the parsing thread; pieces of a few bytes to a
+        // few events start most pieces at a wrong guess, on 2 and 8 threads.
         for block in [64, 4096, 1 << 16] {
             for one_thread in [false, true] {
                 assert!(
-                    feed(Some(block), one_thread) == default,
+                    feed(Some(block), None, one_thread) == default,
                     "{}: window {block}, one thread per file {one_thread}",
                     f.display()
+                );
+            }
+        }
+        for pool in &pools {
+            for (block, piece) in [(None, 1), (Some(1 << 16), 700)] {
+                assert!(
+                    pool.install(|| feed(block, Some(piece), false)) == default,
+                    "{}: {} threads, window {block:?}, pieces of {piece} bytes",
+                    f.display(),
+                    pool.current_num_threads()
                 );
             }
         }
