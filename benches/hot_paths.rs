@@ -6,6 +6,10 @@
 //!   (borrowed strings, `args` kept raw and parsed only for kept events); `simd_json_serde` and
 //!   `simd_json_tape` are simd-json's two modes extracting the same fields per event, and
 //!   `simd_json_tape_batch` parses a whole batch of events as one array (simd-json's best case);
+//! - `pieces/*`: the reader's whole walk over the events as [`json_stream::scan_parallel`] runs
+//!   it, on one thread and on the rayon pool: serde_json finding each event's end while parsing
+//!   it (what the reader does), against simd-json's tape, which needs the scanner to find the
+//!   end first (it parses only whole documents);
 //! - `classify`: classifying the trace's distinct kernel names with the built-in rules.
 //!
 //! `cargo bench --bench hot_paths` (add `-- parse` to run one group). The numbers that decided
@@ -13,7 +17,9 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rocprof_classify::classify::RuleSet;
-use rocprof_classify::ingest::json_stream::{self, ScanError, ScanSink};
+use rocprof_classify::ingest::json_stream::{
+    self, PieceInput, PieceParser, PieceSink, ScanError, ScanSink,
+};
 use rocprof_classify::ingest::{kineto, read_all, ReadOptions};
 use serde::Deserialize;
 use simd_json::prelude::*;
@@ -175,6 +181,64 @@ fn simd_tape_batch(doc: &[u8], ranges: &[(usize, usize)]) -> usize {
     rows
 }
 
+/// The reader's parse of each element (serde_json, the end found while parsing): rows kept.
+struct SerdePieces;
+
+impl PieceParser for SerdePieces {
+    type Piece = usize;
+    fn element(&self, rows: &mut usize, input: &PieceInput<'_>, s: usize) -> Option<usize> {
+        let (e, kept) = kineto::element_for_bench(input, s)?;
+        *rows += usize::from(kept);
+        Some(e)
+    }
+}
+
+/// simd-json's tape per element, its end found by the scanner first.
+struct SimdPieces;
+
+impl PieceParser for SimdPieces {
+    type Piece = usize;
+    fn element(&self, rows: &mut usize, input: &PieceInput<'_>, s: usize) -> Option<usize> {
+        let e = input.value_end(s)?;
+        let mut scratch = input.buf[s..e].to_vec();
+        if let Ok(tape) = simd_json::to_tape(&mut scratch) {
+            *rows += tape_row(tape.as_value());
+        }
+        Some(e)
+    }
+}
+
+/// Sums the pieces' rows.
+#[derive(Default)]
+struct Rows(usize);
+
+impl PieceSink<usize> for Rows {
+    fn append(&mut self, rows: usize) -> Result<(), ScanError> {
+        self.0 += rows;
+        Ok(())
+    }
+    fn meta(&mut self, _: &str, _: &[u8], _: u64) -> Result<(), ScanError> {
+        Ok(())
+    }
+}
+
+fn walk_pieces<P: PieceParser<Piece = usize>>(doc: &[u8], parser: &P, parallel: bool) -> usize {
+    let mut rows = Rows::default();
+    if parallel {
+        json_stream::scan_parallel(
+            doc,
+            parser,
+            &mut rows,
+            json_stream::BLOCK,
+            json_stream::PIECE,
+        )
+    } else {
+        json_stream::scan_pieces(doc, parser, &mut rows, json_stream::BLOCK)
+    }
+    .unwrap();
+    rows.0
+}
+
 fn benches(c: &mut Criterion) {
     let doc = document();
     let mut ranges = Ranges::default();
@@ -186,6 +250,10 @@ fn benches(c: &mut Criterion) {
     assert_eq!(simd_serde(&doc, &ranges), gpu + host);
     assert_eq!(simd_tape(&doc, &ranges), gpu + host);
     assert_eq!(simd_tape_batch(&doc, &ranges), gpu + host);
+    for parallel in [false, true] {
+        assert_eq!(walk_pieces(&doc, &SerdePieces, parallel), gpu + host);
+        assert_eq!(walk_pieces(&doc, &SimdPieces, parallel), gpu + host);
+    }
 
     let mut scan = c.benchmark_group("scan");
     scan.throughput(Throughput::Bytes(doc.len() as u64));
@@ -209,6 +277,18 @@ fn benches(c: &mut Criterion) {
         b.iter(|| simd_tape_batch(&doc, &ranges))
     });
     parse.finish();
+
+    let mut pieces = c.benchmark_group("pieces");
+    pieces.throughput(Throughput::Bytes(doc.len() as u64));
+    for (parallel, how) in [(false, "one_thread"), (true, "pool")] {
+        pieces.bench_function(format!("serde_json/{how}"), |b| {
+            b.iter(|| walk_pieces(&doc, &SerdePieces, parallel))
+        });
+        pieces.bench_function(format!("simd_json_tape/{how}"), |b| {
+            b.iter(|| walk_pieces(&doc, &SimdPieces, parallel))
+        });
+    }
+    pieces.finish();
 
     let trace = read_all(&[Path::new(FIXTURE).to_path_buf()], &ReadOptions::default()).unwrap();
     let rules = RuleSet::load(&[]).unwrap();

@@ -99,55 +99,105 @@ fn innermost(trace: &Trace, t: &Thread, time: i64) -> Option<usize> {
 
 type ThreadKey = (u32, u64);
 
+/// The threads of some host events, in key order.
+#[derive(Default)]
+struct Threads {
+    keys: Vec<ThreadKey>,
+    list: Vec<Thread>,
+}
+
+impl Threads {
+    fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+    fn find(&self, key: &ThreadKey) -> Option<u32> {
+        self.keys.binary_search(key).ok().map(|i| i as u32)
+    }
+    fn get(&self, thread: u32) -> &Thread {
+        &self.list[thread as usize]
+    }
+}
+
+/// One op of [`Threads`]: its thread's index and its index in that thread (8 bytes per GPU
+/// activity, not the 32 of a key and an index).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct OpRef {
+    thread: u32,
+    op: u32,
+}
+
+impl OpRef {
+    const NONE: OpRef = OpRef {
+        thread: u32::MAX,
+        op: u32::MAX,
+    };
+    fn get(self) -> Option<OpRef> {
+        (self != OpRef::NONE).then_some(self)
+    }
+}
+
 /// The innermost event of some threads around each activity's launch call, memoized per call
 /// (one graph launch owns many activities).
 struct Owners<'t> {
-    threads: &'t BTreeMap<ThreadKey, Thread>,
-    cache: HashMap<u32, Option<(ThreadKey, usize)>>,
+    threads: &'t Threads,
+    cache: HashMap<u32, OpRef>,
 }
 
 impl<'t> Owners<'t> {
-    fn new(threads: &'t BTreeMap<ThreadKey, Thread>) -> Self {
+    fn new(threads: &'t Threads) -> Self {
         Owners {
             threads,
             cache: HashMap::default(),
         }
     }
-    fn of(&mut self, trace: &Trace, links: &Links, a: usize) -> Option<(ThreadKey, usize)> {
+    fn of(&mut self, trace: &Trace, links: &Links, a: usize) -> Option<OpRef> {
         let call = links.owner_call(a)?;
         let threads = self.threads;
-        *self.cache.entry(call).or_insert_with(|| {
-            let c = call as usize;
-            let key = (trace.host.input[c], trace.host.tid(c));
-            threads
-                .get(&key)
-                .and_then(|t| innermost(trace, t, trace.host.ts_ns[c]))
-                .map(|k| (key, k))
-        })
+        self.cache
+            .entry(call)
+            .or_insert_with(|| {
+                let c = call as usize;
+                let key = (trace.host.input[c], trace.host.tid(c));
+                threads
+                    .find(&key)
+                    .and_then(|thread| {
+                        innermost(trace, threads.get(thread), trace.host.ts_ns[c]).map(|k| OpRef {
+                            thread,
+                            op: k as u32,
+                        })
+                    })
+                    .unwrap_or(OpRef::NONE)
+            })
+            .get()
     }
 }
 
 /// The host events of one kind (that `keep` accepts) per (input, thread), nested by time.
-fn threads_of(
-    trace: &Trace,
-    kind: HostKind,
-    keep: impl Fn(&str) -> bool,
-) -> BTreeMap<ThreadKey, Thread> {
+fn threads_of(trace: &Trace, kind: HostKind, keep: impl Fn(&str) -> bool) -> Threads {
     let host = &trace.host;
-    let mut threads: BTreeMap<ThreadKey, Thread> = BTreeMap::new();
-    for h in 0..host.len() {
-        if host.kind[h] == kind && keep(trace.names.get(host.name[h])) {
-            threads
-                .entry((host.input[h], host.tid(h)))
-                .or_insert_with(|| Thread {
-                    ops: Vec::new(),
-                    parent: Vec::new(),
-                })
-                .ops
-                .push(h as u32);
+    let kept = trace.names.per_name(keep);
+    let kept = |h: usize| host.kind[h] == kind && kept[host.name[h].index()];
+    // Counted first, so each thread's column is allocated once at its size (millions of ops).
+    let mut sizes: BTreeMap<ThreadKey, usize> = BTreeMap::new();
+    for h in (0..host.len()).filter(|&h| kept(h)) {
+        *sizes.entry((host.input[h], host.tid(h))).or_default() += 1;
+    }
+    let mut threads = Threads {
+        keys: sizes.keys().copied().collect(),
+        list: sizes
+            .values()
+            .map(|&n| Thread {
+                ops: Vec::with_capacity(n),
+                parent: Vec::new(),
+            })
+            .collect(),
+    };
+    for h in (0..host.len()).filter(|&h| kept(h)) {
+        if let Some(t) = threads.find(&(host.input[h], host.tid(h))) {
+            threads.list[t as usize].ops.push(h as u32);
         }
     }
-    for t in threads.values_mut() {
+    for t in &mut threads.list {
         t.ops.sort_by_key(|&h| {
             let h = h as usize;
             (host.ts_ns[h], std::cmp::Reverse(host.dur_ns[h]), h)
@@ -174,8 +224,9 @@ fn threads_of(
 /// The cpu_ops of every thread, nested, and each GPU activity's innermost launching op: built
 /// once per analysis for the bucket view and the op view.
 pub struct OpIndex {
-    threads: BTreeMap<ThreadKey, Thread>,
-    owner: Vec<Option<(ThreadKey, usize)>>,
+    threads: Threads,
+    /// Per GPU activity: its innermost launching op ([`OpRef::NONE`]: none).
+    owner: Vec<OpRef>,
     /// Graph-replayed activities owned by a captured op: activity → its graph launch call.
     replay: HashMap<u32, u32>,
 }
@@ -184,11 +235,11 @@ impl OpIndex {
     pub fn build(trace: &Trace, links: &Links) -> OpIndex {
         let threads = threads_of(trace, HostKind::CpuOp, |_| true);
         let owner = if threads.is_empty() {
-            vec![None; trace.activities.len()]
+            vec![OpRef::NONE; trace.activities.len()]
         } else {
             let mut owners = Owners::new(&threads);
             (0..trace.activities.len())
-                .map(|a| owners.of(trace, links, a))
+                .map(|a| owners.of(trace, links, a).unwrap_or(OpRef::NONE))
                 .collect()
         };
         let replay = links.replays();
@@ -202,18 +253,27 @@ impl OpIndex {
     /// No ops: every activity keeps its kernel-name bucket (`--no-attribution`).
     pub fn empty(trace: &Trace) -> OpIndex {
         OpIndex {
-            threads: BTreeMap::new(),
-            owner: vec![None; trace.activities.len()],
+            threads: Threads::default(),
+            owner: vec![OpRef::NONE; trace.activities.len()],
             replay: HashMap::default(),
         }
     }
 
     /// Per activity: the host index of its innermost launching op.
     pub fn owner_ops(&self) -> Vec<Option<u32>> {
-        self.owner
-            .iter()
-            .map(|o| o.map(|(key, k)| self.threads[&key].op(k) as u32))
+        (0..self.owner.len())
+            .map(|a| self.owner(a).map(|o| self.op(o) as u32))
             .collect()
+    }
+
+    /// The innermost launching op of activity `a`.
+    fn owner(&self, a: usize) -> Option<OpRef> {
+        self.owner[a].get()
+    }
+
+    /// The host index of an op.
+    fn op(&self, o: OpRef) -> usize {
+        self.threads.get(o.thread).op(o.op as usize)
     }
 
     /// Which execution of its op's work activity `a` is: the graph launch that replayed it,
@@ -251,7 +311,7 @@ pub fn activity_buckets(
     let decides = trace.names.per_name(|n| rules.ops.bucket_of(n));
     let mut applied = false;
     for (a, bucket) in out.iter_mut().enumerate() {
-        let Some((key, k)) = index.owner[a] else {
+        let Some(o) = index.owner(a) else {
             continue;
         };
         applied = true;
@@ -259,8 +319,8 @@ pub fn activity_buckets(
         if *bucket == Bucket::Memory {
             continue;
         }
-        let t = &index.threads[&key];
-        let mut cur = Some(k);
+        let t = index.threads.get(o.thread);
+        let mut cur = Some(o.op as usize);
         while let Some(i) = cur {
             if let Some(b) = decides[trace.host.name[t.op(i)].index()] {
                 *bucket = b;
@@ -292,14 +352,15 @@ pub fn ops(
     for a in (0..acts.len()).filter(|&a| in_scope[a]) {
         let dur = acts.dur_ns[a];
         let bucket = buckets[a];
-        let Some((key, k)) = index.owner[a] else {
+        let Some(o) = index.owner(a) else {
             no_op.self_ns += dur;
             no_op.total_ns += dur;
             no_op.launches += 1;
             *no_op.by_bucket.entry(bucket).or_default() += dur;
             continue;
         };
-        let t = &threads[&key];
+        let t = threads.get(o.thread);
+        let k = o.op as usize;
         let h = t.op(k);
         let e = acc.entry(host.name[h]).or_default();
         e.self_ns += dur;
@@ -480,10 +541,42 @@ fn composite_call(
 /// replay, each time its FLOPs; and every call's activity spans, by call id.
 #[derive(Default)]
 struct Calls {
-    gemm: BTreeMap<(usize, u32), Option<Call>>,
-    composite: BTreeMap<(usize, u32), Option<Call>>,
+    gemm: CallMap,
+    composite: CallMap,
     spans: Vec<(u32, i64, i64)>,
     next_id: u32,
+}
+
+/// Calls by (host op, execution), in a vector with a hash index: a third of a B-tree's
+/// memory (one entry per GEMM call: millions in large traces). Read back in key order.
+#[derive(Default)]
+struct CallMap {
+    slot: HashMap<(u32, u32), u32>,
+    calls: Vec<((u32, u32), Option<Call>)>,
+}
+
+impl CallMap {
+    fn entry(
+        &mut self,
+        key: (usize, u32),
+        make: impl FnOnce() -> Option<Call>,
+    ) -> &mut Option<Call> {
+        let key = (key.0 as u32, key.1);
+        let calls = &mut self.calls;
+        let i = *self.slot.entry(key).or_insert_with(|| {
+            calls.push((key, make()));
+            calls.len() as u32 - 1
+        });
+        &mut self.calls[i as usize].1
+    }
+    /// The calls in key order (the sums over them are in floating point: a fixed order keeps
+    /// them the same bytes).
+    fn into_sorted(self) -> impl Iterator<Item = Option<Call>> {
+        drop(self.slot);
+        let mut calls = self.calls;
+        calls.sort_unstable_by_key(|&(key, _)| key);
+        calls.into_iter().map(|(_, c)| c)
+    }
 }
 
 impl Calls {
@@ -494,7 +587,7 @@ impl Calls {
         span: (i64, i64),
         make: impl FnOnce() -> Option<Call>,
     ) {
-        let call = self.gemm.entry(key).or_insert_with(make);
+        let call = self.gemm.entry(key, make);
         Self::push(call, &mut self.next_id, &mut self.spans, span);
     }
     /// Adds an activity's span to a composite call; false when that op has no FLOPs.
@@ -504,7 +597,7 @@ impl Calls {
         span: (i64, i64),
         make: impl FnOnce() -> Option<Call>,
     ) -> bool {
-        let call = self.composite.entry(key).or_insert_with(make);
+        let call = self.composite.entry(key, make);
         Self::push(call, &mut self.next_id, &mut self.spans, span)
     }
     fn push(
@@ -543,8 +636,8 @@ impl Calls {
         };
         for (c, ns) in self
             .gemm
-            .into_values()
-            .chain(self.composite.into_values())
+            .into_sorted()
+            .chain(self.composite.into_sorted())
             .flatten()
             .map(timed)
             .filter(plausible)
@@ -731,18 +824,19 @@ pub fn frames(
     let mut roots: BTreeMap<NameId, (i64, i64)> = BTreeMap::new();
     for a in 0..acts.len() {
         let owner = owners.of(trace, links, a);
-        if let Some((key, k)) = owner {
-            of_activity[a] = host.name[threads[&key].op(k)];
+        if let Some(o) = owner {
+            of_activity[a] = host.name[threads.get(o.thread).op(o.op as usize)];
         }
         if !in_scope[a] {
             continue;
         }
         let dur = acts.dur_ns[a];
-        let Some((key, k)) = owner else {
+        let Some(o) = owner else {
             none += dur;
             continue;
         };
-        let t = &threads[&key];
+        let t = threads.get(o.thread);
+        let k = o.op as usize;
         acc.entry(host.name[t.op(k)]).or_default().0 += dur;
         let mut seen: Vec<NameId> = Vec::new();
         let mut cur = Some(k);

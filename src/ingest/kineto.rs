@@ -547,6 +547,14 @@ pub fn parse_batch_for_bench(buf: &[u8], ranges: &[(usize, usize)]) -> [usize; 3
     counts
 }
 
+/// The reader's parse of the element at `s`, on its own: its end, and whether it is a row
+/// (GPU or host). The parser benchmark's view of the hot path; not a stable API.
+#[doc(hidden)]
+pub fn element_for_bench(input: &PieceInput<'_>, s: usize) -> Option<(usize, bool)> {
+    let (e, parsed) = parse_element(input, s)?;
+    Some((e, matches!(parsed, Parsed::Gpu(_) | Parsed::Host(_))))
+}
+
 /// Byte offset of a serde_json error inside `bytes` (serde reports line and column).
 fn offset_in(bytes: &[u8], e: &serde_json::Error) -> usize {
     let (line, col) = (e.line(), e.column());

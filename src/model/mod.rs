@@ -296,15 +296,18 @@ pub struct HostEvents {
     pub correlation: Ids,
     /// `External id` of a cpu_op or runtime call (0 when absent).
     pub external_id: Ids,
-    /// Per event: 1 + its index in `op_args`, or 0 without any (most events: only cpu_ops of
-    /// traces recorded with `record_shapes` have them, so they are stored apart).
+    /// Per event: 1 + its index in `op_args`, or 0 without any (only cpu_ops of traces
+    /// recorded with `record_shapes` have them).
     op_args_of: Vec<u32>,
+    /// The distinct recorded inputs, each once: a model runs the same ops on the same shapes
+    /// every step, so a few thousand serve millions of events.
     op_args: Vec<OpArgs>,
+    op_args_ids: std::collections::HashMap<OpArgs, u32>,
 }
 
 /// A cpu_op's inputs as the profiler records them (`record_shapes=True`), each raw JSON
 /// interned; [`NameId::NONE`] when absent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OpArgs {
     /// `Input Dims`.
     pub input_dims: NameId,
@@ -439,18 +442,35 @@ impl HostEvents {
         self.dur_ns.extend(o.dur_ns);
         self.correlation.append(o.correlation);
         self.external_id.append(o.external_id);
-        let base = self.op_args.len() as u32;
-        self.op_args_of.extend(
-            o.op_args_of
-                .into_iter()
-                .map(|k| if k == 0 { 0 } else { k + base }),
-        );
-        self.op_args.extend(o.op_args.into_iter().map(|a| OpArgs {
-            input_dims: name(a.input_dims),
-            input_types: name(a.input_types),
-            concrete_inputs: name(a.concrete_inputs),
-            input_strides: name(a.input_strides),
+        let args: Vec<u32> = o
+            .op_args
+            .iter()
+            .map(|a| {
+                self.args_id(OpArgs {
+                    input_dims: name(a.input_dims),
+                    input_types: name(a.input_types),
+                    concrete_inputs: name(a.concrete_inputs),
+                    input_strides: name(a.input_strides),
+                })
+            })
+            .collect();
+        self.op_args_of.extend(o.op_args_of.into_iter().map(|k| {
+            if k == 0 {
+                0
+            } else {
+                args[k as usize - 1]
+            }
         }));
+    }
+    /// 1 + the index of `args` in `op_args`, added when new.
+    fn args_id(&mut self, args: OpArgs) -> u32 {
+        if let Some(&k) = self.op_args_ids.get(&args) {
+            return k;
+        }
+        self.op_args.push(args);
+        let k = self.op_args.len() as u32;
+        self.op_args_ids.insert(args, k);
+        k
     }
     /// Row `i` as one value (the inverse of [`HostEvents::push`]).
     pub fn row(&self, i: usize) -> HostEvent {
@@ -508,12 +528,12 @@ impl HostEvents {
             concrete_inputs: e.concrete_inputs,
             input_strides: e.input_strides,
         };
-        if args == OpArgs::NONE {
-            self.op_args_of.push(0);
+        let args = if args == OpArgs::NONE {
+            0
         } else {
-            self.op_args.push(args);
-            self.op_args_of.push(self.op_args.len() as u32);
-        }
+            self.args_id(args)
+        };
+        self.op_args_of.push(args);
     }
 }
 
