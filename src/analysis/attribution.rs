@@ -455,11 +455,10 @@ struct Acc {
 /// kernels side by side on several streams: the call took their union, as TraceLens counts
 /// it, not their sum).
 /// Large traces hold millions of them: the optional numbers are NaN when absent.
+#[derive(Clone, Copy)]
 struct Call {
     op: NameId,
     dims: NameId,
-    /// Index into the spans' union, set when the call is first seen.
-    id: u32,
     flops: f64,
     /// Bytes of operands and result (NaN: unknown).
     bytes: f64,
@@ -500,7 +499,6 @@ fn gemm_call(
         bytes: efficiency::gemm_bytes(trace.names.get(host.name[h]), trace.names.get(dims), dtype)
             .unwrap_or(f64::NAN),
         peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
-        id: u32::MAX,
     })
 }
 
@@ -533,7 +531,6 @@ fn composite_call(
         flops,
         bytes: f64::NAN,
         peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
-        id: u32::MAX,
     })
 }
 
@@ -547,35 +544,69 @@ struct Calls {
     next_id: u32,
 }
 
-/// Calls by (host op, execution), in a vector with a hash index: a third of a B-tree's
-/// memory (one entry per GEMM call: millions in large traces). Read back in key order.
+/// Calls by (host op, execution), in a vector with a hash index, each 16 bytes: what a call is
+/// apart from its time (op, shapes, FLOPs, bytes, peak) is stored once per distinct value (a
+/// model runs the same shapes every step). Millions of GEMM calls in large traces; read back in
+/// key order.
 #[derive(Default)]
 struct CallMap {
     slot: HashMap<(u32, u32), u32>,
-    calls: Vec<((u32, u32), Option<Call>)>,
+    calls: Vec<CallRecord>,
+    kinds: Vec<Call>,
+    kind_ids: HashMap<[u64; 5], u32>,
+}
+
+#[derive(Clone, Copy)]
+struct CallRecord {
+    key: (u32, u32),
+    /// Index into `kinds`; [`CallRecord::NO_FLOPS`] for an op without a count.
+    kind: u32,
+    /// Index into the spans' union, set when the call's first span is added.
+    id: u32,
+}
+
+impl CallRecord {
+    const NO_FLOPS: u32 = u32::MAX;
 }
 
 impl CallMap {
-    fn entry(
-        &mut self,
-        key: (usize, u32),
-        make: impl FnOnce() -> Option<Call>,
-    ) -> &mut Option<Call> {
+    fn entry(&mut self, key: (usize, u32), make: impl FnOnce() -> Option<Call>) -> &mut CallRecord {
         let key = (key.0 as u32, key.1);
-        let calls = &mut self.calls;
+        let (calls, kinds, kind_ids) = (&mut self.calls, &mut self.kinds, &mut self.kind_ids);
         let i = *self.slot.entry(key).or_insert_with(|| {
-            calls.push((key, make()));
+            let kind = make().map_or(CallRecord::NO_FLOPS, |c| {
+                let bits = [
+                    u64::from(c.op.0),
+                    u64::from(c.dims.0),
+                    c.flops.to_bits(),
+                    c.bytes.to_bits(),
+                    c.peak_tflops.to_bits(),
+                ];
+                *kind_ids.entry(bits).or_insert_with(|| {
+                    kinds.push(c);
+                    kinds.len() as u32 - 1
+                })
+            });
+            calls.push(CallRecord {
+                key,
+                kind,
+                id: u32::MAX,
+            });
             calls.len() as u32 - 1
         });
-        &mut self.calls[i as usize].1
+        &mut self.calls[i as usize]
     }
-    /// The calls in key order (the sums over them are in floating point: a fixed order keeps
-    /// them the same bytes).
-    fn into_sorted(self) -> impl Iterator<Item = Option<Call>> {
+    /// The calls with a count and their ids, in key order (the sums over them are in floating
+    /// point: a fixed order keeps them the same bytes).
+    fn into_sorted(self) -> impl Iterator<Item = (Call, u32)> {
         drop(self.slot);
         let mut calls = self.calls;
-        calls.sort_unstable_by_key(|&(key, _)| key);
-        calls.into_iter().map(|(_, c)| c)
+        calls.sort_unstable_by_key(|c| c.key);
+        let kinds = self.kinds;
+        calls
+            .into_iter()
+            .filter(|c| c.kind != CallRecord::NO_FLOPS)
+            .map(move |c| (kinds[c.kind as usize], c.id))
     }
 }
 
@@ -601,19 +632,19 @@ impl Calls {
         Self::push(call, &mut self.next_id, &mut self.spans, span)
     }
     fn push(
-        call: &mut Option<Call>,
+        call: &mut CallRecord,
         next_id: &mut u32,
         spans: &mut Vec<(u32, i64, i64)>,
         span: (i64, i64),
     ) -> bool {
-        let Some(c) = call else {
+        if call.kind == CallRecord::NO_FLOPS {
             return false;
-        };
-        if c.id == u32::MAX {
-            c.id = *next_id;
+        }
+        if call.id == u32::MAX {
+            call.id = *next_id;
             *next_id += 1;
         }
-        spans.push((c.id, span.0, span.1));
+        spans.push((call.id, span.0, span.1));
         true
     }
 
@@ -630,15 +661,14 @@ impl Calls {
         };
         let busy = union_per_call(&mut self.spans, self.next_id as usize);
         drop(self.spans);
-        let timed = |c: Call| {
-            let ns = busy.get(c.id as usize).copied().unwrap_or(0);
+        let timed = |(c, id): (Call, u32)| {
+            let ns = busy.get(id as usize).copied().unwrap_or(0);
             (c, ns)
         };
         for (c, ns) in self
             .gemm
             .into_sorted()
             .chain(self.composite.into_sorted())
-            .flatten()
             .map(timed)
             .filter(plausible)
         {

@@ -161,40 +161,56 @@ type RunsByLength = BTreeMap<usize, Vec<(Vec<usize>, (u32, u64))>>;
 /// span, and their in-scope activities.
 struct LaunchedTime<'c> {
     ctx: &'c Context<'c>,
-    /// Kernels launched by each runtime call.
-    launched: HashMap<usize, Vec<usize>>,
+    /// (launch call, activity) pairs, by call: 8 bytes per activity (a map of vectors cost
+    /// a hundred).
+    launched: Vec<(u32, u32)>,
     /// Launching runtime calls per (input, thread), in time order.
-    calls: BTreeMap<(u32, u64), Vec<usize>>,
+    calls: BTreeMap<(u32, u64), Vec<u32>>,
 }
 
 impl<'c> LaunchedTime<'c> {
     fn new(ctx: &'c Context<'c>) -> Self {
         let host = &ctx.trace.host;
-        let mut launched: HashMap<usize, Vec<usize>> = HashMap::new();
-        for (a, l) in ctx.links.launch.iter().enumerate() {
-            if let Some(h) = l {
-                launched.entry(*h as usize).or_default().push(a);
+        let mut launched: Vec<(u32, u32)> = ctx
+            .links
+            .launch
+            .iter()
+            .enumerate()
+            .filter_map(|(a, l)| l.map(|h| (h, a as u32)))
+            .collect();
+        launched.sort_unstable();
+        let mut calls: BTreeMap<(u32, u64), Vec<u32>> = BTreeMap::new();
+        let mut last = None;
+        for &(h, _) in &launched {
+            if last == Some(h) {
+                continue;
             }
-        }
-        let mut calls: BTreeMap<(u32, u64), Vec<usize>> = BTreeMap::new();
-        for h in 0..host.len() {
-            if matches!(host.kind[h], HostKind::Runtime | HostKind::Driver)
-                && launched.contains_key(&h)
-            {
+            last = Some(h);
+            let c = h as usize;
+            if matches!(host.kind[c], HostKind::Runtime | HostKind::Driver) {
                 calls
-                    .entry((host.input[h], host.tid(h)))
+                    .entry((host.input[c], host.tid(c)))
                     .or_default()
                     .push(h);
             }
         }
         for v in calls.values_mut() {
-            v.sort_by_key(|&h| host.ts_ns[h]);
+            v.sort_by_key(|&h| host.ts_ns[h as usize]);
         }
         LaunchedTime {
             ctx,
             launched,
             calls,
         }
+    }
+
+    /// The activities call `c` launched.
+    fn of_call(&self, c: u32) -> impl Iterator<Item = usize> + '_ {
+        let from = self.launched.partition_point(|&(h, _)| h < c);
+        self.launched[from..]
+            .iter()
+            .take_while(move |&&(h, _)| h == c)
+            .map(|&(_, a)| a as usize)
     }
 
     /// GPU time launched by thread `key` during host op `h`.
@@ -204,13 +220,13 @@ impl<'c> LaunchedTime<'c> {
             return 0;
         };
         let (s, e) = (host.ts_ns[h], host.ts_ns[h].saturating_add(host.dur_ns[h]));
-        let lo = calls.partition_point(|&c| host.ts_ns[c] < s);
+        let lo = calls.partition_point(|&c| host.ts_ns[c as usize] < s);
         calls[lo..]
             .iter()
-            .take_while(|&&c| host.ts_ns[c] < e)
-            .flat_map(|c| self.launched[c].iter())
-            .filter(|&&a| self.ctx.in_scope[a])
-            .map(|&a| self.ctx.trace.activities.dur_ns[a])
+            .take_while(|&&c| host.ts_ns[c as usize] < e)
+            .flat_map(|&c| self.of_call(c))
+            .filter(|&a| self.ctx.in_scope[a])
+            .map(|a| self.ctx.trace.activities.dur_ns[a])
             .sum()
     }
 }
@@ -218,16 +234,20 @@ impl<'c> LaunchedTime<'c> {
 pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     let trace = ctx.trace;
     let host = &trace.host;
-    // cpu_ops per (input, tid) in time order, with their nesting parent.
-    let mut threads: BTreeMap<(u32, u64), Vec<usize>> = BTreeMap::new();
-    for h in 0..host.len() {
-        if host.kind[h] == HostKind::CpuOp {
-            threads
-                .entry((host.input[h], host.tid(h)))
-                .or_default()
-                .push(h);
-        }
-    }
+    // The cpu_ops by (input, tid), each thread's in time order (u32: millions of ops).
+    let mut cpu_ops: Vec<u32> = (0..host.len())
+        .filter(|&h| host.kind[h] == HostKind::CpuOp)
+        .map(|h| h as u32)
+        .collect();
+    let thread_key = |h: usize| (host.input[h], host.tid(h));
+    cpu_ops.sort_by_key(|&h| {
+        let h = h as usize;
+        (
+            thread_key(h),
+            host.ts_ns[h],
+            std::cmp::Reverse(host.dur_ns[h]),
+        )
+    });
     let priced = LaunchedTime::new(ctx);
 
     // What each distinct op name is, decided once (traces have millions of ops, few names).
@@ -251,8 +271,8 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     // Runs of GEMM ops at one nesting level reading an input of the same shape, only views between.
     let mut runs: RunsByLength = BTreeMap::new();
     let mut first_input: HashMap<NameId, String> = HashMap::new();
-    for (&key, ops) in threads.iter_mut() {
-        ops.sort_by_key(|&h| (host.ts_ns[h], std::cmp::Reverse(host.dur_ns[h])));
+    for ops in cpu_ops.chunk_by(|&a, &b| thread_key(a as usize) == thread_key(b as usize)) {
+        let key = thread_key(ops[0] as usize);
         // Open ops, each with whether it or an op around it is a GEMM, a view or compile work
         // (the ops inside those are their implementation or tracing, not the model).
         let mut stack: Vec<(usize, bool)> = Vec::new();
@@ -265,11 +285,15 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
                 runs.entry(run.len()).or_default().push((run, key));
             }
         };
-        for &h in ops.iter() {
+        for h in ops.iter().map(|&h| h as usize) {
             let start = host.ts_ns[h];
             while let Some(&(top, _)) = stack.last() {
                 if host.ts_ns[top].saturating_add(host.dur_ns[top]) <= start {
                     stack.pop();
+                    // The runs under an op end with it (keeps the map as deep as the stack).
+                    if let Some((run, _, _)) = current.remove(&Some(top)) {
+                        flush(run, &mut runs);
+                    }
                 } else {
                     break;
                 }
@@ -341,7 +365,11 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
             .flat_map(|(run, key)| run.iter().map(move |&h| (*key, h)))
             .map(|(k, h)| priced.during(k, h))
             .sum();
-        let (example, _) = &list[0];
+        // The earliest run (the list's order is the order runs ended in).
+        let (example, _) = list
+            .iter()
+            .min_by_key(|(run, key)| (*key, run[0]))
+            .unwrap_or(&list[0]);
         let shapes: Vec<String> = example
             .iter()
             .map(|&h| {
