@@ -136,40 +136,39 @@ impl OpRef {
     }
 }
 
-/// The innermost event of some threads around each activity's launch call, memoized per call
-/// (one graph launch owns many activities).
-struct Owners<'t> {
-    threads: &'t Threads,
-    cache: HashMap<u32, OpRef>,
-}
-
-impl<'t> Owners<'t> {
-    fn new(threads: &'t Threads) -> Self {
-        Owners {
-            threads,
-            cache: HashMap::default(),
-        }
-    }
-    fn of(&mut self, trace: &Trace, links: &Links, a: usize) -> Option<OpRef> {
-        let call = links.owner_call(a)?;
-        let threads = self.threads;
-        self.cache
-            .entry(call)
-            .or_insert_with(|| {
-                let c = call as usize;
-                let key = (trace.host.input[c], trace.host.tid(c));
-                threads
-                    .find(&key)
-                    .and_then(|thread| {
-                        innermost(trace, threads.get(thread), trace.host.ts_ns[c]).map(|k| OpRef {
-                            thread,
-                            op: k as u32,
-                        })
+/// Per activity: the innermost event of `threads` around its launch call, found once per
+/// distinct call (one graph launch owns many activities) with the calls in a sorted column, not
+/// a map (millions of launches in large traces).
+fn owners(trace: &Trace, links: &Links, threads: &Threads) -> Vec<OpRef> {
+    use rayon::prelude::*;
+    let acts = trace.activities.len();
+    let mut calls: Vec<u32> = (0..acts).filter_map(|a| links.owner_call(a)).collect();
+    calls.sort_unstable();
+    calls.dedup();
+    let of_call: Vec<OpRef> = calls
+        .par_iter()
+        .map(|&call| {
+            let c = call as usize;
+            let key = (trace.host.input[c], trace.host.tid(c));
+            threads
+                .find(&key)
+                .and_then(|thread| {
+                    innermost(trace, threads.get(thread), trace.host.ts_ns[c]).map(|k| OpRef {
+                        thread,
+                        op: k as u32,
                     })
-                    .unwrap_or(OpRef::NONE)
-            })
-            .get()
-    }
+                })
+                .unwrap_or(OpRef::NONE)
+        })
+        .collect();
+    (0..acts)
+        .map(|a| {
+            links
+                .owner_call(a)
+                .and_then(|c| calls.binary_search(&c).ok())
+                .map_or(OpRef::NONE, |i| of_call[i])
+        })
+        .collect()
 }
 
 /// The host events of one kind (that `keep` accepts) per (input, thread), nested by time.
@@ -237,10 +236,7 @@ impl OpIndex {
         let owner = if threads.is_empty() {
             vec![OpRef::NONE; trace.activities.len()]
         } else {
-            let mut owners = Owners::new(&threads);
-            (0..trace.activities.len())
-                .map(|a| owners.of(trace, links, a).unwrap_or(OpRef::NONE))
-                .collect()
+            owners(trace, links, &threads)
         };
         let replay = links.replays();
         OpIndex {
@@ -846,14 +842,14 @@ pub fn frames(
     let mut acc: BTreeMap<NameId, (i64, i64)> = BTreeMap::new();
     let mut none = 0i64;
     let acts = &trace.activities;
-    let mut owners = Owners::new(&threads);
+    let owners = owners(trace, links, &threads);
     let mut of_activity = vec![NameId::NONE; acts.len()];
     let wrapper = trace
         .names
         .per_name(|n| n.starts_with("nn.Module: OptimizedModule"));
     let mut roots: BTreeMap<NameId, (i64, i64)> = BTreeMap::new();
     for a in 0..acts.len() {
-        let owner = owners.of(trace, links, a);
+        let owner = owners[a].get();
         if let Some(o) = owner {
             of_activity[a] = host.name[threads.get(o.thread).op(o.op as usize)];
         }

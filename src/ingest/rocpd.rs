@@ -239,7 +239,6 @@ impl RocpdInput<'_> {
                 ts_ns: start,
                 dur_ns: end.saturating_sub(start).max(0),
                 correlation: corr.max(0) as u64,
-                external_id: 0,
                 input_dims: NameId::NONE,
                 input_types: NameId::NONE,
                 concrete_inputs: NameId::NONE,

@@ -752,7 +752,6 @@ impl Row<'_> {
             ts_ns: self.start,
             dur_ns: self.dur,
             correlation: self.number(self.cols.corr),
-            external_id: 0,
             input_dims: NameId::NONE,
             input_types: NameId::NONE,
             concrete_inputs: NameId::NONE,

@@ -203,7 +203,6 @@ impl ScanSink for Sink<'_> {
                     ts_ns: start,
                     dur_ns: end.saturating_sub(start).max(0),
                     correlation: 0,
-                    external_id: 0,
                     input_dims: NameId::NONE,
                     input_types: NameId::NONE,
                     concrete_inputs: NameId::NONE,

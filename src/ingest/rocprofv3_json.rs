@@ -347,7 +347,6 @@ impl ToolRecords<'_> {
                 ts_ns: a.start_timestamp,
                 dur_ns: (a.end_timestamp - a.start_timestamp).max(0),
                 correlation: a.correlation_id.internal,
-                external_id: 0,
                 input_dims: NameId::NONE,
                 input_types: NameId::NONE,
                 concrete_inputs: NameId::NONE,

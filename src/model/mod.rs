@@ -292,10 +292,9 @@ pub struct HostEvents {
     thread_ids: std::collections::HashMap<(u64, u64), u32>,
     pub ts_ns: Vec<i64>,
     pub dur_ns: Vec<i64>,
-    /// Correlation id of a runtime/driver call (0 when absent).
+    /// Correlation id of a runtime/driver call (0 when absent). (No host `External id`: the
+    /// ops own their kernels by time nesting on their thread, and launches by correlation.)
     pub correlation: Ids,
-    /// `External id` of a cpu_op or runtime call (0 when absent).
-    pub external_id: Ids,
     /// Per event: 1 + its index in `op_args`, or 0 without any (only cpu_ops of traces
     /// recorded with `record_shapes` have them).
     op_args_of: Vec<u32>,
@@ -339,7 +338,6 @@ pub struct HostEvent {
     pub ts_ns: i64,
     pub dur_ns: i64,
     pub correlation: u64,
-    pub external_id: u64,
     pub input_dims: NameId,
     pub input_types: NameId,
     pub concrete_inputs: NameId,
@@ -359,7 +357,6 @@ impl HostEvents {
             retain_by(&mut self.ts_ns, &keep);
             retain_by(&mut self.dur_ns, &keep);
             self.correlation.retain_by(&keep);
-            self.external_id.retain_by(&keep);
             retain_by(&mut self.op_args_of, &keep);
         }
         dropped
@@ -403,7 +400,6 @@ impl HostEvents {
         self.ts_ns.shrink_to_fit();
         self.dur_ns.shrink_to_fit();
         self.correlation.shrink_to_fit();
-        self.external_id.shrink_to_fit();
         self.op_args_of.shrink_to_fit();
         self.op_args.shrink_to_fit();
     }
@@ -441,7 +437,6 @@ impl HostEvents {
         self.ts_ns.extend(o.ts_ns);
         self.dur_ns.extend(o.dur_ns);
         self.correlation.append(o.correlation);
-        self.external_id.append(o.external_id);
         let args: Vec<u32> = o
             .op_args
             .iter()
@@ -483,7 +478,6 @@ impl HostEvents {
             ts_ns: self.ts_ns[i],
             dur_ns: self.dur_ns[i],
             correlation: self.correlation.get(i),
-            external_id: self.external_id.get(i),
             input_dims: self.input_dims(i),
             input_types: self.input_types(i),
             concrete_inputs: self.concrete_inputs(i),
@@ -508,7 +502,6 @@ impl HostEvents {
         self.ts_ns.reserve_exact(more);
         self.dur_ns.reserve_exact(more);
         self.correlation.reserve_exact(more);
-        self.external_id.reserve_exact(more);
         self.op_args_of.reserve_exact(more);
     }
     pub fn push(&mut self, e: HostEvent) {
@@ -521,7 +514,6 @@ impl HostEvents {
         self.ts_ns.push(e.ts_ns);
         self.dur_ns.push(e.dur_ns);
         self.correlation.push(e.correlation);
-        self.external_id.push(e.external_id);
         let args = OpArgs {
             input_dims: e.input_dims,
             input_types: e.input_types,
