@@ -193,17 +193,25 @@ impl PieceParser for SerdePieces {
     }
 }
 
-/// simd-json's tape per element, its end found by the scanner first.
+/// simd-json's tape per element (buffers reused per thread), its end found by the scanner
+/// first.
 struct SimdPieces;
 
 impl PieceParser for SimdPieces {
     type Piece = usize;
     fn element(&self, rows: &mut usize, input: &PieceInput<'_>, s: usize) -> Option<usize> {
-        let e = input.value_end(s)?;
-        let mut scratch = input.buf[s..e].to_vec();
-        if let Ok(tape) = simd_json::to_tape(&mut scratch) {
-            *rows += tape_row(tape.as_value());
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<(Vec<u8>, simd_json::Buffers)> =
+                std::cell::RefCell::new((Vec::new(), simd_json::Buffers::new(4096)));
         }
+        let e = input.value_end(s)?;
+        SCRATCH.with_borrow_mut(|(scratch, buffers)| {
+            scratch.clear();
+            scratch.extend_from_slice(&input.buf[s..e]);
+            if let Ok(tape) = simd_json::to_tape_with_buffers(scratch, buffers) {
+                *rows += tape_row(tape.as_value());
+            }
+        });
         Some(e)
     }
 }

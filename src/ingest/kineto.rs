@@ -8,23 +8,27 @@
 //! names, ranks and string ids of its own. The chunks are appended in file order, renumbered as
 //! if read one event at a time, so the table is the same for any thread count and piece size.
 //!
-//! **Why serde_json and not simd-json.** `cargo bench --bench hot_paths -- parse` (one thread,
-//! the 41k events of `fixtures/kineto/h100/eager_launch_bound.json.gz`, criterion medians of one
-//! run, 2 cores):
+//! **Why serde_json and not simd-json.** simd-json parses whole documents only, so it needs the
+//! scanner to find each event's end first; serde_json finds it while parsing (a streaming
+//! deserializer over the rest of the window). On the parallel path, `cargo bench --bench
+//! hot_paths -- "pieces|parse|scan"` (the 41k events of
+//! `fixtures/kineto/h100/eager_launch_bound.json.gz`, criterion medians of one run, 2 cores,
+//! 2026-11-26):
 //!
-//! | parser | time | throughput |
+//! | walk over the events | one thread | pool (2 threads) |
 //! |---|---|---|
-//! | serde_json as the reader does it (`args` fields in the first pass, one UTF-8 check per batch, then `from_str`) | 14.5 ms | 606 MiB/s |
-//! | simd-json serde mode (same fields; `args` parsed for every event) | 16.5 ms | 531 MiB/s |
-//! | simd-json tape mode, per event (with reused buffers) | 12.3 ms | 714 MiB/s |
-//! | simd-json tape mode, one tape per batch of 10k events | 23.0 ms | 382 MiB/s |
+//! | serde_json, ends found while parsing (the reader) | 32.9 ms | 20.3 ms |
+//! | scanner, then simd-json's tape per event (buffers reused per thread) | 44.0 ms | 26.3 ms |
 //!
-//! (serde_json as first written, `args` kept raw and parsed again and every string UTF-8 checked,
-//! took 22.2 ms in an earlier run where simd-json's tape took 13.1.) simd-json's tape is 15%
-//! faster, but it parses every number to `f64`, and Kineto's timestamps are microseconds with
-//! nanosecond decimals (`1712867402367756.123` has 19 digits; `f64` keeps 16): the table's
-//! integer nanoseconds would be off by up to hundreds of ns on epoch-based traces. serde_json
-//! hands over the number's text (`RawValue`), which [`micros_to_ns`] converts exactly.
+//! Apart, in the same run: the scan alone 13.5 ms, serde_json per scanned event 38.4 ms,
+//! simd-json's tape per scanned event 29.8 ms. simd-json's tape parses faster, but the scan it
+//! needs costs more than it saves; and it parses every number to `f64`, while Kineto's
+//! timestamps are microseconds with nanosecond decimals (`1712867402367756.123` has 19 digits;
+//! `f64` keeps 16): the table's integer nanoseconds would be off by up to hundreds of ns on
+//! epoch-based traces. serde_json hands over the number's text (`RawValue`), which
+//! [`micros_to_ns`] converts exactly. (An earlier run, one thread on scanned events: serde_json
+//! 14.5 ms, simd-json serde mode 16.5 ms, tape per event 12.3 ms, tape per batch of 10k events
+//! 23.0 ms.)
 
 use super::json_stream::{PieceInput, PieceParser, PieceSink, ScanError};
 use super::num::{micros_to_ns, to_u64, trailing_u64, unquote};
