@@ -185,16 +185,22 @@ pub struct HostTimeline {
 
 /// The union of spans, sorted; spans less than `bridge_ns` apart join (0: only touching or
 /// overlapping ones).
+/// In place: the spans can be millions (every outermost host call), so no second copy.
 pub fn merge(mut v: Vec<(i64, i64)>, bridge_ns: i64) -> Vec<(i64, i64)> {
     v.sort_unstable();
-    let mut out: Vec<(i64, i64)> = Vec::with_capacity(v.len());
-    for (s, e) in v {
-        match out.last_mut() {
-            Some(last) if s <= last.1.saturating_add(bridge_ns) => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
+    let mut kept = 0;
+    for r in 0..v.len() {
+        let (s, e) = v[r];
+        if kept > 0 && s <= v[kept - 1].1.saturating_add(bridge_ns) {
+            v[kept - 1].1 = v[kept - 1].1.max(e);
+        } else {
+            v[kept] = (s, e);
+            kept += 1;
         }
     }
-    out
+    v.truncate(kept);
+    v.shrink_to_fit();
+    v
 }
 
 impl HostTimeline {
