@@ -41,10 +41,10 @@ pub struct ReadOptions {
     /// Size of the pieces of a window that are scanned and parsed in parallel (None: the
     /// default [`json_stream::PIECE`]). Output never depends on it; tests vary it.
     pub piece_bytes: Option<usize>,
-    /// Scan and parse each file on one thread, without the scan thread of
-    /// [`json_stream::scan_pipelined`]: [`read_all`] sets it when it reads at least as many
-    /// files at once as there are worker threads, which keeps every core busy already (the
-    /// extra thread and its batch copies would only cost).
+    /// Read and parse each file on one thread, without the read-ahead thread and parallel
+    /// pieces of [`json_stream::scan_parallel`] (or the scan thread of
+    /// [`json_stream::scan_pipelined`]): [`read_all`] sets it when it reads at least as many
+    /// files at once as there are worker threads, which keeps every core busy already.
     pub one_thread_per_file: bool,
     /// Decompression-bomb ratio for gzip inputs (None: [`MAX_GUNZIP_RATIO`]).
     pub max_gunzip_ratio: Option<u64>,
