@@ -38,10 +38,11 @@ use crate::model::{
     Activity, ActivityKind, Device, Format, GpuActivities, HostEvent, HostEvents, HostKind,
     InputMeta, Interner, NameId, Trace, Vendor,
 };
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The Kineto reader.
 pub struct KinetoReader;
@@ -764,7 +765,7 @@ impl<'t> KinetoSink<'t> {
             bad_events: 0,
             without_ph: 0,
             first_bad: None,
-            text_ids: HashMap::new(),
+            text_ids: HashMap::default(),
             blocks: Vec::new(),
             work_item_grids: Default::default(),
             first_activity: 0,

@@ -289,7 +289,7 @@ pub struct HostEvents {
     pub thread: Vec<u32>,
     /// The distinct (pid, tid) pairs; strings in old traces are mapped to numbers by the reader.
     pub threads: Vec<(u64, u64)>,
-    thread_ids: std::collections::HashMap<(u64, u64), u32>,
+    thread_ids: rustc_hash::FxHashMap<(u64, u64), u32>,
     pub ts_ns: Vec<i64>,
     pub dur_ns: Vec<i64>,
     /// Correlation id of a runtime/driver call (0 when absent). (No host `External id`: the
@@ -301,7 +301,7 @@ pub struct HostEvents {
     /// The distinct recorded inputs, each once: a model runs the same ops on the same shapes
     /// every step, so a few thousand serve millions of events.
     op_args: Vec<OpArgs>,
-    op_args_ids: std::collections::HashMap<OpArgs, u32>,
+    op_args_ids: rustc_hash::FxHashMap<OpArgs, u32>,
 }
 
 /// A cpu_op's inputs as the profiler records them (`record_shapes=True`), each raw JSON
