@@ -165,3 +165,42 @@ impl Bytes<'_> {
         s
     }
 }
+
+/// A rayon pool of `threads`, built once per process.
+fn pool(threads: usize) -> &'static rayon::ThreadPool {
+    static POOLS: std::sync::OnceLock<[rayon::ThreadPool; 2]> = std::sync::OnceLock::new();
+    let pools = POOLS.get_or_init(|| {
+        [1, 2].map(|n| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .expect("thread pool")
+        })
+    });
+    &pools[usize::from(threads > 1)]
+}
+
+/// `data` (after its first byte) as a file `trace.json`, read on one thread and in pieces of
+/// 1 to 256 bytes (the first byte) on two: the same feed, or the same error. Pieces start at
+/// guessed event boundaries that the scan verifies; a difference is a finding.
+pub fn pieces(data: &[u8]) {
+    let Some((&size, data)) = data.split_first() else {
+        return;
+    };
+    let dir = scratch("pieces");
+    let path = dir.join("trace.json");
+    std::fs::write(&path, data).expect("write input");
+    let feed = |threads: usize, piece_bytes: Option<usize>| {
+        let config = rocprof_classify::Config {
+            piece_bytes,
+            ..Default::default()
+        };
+        pool(threads).install(|| match rocprof_classify::run(&[path.clone()], &config) {
+            Ok(run) => Ok(rocprof_classify::report::json::render(&run)),
+            Err(e) => Err(e.to_string()),
+        })
+    };
+    let one_thread = feed(1, None);
+    let pieces = feed(2, Some(usize::from(size) + 1));
+    assert!(one_thread == pieces, "parsed in pieces of {} bytes: a different result", usize::from(size) + 1);
+}
