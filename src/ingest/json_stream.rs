@@ -804,24 +804,6 @@ impl Read for ReadAhead {
     }
 }
 
-/// Fills `block` from `reader` as far as it goes; the error, if one stopped it.
-fn read_block<R: Read>(reader: &mut R, block: &mut Vec<u8>) -> Option<io::Error> {
-    let mut end = 0;
-    while end < block.len() {
-        match reader.read(&mut block[end..]) {
-            Ok(0) => break,
-            Ok(n) => end += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                block.truncate(end);
-                return Some(e);
-            }
-        }
-    }
-    block.truncate(end);
-    None
-}
-
 /// Scans `reader` with the events array cut into pieces of about `piece_bytes` that the rayon
 /// pool scans and parses in parallel (`parser`), appended to `sink` in file order; the input
 /// is read (decompressed) a block ahead on its own thread. The sink sees the same events, in
@@ -853,7 +835,8 @@ pub fn scan_parallel<R: Read + Send, P: PieceParser, S: PieceSink<P::Piece> + Se
             let mut reader = reader;
             loop {
                 let mut next = vec![0; read_bytes];
-                let failed = read_block(&mut reader, &mut next);
+                let (n, failed) = super::fill(&mut reader, &mut next);
+                next.truncate(n);
                 let at_end = next.is_empty() || failed.is_some();
                 if !next.is_empty() && tx.send(Ok(next)).is_err() {
                     return;

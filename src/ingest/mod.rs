@@ -434,16 +434,25 @@ pub fn open_with(
 }
 
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    match fill(r, buf) {
+        (n, None) => Ok(n),
+        (_, Some(e)) => Err(e),
+    }
+}
+
+/// Reads into `buf` until it is full or the input ends: the bytes read, and the error that
+/// stopped it early, if one did (what came before a corrupt gzip tail is still data).
+fn fill(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return (n, Some(e)),
         }
     }
-    Ok(n)
+    (n, None)
 }
 
 /// Picks the reader for a source, or says what the data looks like when none fits.
