@@ -68,6 +68,46 @@ pub enum IngestError {
 }
 
 impl IngestError {
+    /// The input the error is about.
+    pub fn path(&self) -> &str {
+        match self {
+            IngestError::Open { path, .. }
+            | IngestError::Io { path, .. }
+            | IngestError::Empty { path }
+            | IngestError::Unrecognized { path, .. }
+            | IngestError::CorruptGzip { path, .. }
+            | IngestError::Unsupported { path, .. }
+            | IngestError::Json { path, .. }
+            | IngestError::NoEvents { path, .. }
+            | IngestError::Truncated { path, .. }
+            | IngestError::Csv { path, .. }
+            | IngestError::TruncatedCsv { path, .. }
+            | IngestError::Database { path, .. }
+            | IngestError::EmptyDir { path }
+            | IngestError::NoTraceInDir { path, .. } => path,
+        }
+    }
+
+    /// The byte offset in the (decompressed) input where the problem is, when there is one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            IngestError::Io { offset, .. }
+            | IngestError::Unrecognized { offset, .. }
+            | IngestError::CorruptGzip { offset, .. }
+            | IngestError::Json { offset, .. }
+            | IngestError::Truncated { offset, .. } => Some(*offset),
+            _ => None,
+        }
+    }
+
+    /// The line (from 1) of a CSV input where the problem is, when there is one.
+    pub fn line(&self) -> Option<u64> {
+        match self {
+            IngestError::Csv { line, .. } | IngestError::TruncatedCsv { line, .. } => Some(*line),
+            _ => None,
+        }
+    }
+
     /// The file is not any input this tool reads (as opposed to one it reads but finds broken):
     /// in a directory such a file is a note or a config, left out with a warning. An empty
     /// file is not one: in a directory of ranks it is the trace of a rank that died.

@@ -378,13 +378,20 @@ pub fn open_with(
         let limit = compressed
             .saturating_mul(max_gunzip_ratio)
             .max(MIN_GUNZIP_LIMIT);
+        let decompressed = Capped {
+            inner: MultiGzDecoder::new(rest),
+            read: 0,
+            limit,
+            ratio: max_gunzip_ratio,
+        };
+        // One compressed read of 1 MiB can expand to a gigabyte: cancellation is checked on
+        // the decompressed side too.
         Box::new(BufReader::with_capacity(
             1 << 20,
-            Capped {
-                inner: MultiGzDecoder::new(rest),
-                read: 0,
-                limit,
-                ratio: max_gunzip_ratio,
+            Counted {
+                inner: decompressed,
+                progress: None,
+                cancel: cancel.cloned(),
             },
         ))
     } else {

@@ -8,10 +8,12 @@
 use crate::model::ActivityKind;
 use crate::pipeline::Run;
 use polars::prelude::{
-    Column, CsvWriter, DataFrame, IntoColumn, NamedFrom, ParquetWriter, PolarsError, SerWriter,
-    Series,
+    ArrowDataType, ArrowField, Column, CompatLevel, CsvWriter, DataFrame, IntoColumn, NamedFrom,
+    ParquetWriter, PolarsError, SchemaExt, SerWriter, Series,
 };
+use polars_arrow::array::{Array, StructArray};
 use std::io::Write;
+use std::sync::Arc;
 
 /// Rows per written batch (a Parquet row group).
 const BATCH_ROWS: usize = 1 << 20;
@@ -23,6 +25,93 @@ pub enum ExportFormat {
     Csv,
 }
 
+/// The classified activity table of `run` (before [`Run::drop_rows`]) as data frames of at most
+/// [`BATCH_ROWS`] rows each, in activity order (one empty frame for a run without activities).
+pub fn frames(run: &Run) -> impl Iterator<Item = Result<DataFrame, PolarsError>> + '_ {
+    let n = run.trace.activities.len();
+    let starts = (0..n.max(1)).step_by(BATCH_ROWS);
+    starts.map(move |from| frame(run, from, (from + BATCH_ROWS).min(n)))
+}
+
+/// Rows `from..to` of the classified activity table.
+fn frame(run: &Run, from: usize, to: usize) -> Result<DataFrame, PolarsError> {
+    let trace = &run.trace;
+    let acts = &trace.activities;
+    let rows: Vec<_> = (from..to).map(|a| run.activities.get(trace, a)).collect();
+    let range = from..to;
+    let columns: Vec<Column> = vec![
+        Series::new(
+            "rank".into(),
+            rows.iter().map(|r| r.rank).collect::<Vec<Option<u32>>>(),
+        ),
+        Series::new("input".into(), acts.input[range.clone()].to_vec()),
+        Series::new("device".into(), acts.device[range.clone()].to_vec()),
+        Series::new("stream".into(), acts.stream[range.clone()].to_vec()),
+        Series::new(
+            "kind".into(),
+            range
+                .clone()
+                .map(|a| match acts.kind[a] {
+                    ActivityKind::Kernel => "kernel",
+                    ActivityKind::Memcpy => "memcpy",
+                    ActivityKind::Memset => "memset",
+                })
+                .collect::<Vec<&str>>(),
+        ),
+        Series::new("start_ns".into(), acts.ts_ns[range.clone()].to_vec()),
+        Series::new("dur_ns".into(), acts.dur_ns[range.clone()].to_vec()),
+        Series::new(
+            "name".into(),
+            range
+                .clone()
+                .map(|a| trace.names.get(acts.name[a]))
+                .collect::<Vec<&str>>(),
+        ),
+        Series::new(
+            "bucket".into(),
+            rows.iter()
+                .map(|r| r.bucket.as_str())
+                .collect::<Vec<&str>>(),
+        ),
+        Series::new(
+            "family".into(),
+            rows.iter().map(|r| r.family).collect::<Vec<&str>>(),
+        ),
+        Series::new(
+            "library".into(),
+            rows.iter().map(|r| r.library).collect::<Vec<&str>>(),
+        ),
+        Series::new(
+            "step".into(),
+            rows.iter().map(|r| r.step).collect::<Vec<Option<u64>>>(),
+        ),
+        Series::new(
+            "rule".into(),
+            rows.iter().map(|r| r.rule).collect::<Vec<Option<&str>>>(),
+        ),
+        Series::new(
+            "op".into(),
+            rows.iter().map(|r| r.op).collect::<Vec<Option<&str>>>(),
+        ),
+        Series::new(
+            "module".into(),
+            rows.iter().map(|r| r.module).collect::<Vec<Option<&str>>>(),
+        ),
+        Series::new(
+            "source".into(),
+            rows.iter().map(|r| r.source).collect::<Vec<Option<&str>>>(),
+        ),
+        Series::new(
+            "in_window".into(),
+            rows.iter().map(|r| r.in_window).collect::<Vec<bool>>(),
+        ),
+    ]
+    .into_iter()
+    .map(IntoColumn::into_column)
+    .collect();
+    DataFrame::new_infer_height(columns)
+}
+
 /// Writes the classified activity table of `run` (before [`Run::drop_rows`]); returns the
 /// number of rows.
 pub fn write<W: Write + Send>(
@@ -30,102 +119,61 @@ pub fn write<W: Write + Send>(
     format: ExportFormat,
     out: W,
 ) -> Result<usize, PolarsError> {
-    let trace = &run.trace;
-    let acts = &trace.activities;
-    let batch = |from: usize, to: usize| -> Result<DataFrame, PolarsError> {
-        let rows: Vec<_> = (from..to).map(|a| run.activities.get(trace, a)).collect();
-        let range = from..to;
-        let columns: Vec<Column> = vec![
-            Series::new(
-                "rank".into(),
-                rows.iter().map(|r| r.rank).collect::<Vec<Option<u32>>>(),
-            ),
-            Series::new("input".into(), acts.input[range.clone()].to_vec()),
-            Series::new("device".into(), acts.device[range.clone()].to_vec()),
-            Series::new("stream".into(), acts.stream[range.clone()].to_vec()),
-            Series::new(
-                "kind".into(),
-                range
-                    .clone()
-                    .map(|a| match acts.kind[a] {
-                        ActivityKind::Kernel => "kernel",
-                        ActivityKind::Memcpy => "memcpy",
-                        ActivityKind::Memset => "memset",
-                    })
-                    .collect::<Vec<&str>>(),
-            ),
-            Series::new("start_ns".into(), acts.ts_ns[range.clone()].to_vec()),
-            Series::new("dur_ns".into(), acts.dur_ns[range.clone()].to_vec()),
-            Series::new(
-                "name".into(),
-                range
-                    .clone()
-                    .map(|a| trace.names.get(acts.name[a]))
-                    .collect::<Vec<&str>>(),
-            ),
-            Series::new(
-                "bucket".into(),
-                rows.iter()
-                    .map(|r| r.bucket.as_str())
-                    .collect::<Vec<&str>>(),
-            ),
-            Series::new(
-                "family".into(),
-                rows.iter().map(|r| r.family).collect::<Vec<&str>>(),
-            ),
-            Series::new(
-                "library".into(),
-                rows.iter().map(|r| r.library).collect::<Vec<&str>>(),
-            ),
-            Series::new(
-                "step".into(),
-                rows.iter().map(|r| r.step).collect::<Vec<Option<u64>>>(),
-            ),
-            Series::new(
-                "rule".into(),
-                rows.iter().map(|r| r.rule).collect::<Vec<Option<&str>>>(),
-            ),
-            Series::new(
-                "op".into(),
-                rows.iter().map(|r| r.op).collect::<Vec<Option<&str>>>(),
-            ),
-            Series::new(
-                "module".into(),
-                rows.iter().map(|r| r.module).collect::<Vec<Option<&str>>>(),
-            ),
-            Series::new(
-                "source".into(),
-                rows.iter().map(|r| r.source).collect::<Vec<Option<&str>>>(),
-            ),
-            Series::new(
-                "in_window".into(),
-                rows.iter().map(|r| r.in_window).collect::<Vec<bool>>(),
-            ),
-        ]
-        .into_iter()
-        .map(IntoColumn::into_column)
-        .collect();
-        DataFrame::new_infer_height(columns)
-    };
-    let n = acts.len();
-    let first = batch(0, n.min(BATCH_ROWS))?;
+    let mut frames = frames(run);
+    let first = frames.next().expect("frames yields at least one frame")?;
     match format {
         ExportFormat::Parquet => {
             let mut w = ParquetWriter::new(out).batched(first.schema())?;
             w.write_batch(&first)?;
-            for from in (BATCH_ROWS..n).step_by(BATCH_ROWS) {
-                w.write_batch(&batch(from, (from + BATCH_ROWS).min(n))?)?;
+            for f in frames {
+                w.write_batch(&f?)?;
             }
             w.finish()?;
         }
         ExportFormat::Csv => {
             let mut w = CsvWriter::new(out).batched(first.schema())?;
             w.write_batch(&first)?;
-            for from in (BATCH_ROWS..n).step_by(BATCH_ROWS) {
-                w.write_batch(&batch(from, (from + BATCH_ROWS).min(n))?)?;
+            for f in frames {
+                w.write_batch(&f?)?;
             }
             w.finish()?;
         }
     }
-    Ok(n)
+    Ok(run.trace.activities.len())
+}
+
+/// The Arrow C stream interface (`ArrowArrayStream`), as consumers such as pyarrow import it.
+pub use polars_arrow::ffi::ArrowArrayStream;
+
+/// The classified activity table of `run` as an Arrow C stream of record batches (struct
+/// arrays, one per frame of [`frames`]), made as the consumer reads it. Strings are plain Arrow
+/// large strings (`CompatLevel::oldest`), which every Arrow reader knows; nothing is copied
+/// on the consumer's side.
+pub fn arrow_stream(run: Arc<Run>) -> Result<ArrowArrayStream, PolarsError> {
+    let first = frame(&run, 0, run.trace.activities.len().min(BATCH_ROWS))?;
+    let fields: Vec<ArrowField> = first
+        .schema()
+        .to_arrow(CompatLevel::oldest())
+        .into_iter_values()
+        .collect();
+    let dtype = ArrowDataType::Struct(fields);
+    let field = ArrowField::new("".into(), dtype.clone(), false);
+    let n = run.trace.activities.len();
+    let later = (BATCH_ROWS..n).step_by(BATCH_ROWS);
+    let batches = std::iter::once(Ok(first))
+        .chain(later.map(move |from| frame(&run, from, (from + BATCH_ROWS).min(n))))
+        .flat_map(move |f| -> Vec<Result<Box<dyn Array>, PolarsError>> {
+            let mut f = match f {
+                Ok(f) => f,
+                Err(e) => return vec![Err(e)],
+            };
+            f.rechunk_mut();
+            f.iter_chunks(CompatLevel::oldest(), false)
+                .map(|batch| {
+                    let len = batch.height();
+                    Ok(StructArray::new(dtype.clone(), len, batch.into_arrays(), None).boxed())
+                })
+                .collect()
+        });
+    Ok(polars_arrow::ffi::export_iterator(Box::new(batches), field))
 }

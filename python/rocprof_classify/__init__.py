@@ -1,0 +1,275 @@
+"""rocprof-classify: where a PyTorch model's GPU time goes, and what to do next.
+
+Reads torch.profiler (Kineto) traces of AMD ROCm and NVIDIA CUDA runs, rocprof outputs (v1, v2,
+v3 CSV/JSON, rocpd), rocprof-compute workloads and torch.compile logs; classifies GPU time,
+detects what holds the model back and ranks the optimization ladder's next steps.
+
+    >>> import rocprof_classify as rc
+    >>> feed = rc.analyze("trace.json.gz")          # the JSON feed (FEED.md) as a dict
+    >>> feed["buckets"][0]["bucket"], feed["buckets"][0]["pct"]
+    >>> table = rc.activities("trace.json.gz")      # one row per GPU activity, a pyarrow.Table
+    >>> report = rc.report("trace.json.gz")         # shows as the HTML report in a notebook
+    >>> report.recommendations[0]["title"]
+
+Every function releases the GIL while it works; Ctrl-C stops a long read. A file that cannot
+be read raises :class:`InputError` (a ``ValueError``) naming the file and the byte offset.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import json as _json
+import os
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
+
+from . import _native
+from . import rules
+from ._native import InputError, RulesError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow
+
+__all__ = [
+    "InputError",
+    "Report",
+    "RulesError",
+    "activities",
+    "analyze",
+    "diff",
+    "explain",
+    "report",
+    "rules",
+    "schema",
+]
+
+__version__: str = _native.__version__
+
+PathLike = Union[str, "os.PathLike[str]"]
+Paths = Union[PathLike, Sequence[PathLike]]
+Steps = Union[int, str, range, None]
+
+
+def _paths(paths: Paths) -> List[str]:
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    out = [os.fsdecode(p) for p in paths]
+    if not out:
+        raise ValueError("no input paths given")
+    return out
+
+
+def _dirs(dirs: Optional[Paths]) -> List[str]:
+    return [] if dirs is None else _paths(dirs)
+
+
+def _steps(steps: Steps) -> Optional[str]:
+    """An int N, "A..B" / "A..=B" / "A.." / "..B", or a range (step 1) of step numbers."""
+    if steps is None or isinstance(steps, str):
+        return steps
+    if isinstance(steps, bool):
+        raise TypeError("steps must be an int, a str like '3..7', or a range")
+    if isinstance(steps, int):
+        return str(steps)
+    if isinstance(steps, range):
+        if steps.step != 1:
+            raise ValueError("steps: a range of consecutive steps (step 1)")
+        return f"{steps.start}..{steps.stop}"
+    raise TypeError("steps must be an int, a str like '3..7', or a range")
+
+
+def _options(
+    *,
+    rules: Optional[Paths] = None,
+    torch_logs: Optional[Paths] = None,
+    steps: Steps = None,
+    skip_warmup: bool = False,
+    threads: Optional[int] = None,
+    top: int = 20,
+    strict: bool = False,
+    input_format: Optional[str] = None,
+    attribution: bool = True,
+    env: Optional[PathLike] = None,
+    dispatch_threshold_us: float = 50.0,
+    max_gunzip_ratio: Optional[int] = None,
+) -> Dict[str, Any]:
+    return {
+        "rules": _dirs(rules),
+        "torch_logs": _dirs(torch_logs),
+        "steps": _steps(steps),
+        "skip_warmup": bool(skip_warmup),
+        "threads": threads,
+        "top": int(top),
+        "strict": bool(strict),
+        "input_format": None if input_format in (None, "auto") else input_format,
+        "attribution": bool(attribution),
+        "env": None if env is None else os.fsdecode(env),
+        "dispatch_threshold_us": float(dispatch_threshold_us),
+        "max_gunzip_ratio": None if max_gunzip_ratio is None else int(max_gunzip_ratio),
+    }
+
+
+_OPTIONS_DOC = """
+    paths: a trace file (``.json``, ``.json.gz``, rocprof CSV/JSON, rocpd ``.db``), a directory
+        (one file per rank, or a rocprof output directory), a torch.compile log, or a list of
+        these.
+    rules: directories of extra rule files (``--rules``); a rule with a built-in id replaces it.
+    torch_logs: torch.compile logs of the same run (``--torch-logs``).
+    steps: the ProfilerStep numbers to analyze: ``3``, ``"2..5"``, ``"2..=5"``, ``"2.."``,
+        ``"..5"`` or ``range(2, 5)`` (``--steps``).
+    skip_warmup: leave the first step out (``--skip-warmup``).
+    threads: worker threads (default: all cores); the result never depends on it.
+    top: kernels in the feed's top-kernel list (``--top``).
+    strict: a truncated trace is an error instead of analyzed as far as it goes.
+    input_format: read every input as this format (``kineto``, ``rocprof-v1``,
+        ``rocprofv2-csv``, ``rocprofv3-csv``, ``rocprofv3-json``, ``rocpd``).
+    attribution: attribute GPU time to ops, modules and source lines (``--no-attribution``
+        turns it off).
+    env: the output of ``env`` on the machine that ran the trace (the ladder's level-1 audit).
+    dispatch_threshold_us: host gaps shorter than this count as launch overhead.
+    max_gunzip_ratio: refuse a ``.gz`` that expands more than this many times its size (and
+        256 MiB) as a decompression bomb (default: the command line's).
+"""
+
+
+class Report:
+    """One analysis: the feed, the findings, the ranked recommendations, the Markdown and HTML
+    reports and the classified activity table. In a notebook it shows as the HTML report."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+        self._feed: Optional[Dict[str, Any]] = None
+
+    @property
+    def feed(self) -> Dict[str, Any]:
+        """The JSON feed (FEED.md) as a dict: equal to ``rocprof-classify --json -``."""
+        if self._feed is None:
+            self._feed = _json.loads(self._native.feed_json())
+        return self._feed
+
+    @property
+    def findings(self) -> List[Dict[str, Any]]:
+        """What the detectors found (the feed's ``findings``), most severe first."""
+        return self.feed["findings"]
+
+    @property
+    def recommendations(self) -> List[Dict[str, Any]]:
+        """The ranked actions on the optimization ladder (the feed's ``recommendations``)."""
+        return self.feed["recommendations"]
+
+    @property
+    def headline(self) -> str:
+        """The report's one-line verdict."""
+        return self._native.headline()
+
+    def markdown(self) -> str:
+        """The GitHub-flavoured Markdown summary (``--markdown``), for a PR comment."""
+        return self._native.markdown()
+
+    def html(self) -> str:
+        """The self-contained HTML report (``--html``): inline SVG charts, no network."""
+        return self._native.html()
+
+    def table(self, width: int = 120) -> str:
+        """The terminal table the command line prints, without color."""
+        return self._native.table(width)
+
+    def activities(self) -> "pyarrow.Table":
+        """The classified activity table (see :func:`activities`)."""
+        import pyarrow
+
+        return pyarrow.table(self._native.activities())
+
+    def _repr_html_(self) -> str:
+        # The report is a whole HTML document with its own styles: an iframe keeps them off
+        # the notebook's page.
+        doc = self.html()
+        return (
+            f'<p>{_html.escape(self.headline)}</p>'
+            f'<iframe srcdoc="{_html.escape(doc, quote=True)}" '
+            'style="width:100%;height:720px;border:1px solid #ddd" '
+            'sandbox="allow-same-origin"></iframe>'
+        )
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def __repr__(self) -> str:
+        return f"<rocprof_classify.Report: {self.headline}>"
+
+
+def report(paths: Paths, **options: Any) -> Report:
+    return Report(_native.run(_paths(paths), _options(**options)))
+
+
+report.__doc__ = f"""Reads and analyzes ``paths``; the :class:`Report` renders every output.
+{_OPTIONS_DOC}
+    Raises InputError (a ValueError with ``.path`` and ``.offset``) for an input that cannot
+    be read, RulesError for rules that do not load, KeyboardInterrupt on Ctrl-C."""
+
+
+def analyze(paths: Paths, **options: Any) -> Dict[str, Any]:
+    return report(paths, **options).feed
+
+
+analyze.__doc__ = f"""The JSON feed (FEED.md) of ``paths`` as a dict: equal to
+``rocprof-classify --json -`` with the same inputs and options.
+{_OPTIONS_DOC}"""
+
+
+def activities(paths: Paths, **options: Any) -> "pyarrow.Table":
+    return report(paths, **options).activities()
+
+
+activities.__doc__ = f"""The classified activity table of ``paths``: one row per GPU activity
+(rank, input, device, stream, kind, start_ns, dur_ns, name, bucket, family, library, step, rule,
+op, module, source, in_window), as a ``pyarrow.Table`` through the Arrow C stream interface.
+``polars.from_arrow(t)`` and ``t.to_pandas()`` read it; the ``in_window`` rows' ``dur_ns`` add
+up, per bucket, to the feed's ``buckets``. Needs pyarrow.
+{_OPTIONS_DOC}"""
+
+
+class Diff(dict):  # type: ignore[type-arg]
+    """The before/after comparison (``rocprof-classify diff --json -``) as a dict, with its
+    Markdown and HTML renderings."""
+
+    def __init__(self, data: Dict[str, Any], markdown: str, html: str) -> None:
+        super().__init__(data)
+        self._markdown = markdown
+        self._html = html
+
+    def markdown(self) -> str:
+        return self._markdown
+
+    def html(self) -> str:
+        return self._html
+
+    def _repr_html_(self) -> str:
+        return (
+            f'<iframe srcdoc="{_html.escape(self._html, quote=True)}" '
+            'style="width:100%;height:720px;border:1px solid #ddd" '
+            'sandbox="allow-same-origin"></iframe>'
+        )
+
+
+def diff(base: PathLike, new: PathLike, **options: Any) -> Diff:
+    data, markdown, html = _native.diff(
+        os.fsdecode(base), os.fsdecode(new), _options(**options)
+    )
+    return Diff(_json.loads(data), markdown, html)
+
+
+diff.__doc__ = f"""Compares two runs (files or directories, any format or vendor): step time,
+buckets, time partition, kernels, findings and the ladder, before and after. Returns the dict of
+``rocprof-classify diff BASE NEW --json -`` (with ``.markdown()`` and ``.html()``).
+{_OPTIONS_DOC.replace("paths:", "base, new:", 1)}"""
+
+
+def explain(id: str, *, rules: Optional[Paths] = None) -> str:
+    """What a finding id (``graph_breaks`` …) or recommendation id (``compile.enable`` …)
+    means: when it fires, its savings model, actions and source (``rocprof-classify explain``)."""
+    return _native.explain_id(id, _dirs(rules))
+
+
+def schema() -> Dict[str, Any]:
+    """The JSON Schema of the feed (``rocprof-classify schema``)."""
+    return _json.loads(_native.FEED_SCHEMA)

@@ -1,0 +1,139 @@
+"""`analyze()` gives the feed the command line writes, for every input format and option."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import rocprof_classify as rc
+from conftest import FIXTURES, canonical, cli, cli_feed, corpus
+
+KINETO = sorted(
+    str(p.relative_to(FIXTURES.parent)) for p in (FIXTURES / "kineto" / "h100").glob("*.json.gz")
+)
+
+
+def test_fixtures_are_there() -> None:
+    assert len(KINETO) >= 10, KINETO
+
+
+@pytest.mark.parametrize("trace", KINETO, ids=lambda p: Path(p).name)
+def test_kineto_feed_equals_cli(trace: str) -> None:
+    feed = rc.analyze(trace)
+    assert canonical(feed) == canonical(cli_feed([trace]))
+    # A real analysis, not an empty shell: time was classified into buckets.
+    assert feed["summary"]["kernel_ns"] > 0
+    assert sum(b["kernel_ns"] for b in feed["buckets"]) == feed["summary"]["kernel_ns"]
+
+
+@pytest.mark.parametrize(
+    "options, flags",
+    [
+        ({"steps": "2..4"}, ["--steps", "2..4"]),
+        ({"steps": range(2, 4)}, ["--steps", "2..4"]),
+        ({"steps": 3}, ["--steps", "3"]),
+        ({"skip_warmup": True, "top": 5}, ["--skip-warmup", "--top", "5"]),
+        ({"attribution": False}, ["--no-attribution"]),
+        ({"dispatch_threshold_us": 10.0}, ["--dispatch-threshold-us", "10"]),
+        ({"env": "fixtures/kineto/h100/env.json"}, ["--env", "fixtures/kineto/h100/env.json"]),
+        ({"input_format": "kineto", "threads": 1}, ["--input-format", "kineto", "--threads", "1"]),
+    ],
+    ids=lambda v: str(v),
+)
+def test_options_match_flags(options: dict, flags: list) -> None:
+    trace = "fixtures/kineto/h100/compiled_graph_breaks.json.gz"
+    assert canonical(rc.analyze(trace, **options)) == canonical(cli_feed([*flags, trace]))
+
+
+def test_options_change_the_feed() -> None:
+    # The options reach the pipeline: a step selection analyzes fewer steps.
+    trace = "fixtures/kineto/h100/eager_manual_attn.json.gz"
+    assert rc.analyze(trace, steps="2..4")["summary"]["steps"] == 2
+    assert rc.analyze(trace)["summary"]["steps"] > 2
+
+
+def test_thread_count_does_not_change_the_feed() -> None:
+    trace = "fixtures/kineto/h100/compiled_manual_attn.json.gz"
+    assert canonical(rc.analyze(trace, threads=1)) == canonical(rc.analyze(trace, threads=2))
+
+
+def test_torch_logs_join_the_trace() -> None:
+    trace = "fixtures/kineto/h100/compiled_graph_breaks.json.gz"
+    log = "fixtures/kineto/h100/torch_logs_extra.txt"
+    feed = rc.analyze(trace, torch_logs=log)
+    assert canonical(feed) == canonical(cli_feed(["--torch-logs", log, trace]))
+    assert [i["format"] for i in feed["inputs"]][-1] == "torch-logs"
+
+
+def test_directory_of_ranks() -> None:
+    ranks = "fixtures/kineto/h100x2/gpu_straggler"
+    feed = rc.analyze(ranks)
+    assert canonical(feed) == canonical(cli_feed([ranks]))
+    assert len(feed["ranks"]) == 2
+    assert "straggler_rank" in {f["id"] for f in feed["findings"]}
+
+
+def test_paths_as_pathlike_and_lists() -> None:
+    trace = "fixtures/kineto/h100/eager_sdpa_fused.json.gz"
+    assert canonical(rc.analyze(Path(trace))) == canonical(rc.analyze([trace]))
+
+
+# Every other format, from the shared corpus of real profiler outputs.
+CORPUS_INPUTS = [
+    ("rocprof-v1 json", ["rocprof1_batched_gemm/results.json"]),
+    ("rocprof-v1 csv", ["rocprof1_hip_programming/output_vec_add_gpu.csv"]),
+    ("rocprofv2 csv", ["rocprof_compute/vcopy/MI300X_A1/timestamps.csv"]),
+    ("rocprofv3 csv", ["rocprofv3_sdk_docs_2025/kernel_trace.csv"]),
+    ("rocprofv3 json", ["tracelens_rocprof/908_results.json.gz"]),
+    ("rocpd", ["rocpd/28_results.db"]),
+    ("rocprof-compute", ["rocprof_compute/vcopy/MI300X_A1"]),
+    ("kineto amd", ["hpctraining/replay_trace.json"]),
+    ("torch logs", ["torch_logs/recompiles_2024_pytorch_pr130043.txt"]),
+    ("torch trace", ["tlparse/simple.log"]),
+]
+
+
+@pytest.mark.parametrize("name, relative", CORPUS_INPUTS, ids=[c[0] for c in CORPUS_INPUTS])
+def test_corpus_feed_equals_cli(name: str, relative: list) -> None:
+    paths = [str(corpus(r)) for r in relative]
+    feed = rc.analyze(paths)
+    assert canonical(feed) == canonical(cli_feed(paths))
+    formats = {i["format"] for i in feed["inputs"]}
+    expected = {
+        "rocprof-v1 json": "rocprof-v1",
+        "rocprof-v1 csv": "rocprof-v1",
+        "rocprofv2 csv": "rocprofv2-csv",
+        "rocprofv3 csv": "rocprofv3-csv",
+        "rocprofv3 json": "rocprofv3-json",
+        "rocpd": "rocpd",
+        "rocprof-compute": "rocprof-compute",
+        "kineto amd": "kineto",
+        "torch logs": "torch-logs",
+        "torch trace": "torch-trace",
+    }[name]
+    assert expected in formats, formats
+
+
+def test_diff_equals_cli() -> None:
+    base = "fixtures/kineto/h100/eager_sdpa_fused.json.gz"
+    new = "fixtures/kineto/h100/compiled_clean.json.gz"
+    d = rc.diff(base, new)
+    expected = cli(["diff", base, new, "--json", "-", "--quiet"]).stdout
+    import json
+
+    assert canonical(dict(d)) == canonical(json.loads(expected))
+    assert d.markdown() == cli(["diff", base, new, "--markdown", "-", "--quiet"]).stdout.decode()
+    assert "<html" in d.html()
+
+
+def test_schema_is_the_cli_schema() -> None:
+    import json
+
+    assert rc.schema() == json.loads(cli(["schema"]).stdout)
+
+
+def test_feed_validates_against_its_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    feed = rc.analyze("fixtures/kineto/h100/compiled_graph_breaks.json.gz")
+    jsonschema.validate(feed, rc.schema())
