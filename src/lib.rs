@@ -2,8 +2,8 @@
 //!
 //! One call does the whole job: [`run`]`(inputs, &`[`Config`]`) -> `[`Run`] reads the inputs,
 //! classifies and analyzes them, runs the detectors and evaluates the ladder; every output
-//! renders from the [`Run`] (the command line, the tests, the benches and the fuzz targets all
-//! go through it).
+//! renders from the [`Run`] (the command line, the Python package under `python/`, the tests,
+//! the benches and the fuzz targets all go through it).
 //!
 //! Module map (layers import only downward; a test reads the sources and fails on any other
 //! edge):
@@ -18,7 +18,7 @@
 //! | [`detect`] | one function per finding ([`detect::FindingId`]), reading the analysis [`analysis::Context`]; torch.compile's in `detect::compile` |
 //! | [`recommend`] | the ladder catalog (`rules/ladder.toml`: levels and what their statuses say, recommendations, the fixes of torch.compile's causes): triggers, savings, ranking, status |
 //! | [`pipeline`] | [`run`]: read → analyze → detect → plan, into a [`Run`] |
-//! | [`report`] | renderers of a [`Run`] (table, JSON feed, Markdown, HTML, diff; the human-facing three lay out the same [`report::sections`]) and writers of its activities (Perfetto, Parquet/CSV) |
+//! | [`report`] | renderers of a [`Run`] (table, JSON feed, Markdown, HTML, diff; the human-facing three lay out the same [`report::sections`]) and writers of its activities (Perfetto, Parquet/CSV, an Arrow C stream) |
 //! | [`cli`] | clap definitions; parses arguments, calls [`run`] and the renderers, routes outputs, applies gates |
 //!
 //! `error` ← `model` ← `ingest`, `classify` ← `analysis` ← `detect` ← `recommend` ← `pipeline`

@@ -186,8 +186,7 @@ class Report:
         return (
             f'<p>{_html.escape(self.headline)}</p>'
             f'<iframe srcdoc="{_html.escape(doc, quote=True)}" '
-            'style="width:100%;height:720px;border:1px solid #ddd" '
-            'sandbox="allow-same-origin"></iframe>'
+            'style="width:100%;height:720px;border:1px solid #ddd"></iframe>'
         )
 
     def __str__(self) -> str:
@@ -246,8 +245,7 @@ class Diff(dict):  # type: ignore[type-arg]
     def _repr_html_(self) -> str:
         return (
             f'<iframe srcdoc="{_html.escape(self._html, quote=True)}" '
-            'style="width:100%;height:720px;border:1px solid #ddd" '
-            'sandbox="allow-same-origin"></iframe>'
+            'style="width:100%;height:720px;border:1px solid #ddd"></iframe>'
         )
 
 

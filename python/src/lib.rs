@@ -385,10 +385,7 @@ type ClassTuple = (String, String, String, Option<String>);
 /// The class of each kernel name.
 #[pyfunction]
 #[pyo3(signature = (names, rules=Vec::new()))]
-fn classify_names(
-    names: Vec<String>,
-    rules: Vec<PathBuf>,
-) -> PyResult<Vec<ClassTuple>> {
+fn classify_names(names: Vec<String>, rules: Vec<PathBuf>) -> PyResult<Vec<ClassTuple>> {
     let set = load_rules(&rules)?;
     Ok(names
         .iter()

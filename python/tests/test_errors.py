@@ -9,6 +9,7 @@ import threading
 import time
 import zlib
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -91,6 +92,15 @@ def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
         out.write(gz.compress(EVENT[:-2] + b"]}\n"))
         out.write(gz.flush())
     return path
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_raises() -> Iterator[None]:
+    # Python leaves SIGINT ignored when it started ignored (a background job of a
+    # non-interactive shell, as CI may run it): Ctrl-C raises KeyboardInterrupt here regardless.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def _interrupt_main_after(seconds: float) -> threading.Timer:

@@ -137,3 +137,7 @@ def test_feed_validates_against_its_schema() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     feed = rc.analyze("fixtures/kineto/h100/compiled_graph_breaks.json.gz")
     jsonschema.validate(feed, rc.schema())
+
+
+def test_version_is_the_cli_version() -> None:
+    assert cli(["--version"]).stdout.decode().split() == ["rocprof-classify", rc.__version__]

@@ -87,6 +87,14 @@ def test_activities_add_up_to_the_feed(paths: str) -> None:
     ]
 
 
+def test_activities_of_a_run_without_gpu_activity() -> None:
+    # A torch.compile log alone: the table is empty but has the columns.
+    table = rc.activities("fixtures/kineto/h100/torch_logs_extra.txt")
+    assert table.num_rows == 0
+    assert table.column_names == rc.activities(TRACE).column_names
+    assert table.schema.field("dur_ns").type == pa.int64()
+
+
 def test_activities_equal_the_csv_export(tmp_path: Path) -> None:
     out = tmp_path / "a.csv"
     cli([TRACE, "--export-csv", str(out), "--quiet"])
