@@ -9,6 +9,18 @@ from . import rules as rules
 from ._native import InputError as InputError, RulesError as RulesError
 
 __version__: str
+__all__ = [
+    "InputError",
+    "Report",
+    "RulesError",
+    "activities",
+    "analyze",
+    "diff",
+    "explain",
+    "report",
+    "rules",
+    "schema",
+]
 
 PathLike = Union[str, os.PathLike[str]]
 Paths = Union[PathLike, Sequence[PathLike]]
@@ -31,6 +43,7 @@ class Report:
     def _repr_html_(self) -> str: ...
 
 class Diff(Dict[str, Any]):
+    def __init__(self, data: Dict[str, Any], markdown: str, html: str) -> None: ...
     def markdown(self) -> str: ...
     def html(self) -> str: ...
     def _repr_html_(self) -> str: ...

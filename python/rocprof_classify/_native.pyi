@@ -1,7 +1,21 @@
 """Type stubs of the compiled module (the Rust library pipeline behind the package)."""
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, final
 
+__all__ = [
+    "InputError",
+    "RulesError",
+    "__version__",
+    "FEED_SCHEMA",
+    "NativeRun",
+    "ArrowStream",
+    "run",
+    "diff",
+    "explain_rule",
+    "list_rules",
+    "classify_names",
+    "explain_id",
+]
 __version__: str
 FEED_SCHEMA: str
 
@@ -18,11 +32,13 @@ class InputError(ValueError):
 class RulesError(ValueError):
     """A rule directory could not be loaded, or its rules failed their own examples."""
 
+@final
 class ArrowStream:
     """An Arrow C stream of record batches, handed out once (Arrow PyCapsule protocol)."""
 
     def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
 
+@final
 class NativeRun:
     """One analysis, kept for rendering."""
 
