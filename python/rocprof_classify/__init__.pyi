@@ -1,7 +1,9 @@
 """Type stubs of the public API (the options every analysis takes, spelled out)."""
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, TypedDict, Union
+
+from typing_extensions import Unpack
 
 import pyarrow
 
@@ -25,6 +27,22 @@ __all__ = [
 PathLike = Union[str, os.PathLike[str]]
 Paths = Union[PathLike, Sequence[PathLike]]
 Steps = Union[int, str, range, None]
+
+class _Options(TypedDict, total=False):
+    """The keyword options every analysis takes (the CLI's flags); defaults in the docstrings."""
+
+    rules: Optional[Paths]
+    torch_logs: Optional[Paths]
+    steps: Steps
+    skip_warmup: bool
+    threads: Optional[int]
+    top: int
+    strict: bool
+    input_format: Optional[str]
+    attribution: bool
+    env: Optional[PathLike]
+    dispatch_threshold_us: float
+    max_gunzip_ratio: Optional[int]
 
 class Report:
     def __init__(self, native: Any) -> None: ...
@@ -50,68 +68,20 @@ class Diff(Dict[str, Any]):
 
 def report(
     paths: Paths,
-    *,
-    rules: Optional[Paths] = None,
-    torch_logs: Optional[Paths] = None,
-    steps: Steps = None,
-    skip_warmup: bool = False,
-    threads: Optional[int] = None,
-    top: int = 20,
-    strict: bool = False,
-    input_format: Optional[str] = None,
-    attribution: bool = True,
-    env: Optional[PathLike] = None,
-    dispatch_threshold_us: float = 50.0,
-    max_gunzip_ratio: Optional[int] = None,
+    **options: Unpack[_Options],
 ) -> Report: ...
 def analyze(
     paths: Paths,
-    *,
-    rules: Optional[Paths] = None,
-    torch_logs: Optional[Paths] = None,
-    steps: Steps = None,
-    skip_warmup: bool = False,
-    threads: Optional[int] = None,
-    top: int = 20,
-    strict: bool = False,
-    input_format: Optional[str] = None,
-    attribution: bool = True,
-    env: Optional[PathLike] = None,
-    dispatch_threshold_us: float = 50.0,
-    max_gunzip_ratio: Optional[int] = None,
+    **options: Unpack[_Options],
 ) -> Dict[str, Any]: ...
 def activities(
     paths: Paths,
-    *,
-    rules: Optional[Paths] = None,
-    torch_logs: Optional[Paths] = None,
-    steps: Steps = None,
-    skip_warmup: bool = False,
-    threads: Optional[int] = None,
-    top: int = 20,
-    strict: bool = False,
-    input_format: Optional[str] = None,
-    attribution: bool = True,
-    env: Optional[PathLike] = None,
-    dispatch_threshold_us: float = 50.0,
-    max_gunzip_ratio: Optional[int] = None,
+    **options: Unpack[_Options],
 ) -> pyarrow.Table: ...
 def diff(
     base: PathLike,
     new: PathLike,
-    *,
-    rules: Optional[Paths] = None,
-    torch_logs: Optional[Paths] = None,
-    steps: Steps = None,
-    skip_warmup: bool = False,
-    threads: Optional[int] = None,
-    top: int = 20,
-    strict: bool = False,
-    input_format: Optional[str] = None,
-    attribution: bool = True,
-    env: Optional[PathLike] = None,
-    dispatch_threshold_us: float = 50.0,
-    max_gunzip_ratio: Optional[int] = None,
+    **options: Unpack[_Options],
 ) -> Diff: ...
 def explain(id: str, *, rules: Optional[Paths] = None) -> str: ...
 def schema() -> Dict[str, Any]: ...

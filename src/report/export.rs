@@ -13,6 +13,7 @@ use polars::prelude::{
 };
 use polars_arrow::array::{Array, StructArray};
 use std::io::Write;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Rows per written batch (a Parquet row group).
@@ -28,17 +29,25 @@ pub enum ExportFormat {
 /// The classified activity table of `run` (before [`Run::drop_rows`]) as data frames of at most
 /// [`BATCH_ROWS`] rows each, in activity order (one empty frame for a run without activities).
 pub fn frames(run: &Run) -> impl Iterator<Item = Result<DataFrame, PolarsError>> + '_ {
-    let n = run.trace.activities.len();
-    let starts = (0..n.max(1)).step_by(BATCH_ROWS);
-    starts.map(move |from| frame(run, from, (from + BATCH_ROWS).min(n)))
+    batch_ranges(run).map(move |rows| frame(run, rows))
 }
 
-/// Rows `from..to` of the classified activity table.
-fn frame(run: &Run, from: usize, to: usize) -> Result<DataFrame, PolarsError> {
+/// The rows of each frame: [`BATCH_ROWS`] at a time, one empty range when there are none.
+fn batch_ranges(run: &Run) -> impl Iterator<Item = Range<usize>> + 'static {
+    let n = run.trace.activities.len();
+    (0..n.max(1))
+        .step_by(BATCH_ROWS)
+        .map(move |from| from..(from + BATCH_ROWS).min(n))
+}
+
+/// Rows `range` of the classified activity table.
+fn frame(run: &Run, range: Range<usize>) -> Result<DataFrame, PolarsError> {
     let trace = &run.trace;
     let acts = &trace.activities;
-    let rows: Vec<_> = (from..to).map(|a| run.activities.get(trace, a)).collect();
-    let range = from..to;
+    let rows: Vec<_> = range
+        .clone()
+        .map(|a| run.activities.get(trace, a))
+        .collect();
     let columns: Vec<Column> = vec![
         Series::new(
             "rank".into(),
@@ -150,18 +159,16 @@ pub use polars_arrow::ffi::ArrowArrayStream;
 /// large strings (`CompatLevel::oldest`), which every Arrow reader knows; nothing is copied
 /// on the consumer's side.
 pub fn arrow_stream(run: Arc<Run>) -> Result<ArrowArrayStream, PolarsError> {
-    let first = frame(&run, 0, run.trace.activities.len().min(BATCH_ROWS))?;
-    let fields: Vec<ArrowField> = first
+    // An empty frame has the table's schema.
+    let fields: Vec<ArrowField> = frame(&run, 0..0)?
         .schema()
         .to_arrow(CompatLevel::oldest())
         .into_iter_values()
         .collect();
     let dtype = ArrowDataType::Struct(fields);
     let field = ArrowField::new("".into(), dtype.clone(), false);
-    let n = run.trace.activities.len();
-    let later = (BATCH_ROWS..n).step_by(BATCH_ROWS);
-    let batches = std::iter::once(Ok(first))
-        .chain(later.map(move |from| frame(&run, from, (from + BATCH_ROWS).min(n))))
+    let batches = batch_ranges(&run)
+        .map(move |rows| frame(&run, rows))
         .flat_map(move |f| -> Vec<Result<Box<dyn Array>, PolarsError>> {
             let mut f = match f {
                 Ok(f) => f,
