@@ -9,13 +9,16 @@ import pytest
 import rocprof_classify as rc
 from conftest import FIXTURES, canonical, cli, cli_feed, corpus
 
+# The H100 captures and the zoo of real models (transformers, timm, torchvision).
 KINETO = sorted(
-    str(p.relative_to(FIXTURES.parent)) for p in (FIXTURES / "kineto" / "h100").glob("*.json.gz")
+    str(p.relative_to(FIXTURES.parent))
+    for folder in ("h100", "zoo")
+    for p in (FIXTURES / "kineto" / folder).glob("*.json.gz")
 )
 
 
 def test_fixtures_are_there() -> None:
-    assert len(KINETO) >= 10, KINETO
+    assert len(KINETO) >= 25, KINETO
 
 
 @pytest.mark.parametrize("trace", KINETO, ids=lambda p: Path(p).name)
