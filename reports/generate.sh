@@ -21,6 +21,10 @@ cd "$root/fixtures/kineto/h100"
 "$BIN" --color never compiled_graph_breaks.json.gz > "$OUT/compiled_graph_breaks.txt"
 "$BIN" diff --color never eager_sdpa_fused.json.gz compiled_clean.json.gz \
   --markdown "$OUT/diff_sdpa_to_compiled.md" --html "$OUT/diff_sdpa_to_compiled.html" > "$OUT/diff_sdpa_to_compiled.txt"
+# Two ranks of DDP training, one slowed on its host: collectives, wait vs transfer, the straggler.
+cd "$root/fixtures/kineto/h100x2"
+"$BIN" --color never ddp_slow_rank > "$OUT/ddp_slow_rank.txt"
+"$BIN" -q --markdown "$OUT/ddp_slow_rank.md" ddp_slow_rank > /dev/null
 # A real model with CUDA-graph replays: graph gaps in the partition and the steps.
 cd "$root/fixtures/kineto/zoo"
 "$BIN" --color never llama_decode_reduce_overhead.json.gz > "$OUT/llama_decode_reduce_overhead.txt"

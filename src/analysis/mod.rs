@@ -5,6 +5,7 @@
 //! [`ActivityTable`].
 
 pub mod attribution;
+pub mod collectives;
 pub mod compile;
 pub mod diff;
 pub mod efficiency;
@@ -137,6 +138,8 @@ pub struct Analysis {
     pub sources: Vec<attribution::FrameRow>,
     /// Hardware-counter metrics per kernel (rocprof-compute workloads; empty otherwise).
     pub kernel_counters: Vec<hardware::KernelCounters>,
+    /// Per collective type × message size × process group: time, bandwidth, wait and transfer.
+    pub collectives: collectives::Collectives,
     /// GPU time in scope per rule tag (what recommendations gate on; not in the feed).
     #[serde(skip)]
     pub tagged_ns: BTreeMap<crate::classify::KernelTag, i64>,
@@ -698,10 +701,11 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         modules: Vec::new(),
         sources: Vec::new(),
         kernel_counters: hardware::kernel_counters(trace, &classified),
+        collectives: collectives::Collectives::default(),
         tagged_ns,
         skipped_files: trace.skipped.clone(),
     };
-    Context {
+    let mut ctx = Context {
         trace,
         rules,
         opts,
@@ -715,7 +719,9 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         step_durations: parts.step_durations,
         op_of,
         analysis,
-    }
+    };
+    ctx.analysis.collectives = collectives::analyze(&ctx);
+    ctx
 }
 
 /// GPU time by `nn.Module` and by user source line, and each activity's innermost of both

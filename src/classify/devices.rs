@@ -23,6 +23,14 @@ pub struct DevicePeaks {
     #[serde(default)]
     pub stride_hotspot_bytes: Option<i64>,
     pub source: String,
+    /// The GPU-to-GPU link inside a node (`NVLink 4, 18 links`), its peak in GB/s per GPU and
+    /// direction (what nccl-tests' bus bandwidth is compared with), and where that comes from.
+    #[serde(default)]
+    pub link: Option<String>,
+    #[serde(default)]
+    pub link_gbps: Option<f64>,
+    #[serde(default)]
+    pub link_source: Option<String>,
 }
 
 #[derive(Deserialize)]

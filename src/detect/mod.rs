@@ -1,6 +1,7 @@
 //! Detectors: each reads the analysis [`Context`] and reports findings with a severity, the time
 //! at stake and the evidence (FEED.md finding ids). They never read files or print.
 
+mod comms;
 mod compile;
 pub use compile::annotate;
 mod hardware;
@@ -71,6 +72,7 @@ pub enum FindingId {
     EagerModules,
     NormActivationHeavy,
     PagedAttentionHeavy,
+    SlowCollective,
 }
 
 impl FindingId {
@@ -107,6 +109,7 @@ impl FindingId {
             FindingId::EagerModules => "eager_modules",
             FindingId::NormActivationHeavy => "norm_activation_heavy",
             FindingId::PagedAttentionHeavy => "paged_attention_heavy",
+            FindingId::SlowCollective => "slow_collective",
         }
     }
 
@@ -265,7 +268,8 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::UnclassifiedTime, "more than 2% of kernel time matched no classification rule."),
     (FindingId::HighStepVariance, "step-time coefficient of variation above 10%."),
     (FindingId::WarmupInWindow, "step 0 takes more than 1.5x the median of the other steps."),
-    (FindingId::StragglerRank, "several ranks: one rank spends the least time in collectives in most steps (the others wait for it there) and the others' wait is >= 2% of the window. Evidence: the steps, the wait, each rank's communication and compute time, and whether the straggler has more GPU work or is late on its host."),
+    (FindingId::StragglerRank, "several ranks: with collectives matched across ranks (collectives[]), one rank starts last at most of the collectives someone was late at, and its latest arrival per step, summed over steps (what the steps lose: the others' collectives queue behind the late one), is >= 2% of the window; without matched collectives, one rank spends the least time in collectives in most steps and the others' wait is >= 2% of the window. Evidence: the arrivals per rank (times last, lateness, wait, exposed wait), the steps, each rank's communication and compute time, and whether the straggler has more GPU work or is late on its host."),
+    (FindingId::SlowCollective, "several ranks matched: a collective type x size x process group of messages >= 1 MB whose bus bandwidth over the transfer time (after the last rank arrived) is under 50% of the device's link peak per direction (rules/devices.toml), with waiting <= 25% of its time. Time at stake: its transfer time above what 80% of the peak would take, times the share no other GPU work overlaps. Evidence: size, busbw, the peak, wait, transfer and how much other work ran alongside. One rank's trace alone never fires it (its bandwidth is a lower bound)."),
     (FindingId::InductorFallbacks, "(info; from torch.compile logs) Inductor ran ops as ATen fallback kernels ([__perf_hints] Using FallbackKernel), with how many compiles did."),
     (FindingId::LowOccupancy, "(hardware counters) kernels with >= 1% of profiled time whose VGPRs or LDS allow at most a quarter of the waves a SIMD can hold (2 of 8 on MI300), while the grid has work for more (seeds/003 occupancy formula)."),
     (FindingId::MemoryBoundGemm, "(hardware counters) GEMM, attention or conv kernels whose arithmetic intensity (FLOPs per HBM byte) is below the roofline's ridge point and which reach >= 30% of the attainable performance there."),
@@ -301,6 +305,7 @@ const DETECTORS: &[Detector] = &[
     steps::high_step_variance,
     steps::warmup_in_window,
     ranks::straggler_rank,
+    comms::slow_collective,
     hardware::low_occupancy,
     hardware::memory_bound_gemm,
     hardware::low_gemm_efficiency,

@@ -34,6 +34,7 @@ use super::json_stream::{PieceInput, PieceParser, PieceSink, ScanError};
 use super::num::{micros_to_ns, to_u64, trailing_u64, unquote};
 use super::{ReadOptions, Reader, Source};
 use crate::error::IngestError;
+use crate::model::comms::CommArgs;
 use crate::model::{
     Activity, ActivityKind, Device, Format, GpuActivities, HostEvent, HostEvents, HostKind,
     InputMeta, Interner, NameId, Trace, Vendor,
@@ -233,6 +234,68 @@ struct RawArgs<'a> {
     /// `with_stack` frames, innermost first: tells a 2021 `record_function` range from an op.
     #[serde(rename = "Call stack", borrow, default)]
     call_stack: Option<&'a RawValue>,
+    /// A collective's arguments, on `record_param_comms` and (since late 2023) on the NCCL/RCCL
+    /// kernel it launched (see [`crate::model::comms`]).
+    #[serde(rename = "Collective name", borrow, default)]
+    collective: Option<Text<'a>>,
+    #[serde(rename = "In msg nelems", borrow, default)]
+    in_nelems: Option<&'a RawValue>,
+    #[serde(rename = "Out msg nelems", borrow, default)]
+    out_nelems: Option<&'a RawValue>,
+    /// Before December 2023 the element counts were called sizes.
+    #[serde(rename = "In msg size", borrow, default)]
+    in_nelems_old: Option<&'a RawValue>,
+    #[serde(rename = "Out msg size", borrow, default)]
+    out_nelems_old: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    dtype: Option<Text<'a>>,
+    #[serde(rename = "Group size", borrow, default)]
+    group_size: Option<&'a RawValue>,
+    #[serde(rename = "Process Group Name", borrow, default)]
+    pg_name: Option<&'a RawValue>,
+    #[serde(rename = "Process Group Description", borrow, default)]
+    pg_desc: Option<&'a RawValue>,
+    #[serde(rename = "Process Group Ranks", borrow, default)]
+    pg_ranks: Option<&'a RawValue>,
+    #[serde(rename = "Seq", borrow, default)]
+    seq: Option<&'a RawValue>,
+}
+
+impl RawArgs<'_> {
+    /// The interned form of the collective's arguments, when the event has them.
+    fn comm(&self) -> Option<String> {
+        let collective = self.collective.as_ref()?.0.trim();
+        if collective.is_empty() {
+            return None;
+        }
+        let num = |r: Option<&RawValue>| r.and_then(|r| to_u64(r.get().trim_matches('"')));
+        // A string value without its quotes, a number or list as written.
+        let text = |r: Option<&RawValue>| {
+            r.map(|r| {
+                let v = r.get();
+                serde_json::from_str::<String>(v).unwrap_or_else(|_| v.to_string())
+            })
+            .filter(|v| !v.is_empty())
+        };
+        Some(
+            CommArgs {
+                collective: collective.to_string(),
+                in_nelems: num(self.in_nelems).or_else(|| num(self.in_nelems_old)),
+                out_nelems: num(self.out_nelems).or_else(|| num(self.out_nelems_old)),
+                dtype: self
+                    .dtype
+                    .as_ref()
+                    .map(|t| t.0.trim().to_string())
+                    .filter(|d| !d.is_empty()),
+                group_size: num(self.group_size).and_then(|g| u32::try_from(g).ok()),
+                process_group: text(self.pg_name),
+                process_group_desc: text(self.pg_desc),
+                process_group_ranks: text(self.pg_ranks),
+                seq: num(self.seq),
+            }
+            .encode(),
+        )
+    }
 }
 
 const NO_PH: &str = "event without \"ph\"";
@@ -263,6 +326,8 @@ struct GpuRow<'a> {
     /// Work-items per workgroup.
     block: u32,
     rank: Option<u32>,
+    /// A collective kernel's arguments ([`CommArgs::encode`]).
+    comm: Option<String>,
 }
 
 struct HostRow<'a> {
@@ -278,6 +343,8 @@ struct HostRow<'a> {
     concrete_inputs: Option<&'a str>,
     input_strides: Option<&'a str>,
     rank: Option<u32>,
+    /// A `record_param_comms` op's collective arguments ([`CommArgs::encode`]).
+    comm: Option<String>,
 }
 
 /// A pid/tid: numeric, or a string (`"Spans"`, `"stream 7"`, `"25738"`).
@@ -456,6 +523,7 @@ fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
                 workgroups: args.grid.map_or(0, |g| workgroups(g.get())),
                 block: args.block.map_or(0, |b| workgroups(b.get())),
                 rank,
+                comm: args.comm(),
             })
         }
         Category::Host(kind) => Parsed::Host(HostRow {
@@ -477,6 +545,7 @@ fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
             concrete_inputs: args.concrete_inputs.map(|r| r.get()),
             input_strides: args.input_strides.map(|r| r.get()),
             rank,
+            comm: args.comm(),
         }),
         Category::Skip => Parsed::Skip,
     }
@@ -659,6 +728,7 @@ impl Chunk {
                     correlation: g.correlation,
                     external_id: g.external_id,
                     workgroups: g.workgroups,
+                    comm: g.comm.map_or(NameId::NONE, |c| self.names.intern(&c)),
                 });
             }
             Parsed::Host(h) => {
@@ -685,6 +755,7 @@ impl Chunk {
                     h.input_strides
                         .filter(|_| crate::model::ops::keeps_input_strides(&h.name)),
                 );
+                let comm = intern(h.comm.as_deref());
                 let pid = self.id_number(h.pid);
                 let tid = self.id_number(h.tid);
                 self.host.push(HostEvent {
@@ -700,6 +771,7 @@ impl Chunk {
                     input_types,
                     concrete_inputs,
                     input_strides,
+                    comm,
                 });
             }
         }

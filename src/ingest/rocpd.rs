@@ -154,6 +154,7 @@ impl RocpdInput<'_> {
                 correlation: corr.max(0) as u64,
                 external_id: 0,
                 workgroups: 0,
+                comm: NameId::NONE,
             });
         }
         Ok(())
@@ -193,6 +194,7 @@ impl RocpdInput<'_> {
                 correlation: corr.max(0) as u64,
                 external_id: 0,
                 workgroups: 0,
+                comm: NameId::NONE,
             });
         }
         Ok(())
@@ -243,6 +245,7 @@ impl RocpdInput<'_> {
                 input_types: NameId::NONE,
                 concrete_inputs: NameId::NONE,
                 input_strides: NameId::NONE,
+                comm: NameId::NONE,
             });
         }
         Ok(api_calls)

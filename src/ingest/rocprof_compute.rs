@@ -579,6 +579,7 @@ fn read_pmc_perf(
                         correlation: 0,
                         external_id: 0,
                         workgroups: 0,
+                        comm: crate::model::NameId::NONE,
                     });
                 }
                 let n = |i: usize| {

@@ -270,6 +270,7 @@ fn read_stats(
                 correlation: 0,
                 external_id: 0,
                 workgroups: 0,
+                comm: NameId::NONE,
             });
             clock = clock.saturating_add(dur);
         }
@@ -756,6 +757,7 @@ impl Row<'_> {
             input_types: NameId::NONE,
             concrete_inputs: NameId::NONE,
             input_strides: NameId::NONE,
+            comm: NameId::NONE,
         });
     }
 
@@ -794,6 +796,7 @@ impl Row<'_> {
             correlation: self.number(self.cols.corr),
             external_id: 0,
             workgroups: 0,
+            comm: NameId::NONE,
         });
     }
 }

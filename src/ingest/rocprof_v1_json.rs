@@ -182,6 +182,7 @@ impl ScanSink for Sink<'_> {
                     correlation: 0,
                     external_id: 0,
                     workgroups: 0,
+                    comm: NameId::NONE,
                 });
             } else if process == "CPU HIP API" || process == "Markers and Ranges" {
                 let tid = ev
@@ -207,6 +208,7 @@ impl ScanSink for Sink<'_> {
                     input_types: NameId::NONE,
                     concrete_inputs: NameId::NONE,
                     input_strides: NameId::NONE,
+                    comm: NameId::NONE,
                 });
             }
         }

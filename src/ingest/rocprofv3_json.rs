@@ -292,6 +292,7 @@ impl ToolRecords<'_> {
                 correlation: d.correlation_id.internal,
                 external_id: 0,
                 workgroups: 0,
+                comm: NameId::NONE,
             });
         }
     }
@@ -316,6 +317,7 @@ impl ToolRecords<'_> {
                 correlation: c.correlation_id.internal,
                 external_id: 0,
                 workgroups: 0,
+                comm: NameId::NONE,
             });
         }
     }
@@ -351,6 +353,7 @@ impl ToolRecords<'_> {
                 input_types: NameId::NONE,
                 concrete_inputs: NameId::NONE,
                 input_strides: NameId::NONE,
+                comm: NameId::NONE,
             });
         }
     }

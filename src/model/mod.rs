@@ -4,6 +4,7 @@
 //! Times are integer nanoseconds (`*_ns`) on the input's own clock: readers convert once, at the
 //! edge, so no analysis ever sees a microsecond float.
 
+pub mod comms;
 pub mod compile_log;
 mod counters;
 pub mod intern;
@@ -41,6 +42,9 @@ pub struct GpuActivities {
     pub external_id: Ids,
     /// Workgroups (thread blocks) of a kernel's grid; 0 when the trace does not say.
     pub workgroups: Vec<u32>,
+    /// The collective arguments of the few NCCL/RCCL kernels that carry them, sparse:
+    /// (row, interned [`comms::CommArgs`]) in row order.
+    comm: Vec<(u32, NameId)>,
 }
 
 /// One GPU activity, as readers hand it to [`GpuActivities::push`].
@@ -57,6 +61,8 @@ pub struct Activity {
     pub external_id: u64,
     /// Workgroups of a kernel's grid (0: unknown).
     pub workgroups: u32,
+    /// The interned [`comms::CommArgs`] of a collective kernel ([`NameId::NONE`]: none).
+    pub comm: NameId,
 }
 
 /// A column of ids (correlation, External id) that are nearly always below 2^31: 4 bytes each,
@@ -170,6 +176,17 @@ impl GpuActivities {
             self.correlation.retain_by(&keep);
             self.external_id.retain_by(&keep);
             retain_by(&mut self.workgroups, &keep);
+            // Rows move down by the number of dropped rows before them.
+            let mut kept_before = Vec::with_capacity(keep.len());
+            let mut n = 0u32;
+            for &k in &keep {
+                kept_before.push(n);
+                n += u32::from(k);
+            }
+            self.comm.retain(|&(row, _)| keep[row as usize]);
+            for (row, _) in &mut self.comm {
+                *row = kept_before[*row as usize];
+            }
         }
         dropped
     }
@@ -209,6 +226,20 @@ impl GpuActivities {
         self.correlation.push(a.correlation);
         self.external_id.push(a.external_id);
         self.workgroups.push(a.workgroups);
+        if a.comm != NameId::NONE {
+            self.comm.push((self.name.len() as u32 - 1, a.comm));
+        }
+    }
+    /// The interned [`comms::CommArgs`] of row `i` ([`NameId::NONE`] for most rows).
+    pub fn comm(&self, i: usize) -> NameId {
+        match self.comm.binary_search_by_key(&(i as u32), |&(row, _)| row) {
+            Ok(k) => self.comm[k].1,
+            Err(_) => NameId::NONE,
+        }
+    }
+    /// Rows with collective arguments, in row order.
+    pub fn comm_rows(&self) -> impl Iterator<Item = (usize, NameId)> + '_ {
+        self.comm.iter().map(|&(row, id)| (row as usize, id))
     }
     /// Appends another table's rows column by column, renaming names and shifting inputs.
     /// Appends another table's rows, renaming their names and inputs.
@@ -218,8 +249,11 @@ impl GpuActivities {
         name: impl Fn(NameId) -> NameId,
         input: impl Fn(u32) -> u32,
     ) {
+        let base = self.name.len() as u32;
+        self.comm
+            .extend(o.comm.into_iter().map(|(row, id)| (base + row, name(id))));
         self.kind.extend(o.kind);
-        self.name.extend(o.name.into_iter().map(name));
+        self.name.extend(o.name.into_iter().map(&name));
         self.input.extend(o.input.into_iter().map(input));
         self.device.extend(o.device);
         self.stream.extend(o.stream);
@@ -241,6 +275,7 @@ impl GpuActivities {
         self.correlation.shrink_to_fit();
         self.external_id.shrink_to_fit();
         self.workgroups.shrink_to_fit();
+        self.comm.shrink_to_fit();
     }
     /// End of row `i` (`ts + dur`).
     pub fn end_ns(&self, i: usize) -> i64 {
@@ -259,6 +294,7 @@ impl GpuActivities {
             correlation: self.correlation.get(i),
             external_id: self.external_id.get(i),
             workgroups: self.workgroups[i],
+            comm: self.comm(i),
         }
     }
 }
@@ -316,6 +352,8 @@ pub struct OpArgs {
     pub concrete_inputs: NameId,
     /// `Input Strides` of a GEMM cpu_op (element strides per input).
     pub input_strides: NameId,
+    /// The interned [`comms::CommArgs`] of a `record_param_comms` op.
+    pub comm: NameId,
 }
 
 impl OpArgs {
@@ -324,6 +362,7 @@ impl OpArgs {
         input_types: NameId::NONE,
         concrete_inputs: NameId::NONE,
         input_strides: NameId::NONE,
+        comm: NameId::NONE,
     };
 }
 
@@ -342,6 +381,8 @@ pub struct HostEvent {
     pub input_types: NameId,
     pub concrete_inputs: NameId,
     pub input_strides: NameId,
+    /// The interned [`comms::CommArgs`] of a `record_param_comms` op ([`NameId::NONE`]: none).
+    pub comm: NameId,
 }
 
 impl HostEvents {
@@ -446,6 +487,7 @@ impl HostEvents {
                     input_types: name(a.input_types),
                     concrete_inputs: name(a.concrete_inputs),
                     input_strides: name(a.input_strides),
+                    comm: name(a.comm),
                 })
             })
             .collect();
@@ -482,6 +524,7 @@ impl HostEvents {
             input_types: self.input_types(i),
             concrete_inputs: self.concrete_inputs(i),
             input_strides: self.input_strides(i),
+            comm: self.op_args(i).comm,
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -519,6 +562,7 @@ impl HostEvents {
             input_types: e.input_types,
             concrete_inputs: e.concrete_inputs,
             input_strides: e.input_strides,
+            comm: e.comm,
         };
         let args = if args == OpArgs::NONE {
             0

@@ -91,6 +91,7 @@ pub fn render(run: &Run) -> String {
     // Kernels.
     render_top_kernels(&mut b, a);
     render_attribution(&mut b, a);
+    render_collectives(&mut b, run);
     render_counters(&mut b, a);
     page(&format!("rocprof-classify: {}", sections.title), &b)
 }
@@ -438,6 +439,37 @@ fn render_attribution(b: &mut String, a: &Analysis) {
 }
 
 /// Hardware counters per kernel (rocprof-compute workloads): bound labels and fractions of peak.
+/// Collectives per type, size and process group (all rows, sortable).
+fn render_collectives(b: &mut String, run: &Run) {
+    let Some((rows, note)) = crate::report::sections::collectives(run, usize::MAX) else {
+        return;
+    };
+    let head: String = crate::report::sections::COLLECTIVE_HEADER
+        .iter()
+        .map(|h| format!("<th>{}</th>", esc(h)))
+        .collect();
+    let _ = writeln!(
+        b,
+        "<h2>Collectives</h2><p>{}</p><table class=\"sortable\"><thead><tr>{head}</tr></thead><tbody>",
+        esc(note)
+    );
+    for r in rows {
+        let cells: String = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == 0 {
+                    format!("<td>{}</td>", esc(c))
+                } else {
+                    format!("<td class=\"n\">{}</td>", esc(c))
+                }
+            })
+            .collect();
+        let _ = writeln!(b, "<tr>{cells}</tr>");
+    }
+    let _ = writeln!(b, "</tbody></table>");
+}
+
 fn render_counters(b: &mut String, a: &Analysis) {
     if a.kernel_counters.is_empty() {
         return;

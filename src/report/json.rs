@@ -43,6 +43,10 @@ struct Feed<'a> {
     kernel_counters: &'a [crate::analysis::hardware::KernelCounters],
     /// Files of input directories left out because no reader recognized them (an addition).
     skipped_files: &'a [crate::model::SkippedFile],
+    /// Per collective type × message size × process group (FEED.md `collectives[]`).
+    collectives: &'a [crate::analysis::collectives::CollectiveRow],
+    /// Per rank, how it arrives at the collectives matched across ranks (an addition).
+    collective_arrivals: &'a [crate::analysis::collectives::Arrival],
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
@@ -72,6 +76,8 @@ pub fn render(run: &Run) -> Vec<u8> {
         step_breakdown: &a.step_breakdown,
         kernel_counters: &a.kernel_counters,
         skipped_files: &a.skipped_files,
+        collectives: &a.collectives.rows,
+        collective_arrivals: &a.collectives.arrivals,
     };
     let mut out =
         serde_json::to_vec_pretty(&feed).expect("the feed is plain data and always serializes");

@@ -40,6 +40,7 @@ pub fn render(run: &Run) -> String {
     render_top_kernels(&mut out, a);
     render_top_ops(&mut out, a);
     render_op_shapes(&mut out, a);
+    render_collectives(&mut out, run);
     render_counters(&mut out, a);
     let _ = writeln!(
         out,
@@ -254,6 +255,29 @@ fn render_op_shapes(out: &mut String, a: &Analysis) {
         }
         let _ = writeln!(out, "\n</details>");
     }
+}
+
+/// Collectives per type, size and process group, folded; only when there are any.
+fn render_collectives(out: &mut String, run: &Run) {
+    let Some((rows, note)) = crate::report::sections::collectives(run, 12) else {
+        return;
+    };
+    let header = crate::report::sections::COLLECTIVE_HEADER;
+    let _ = writeln!(
+        out,
+        "\n<details><summary>Collectives</summary>\n\n{}\n\n| {} |\n|---|{}",
+        cell(note),
+        header.join(" | "),
+        "---:|".repeat(header.len() - 1)
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "| {} |",
+            r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+        );
+    }
+    let _ = writeln!(out, "\n</details>");
 }
 
 /// Hardware counters of the top ten kernels, folded; only when there are counters.

@@ -117,3 +117,76 @@ pub fn level_tag(r: &Recommendation) -> String {
         .unwrap_or_default();
     format!("L{}{blocked}", r.level)
 }
+
+/// The collectives table's columns (terminal, Markdown and HTML).
+pub const COLLECTIVE_HEADER: [&str; 10] = [
+    "collective",
+    "size",
+    "group",
+    "calls",
+    "time",
+    "busbw GB/s",
+    "% of link",
+    "wait",
+    "transfer",
+    "overlap %",
+];
+
+/// The largest collectives (by time), as cells of [`COLLECTIVE_HEADER`], and the line that
+/// says what their bandwidth is over; None without collectives.
+pub fn collectives(run: &Run, top: usize) -> Option<(Vec<[String; 10]>, &'static str)> {
+    let c = &run.analysis.collectives;
+    if c.rows.is_empty() {
+        return None;
+    }
+    let dash = || "-".to_string();
+    let rows = c
+        .rows
+        .iter()
+        .take(top)
+        .map(|r| {
+            let lower = r.bandwidth_basis == "kernel_time";
+            [
+                r.collective.as_str().to_string(),
+                r.bytes.map_or_else(dash, fmt_bytes),
+                match (&r.process_group_desc, &r.process_group, r.group_size) {
+                    (Some(d), _, Some(n)) | (None, Some(d), Some(n)) => format!("{d} ({n})"),
+                    (Some(d), _, None) | (None, Some(d), None) => d.clone(),
+                    (None, None, Some(n)) => format!("({n})"),
+                    (None, None, None) => dash(),
+                },
+                r.count.to_string(),
+                fmt_ns(r.total_ns),
+                r.busbw_gbps
+                    .map_or_else(dash, |b| format!("{}{b:.1}", if lower { "≥ " } else { "" })),
+                r.pct_of_link_peak
+                    .map_or_else(dash, |p| format!("{}{p:.1}", if lower { "≥ " } else { "" })),
+                r.wait_ns.map_or_else(dash, fmt_ns),
+                r.transfer_ns.map_or_else(dash, fmt_ns),
+                r.transfer_overlap_pct
+                    .map_or_else(dash, |p| format!("{p:.0}")),
+            ]
+        })
+        .collect();
+    let several = c.rows.iter().any(|r| r.bandwidth_basis == "transfer");
+    let note = if several {
+        "bus bandwidth (nccl-tests' definitions, decimal GB/s) over the transfer time after the last rank arrived; wait = arrival skew; time, wait and transfer summed over ranks; % of link = of the device's GPU-to-GPU link per direction"
+    } else {
+        "one rank: bus bandwidth over the kernel time, waiting included (≥: a lower bound); analyze every rank's trace together to split wait from transfer"
+    };
+    Some((rows, note))
+}
+
+/// `33.6 MB` (decimal, as nccl-tests and NCCL's logs print sizes).
+pub fn fmt_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{b:.0} B")
+    }
+}

@@ -228,6 +228,7 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
         );
     }
     render_attribution(&mut out, a, opts);
+    render_collectives(&mut out, run, opts);
     render_counters(&mut out, a, opts);
     render_findings(&mut out, run, opts);
     let _ = writeln!(
@@ -319,6 +320,22 @@ fn render_attribution(out: &mut String, a: &Analysis, opts: &TableOptions) {
 
 /// Hardware-counter metrics per kernel (rocprof-compute workloads): bound label, achieved
 /// fractions of peak, intensity and theoretical occupancy.
+/// Collectives per type, size and process group (the 12 largest by time).
+fn render_collectives(out: &mut String, run: &Run, opts: &TableOptions) {
+    let Some((rows, note)) = crate::report::sections::collectives(run, 12) else {
+        return;
+    };
+    let mut t = new_table(opts);
+    t.set_header(crate::report::sections::COLLECTIVE_HEADER.map(|h| header_cell(h, opts)));
+    for r in rows {
+        let mut cells = r.into_iter();
+        let mut row = vec![Cell::new(cells.next().unwrap_or_default())];
+        row.extend(cells.map(num));
+        t.add_row(row);
+    }
+    let _ = writeln!(out, "Collectives ({note})\n{t}\n");
+}
+
 fn render_counters(out: &mut String, a: &Analysis, opts: &TableOptions) {
     if a.kernel_counters.is_empty() {
         return;

@@ -8,6 +8,7 @@ mod bad_input;
 mod bad_input_matrix;
 mod browser;
 mod cli;
+mod collectives;
 mod compile_logs;
 mod corpus;
 mod diagnosis;

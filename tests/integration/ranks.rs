@@ -74,8 +74,27 @@ fn the_slowed_rank_is_named_with_its_cause() {
         );
         assert_eq!(steps.len(), a.analysis.summary.steps, "{run}");
         let per_rank = f.evidence["ranks"].as_array().unwrap();
-        let comm = |r: u64| per_rank[r as usize]["communication_ns"].as_i64().unwrap();
-        assert_eq!(f.time_at_stake_ns, comm(1 - expected) - comm(expected));
+        // The collectives match across the ranks: the straggler starts last at every one, and
+        // what the steps lose is its latest arrival of each step.
+        assert_eq!(f.evidence["basis"], "arrival_skew", "{run}");
+        let arrivals = f.evidence["arrivals"].as_array().unwrap();
+        let mine = &arrivals[expected as usize];
+        assert_eq!(
+            mine["times_last"], mine["collectives"],
+            "{run}: {}",
+            f.summary
+        );
+        assert_eq!(arrivals[1 - expected as usize]["times_last"], 0, "{run}");
+        assert_eq!(f.time_at_stake_ns, mine["step_late_ns"].as_i64().unwrap());
+        if run == "host_straggler" {
+            // Late by its 15 ms sleep at each step's first all_reduce (within 20%).
+            let per_step = f.time_at_stake_ns as f64 / steps.len() as f64;
+            let slept = truth[run]["sleep_s"].as_f64().unwrap() * 1e9;
+            assert!(
+                (per_step - slept).abs() < slept * 0.2,
+                "{run}: {per_step} vs {slept}"
+            );
+        }
         if run == "host_straggler" {
             // 15 ms of host sleep per step: its host gaps exceed the other rank's by about that.
             let gap = |r: u64| per_rank[r as usize]["host_gap_ns"].as_i64().unwrap();
@@ -180,7 +199,14 @@ fn an_amd_run_names_the_same_straggler_from_both_of_its_files() {
         let nccl = planned(&[shared.join("corpus/hpctraining/merged_nccl_only.json.gz")]);
         let (w, n) = (straggler(&whole).unwrap(), straggler(&nccl).unwrap());
         assert_eq!((&w.evidence["rank"], &n.evidence["rank"]), (&3.into(), &3.into()));
-        assert_eq!(w.time_at_stake_ns, n.time_at_stake_ns, "same collectives, same wait");
+        // The same collectives: the same arrivals. With steps the loss is summed per step;
+        // the NCCL-only file has none, and its window counts as one step (a lower bound).
+        let arrivals = |f: &Finding| f.evidence["arrivals"].clone();
+        assert_eq!(arrivals(w).as_array().unwrap().len(), 4);
+        for (a, b) in arrivals(w).as_array().unwrap().iter().zip(arrivals(n).as_array().unwrap()) {
+            assert_eq!((&a["times_last"], &a["late_ns"]), (&b["times_last"], &b["late_ns"]));
+        }
+        assert!(n.time_at_stake_ns <= w.time_at_stake_ns, "{} vs {}", n.summary, w.summary);
         assert_eq!(w.evidence["kind"], "host", "{}", w.summary);
         assert_eq!(n.evidence["kind"], "unknown", "{}", n.summary);
         assert!(recommended(&whole).contains(&"env.rank-placement"));

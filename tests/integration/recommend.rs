@@ -208,7 +208,7 @@ fn every_recommendation_fires_on_some_trace() {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
         .collect();
-    for run in ["host_straggler", "gpu_straggler"] {
+    for run in ["host_straggler", "gpu_straggler", "ddp"] {
         paths.push(fixture(&format!("kineto/h100x2/{run}")));
     }
     if let Some(shared) = crate::common::shared() {

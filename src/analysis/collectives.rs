@@ -1,0 +1,882 @@
+//! Collectives: per collective type × message size × process group, how many, how long, how
+//! fast against the link, and, with several ranks, how much of each rank's time in them is
+//! waiting for the last rank to arrive and how much is moving bytes.
+//!
+//! Definitions (README "Collectives"; nccl-tests' doc/PERFORMANCE.md):
+//! - `bytes` is nccl-tests' "size": the larger of the input and output buffers, `max(In msg
+//!   nelems, Out msg nelems) × dtype size` — the gathered output of an all_gather, the
+//!   unscattered input of a reduce_scatter, the buffer of an all_reduce or broadcast.
+//! - algbw = bytes / time; busbw = algbw × factor: all_reduce 2(n−1)/n; all_gather,
+//!   reduce_scatter, all_to_all, gather, scatter (n−1)/n; broadcast, reduce, send, recv 1.
+//!   GB/s are decimal (10⁹ B/s), as nccl-tests and PARAM print them (TraceLens divides by 2³⁰).
+//! - Several ranks: one collective's kernels are matched across ranks by process group and
+//!   `Seq` where the trace has it, else by their order in the group (within each profiled step
+//!   when every rank has steps). A rank's time in it splits into wait (its kernel start until
+//!   the last rank's kernel start) and transfer (the rest). Bandwidth is computed over the
+//!   transfer time: per collective the shortest kernel of its ranks, the last arriver's.
+//! - One rank alone: the transfer time is unknown, so bandwidth is computed over the kernel
+//!   time (which includes waiting): a lower bound (`bandwidth_basis` says which).
+//!
+//! Ranks of one host share a clock. Ranks on different hosts do not: their kernels of one
+//! collective end together (a collective completes on every rank once all have arrived), so a
+//! rank whose ends differ from the first rank's by more than [`CLOCK_OFFSET_NS`] in the median
+//! is shifted onto its clock by that median before starts are compared.
+
+use super::Context;
+use crate::classify::devices::find_device;
+use crate::classify::Bucket;
+use crate::model::comms::CommArgs;
+use crate::model::{ActivityKind, HostKind, NameId, Trace};
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A collective's type, named as nccl-tests names its tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveKind {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    AllToAllv,
+    Broadcast,
+    Reduce,
+    Gather,
+    Scatter,
+    Send,
+    Recv,
+    /// NCCL's point-to-point kernel, named by the kernel alone (send, recv, all_to_all).
+    SendRecv,
+    Barrier,
+    /// A communication kernel whose name and arguments do not say.
+    Unknown,
+}
+
+impl CollectiveKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CollectiveKind::AllReduce => "all_reduce",
+            CollectiveKind::AllGather => "all_gather",
+            CollectiveKind::ReduceScatter => "reduce_scatter",
+            CollectiveKind::AllToAll => "all_to_all",
+            CollectiveKind::AllToAllv => "all_to_allv",
+            CollectiveKind::Broadcast => "broadcast",
+            CollectiveKind::Reduce => "reduce",
+            CollectiveKind::Gather => "gather",
+            CollectiveKind::Scatter => "scatter",
+            CollectiveKind::Send => "send",
+            CollectiveKind::Recv => "recv",
+            CollectiveKind::SendRecv => "send_recv",
+            CollectiveKind::Barrier => "barrier",
+            CollectiveKind::Unknown => "unknown",
+        }
+    }
+
+    /// From PyTorch's `Collective name` (`allreduce`, `_allgather_base`,
+    /// `reduce_scatter_tensor_coalesced`, `all_to_allv`, …).
+    pub fn from_collective_name(name: &str) -> CollectiveKind {
+        let mut n = name.trim().to_ascii_lowercase();
+        for noise in [
+            "nccl:",
+            "c10d::",
+            "_coalesced",
+            "_into_tensor",
+            "_tensor",
+            "_base",
+        ] {
+            n = n.replace(noise, "");
+        }
+        let n: String = n.chars().filter(|c| *c != '_').collect();
+        match n.as_str() {
+            "allreduce" => CollectiveKind::AllReduce,
+            "allgather" => CollectiveKind::AllGather,
+            "reducescatter" => CollectiveKind::ReduceScatter,
+            "alltoall" => CollectiveKind::AllToAll,
+            "alltoallv" => CollectiveKind::AllToAllv,
+            "broadcast" => CollectiveKind::Broadcast,
+            "reduce" => CollectiveKind::Reduce,
+            "gather" => CollectiveKind::Gather,
+            "scatter" => CollectiveKind::Scatter,
+            "send" => CollectiveKind::Send,
+            "recv" => CollectiveKind::Recv,
+            "barrier" => CollectiveKind::Barrier,
+            _ => CollectiveKind::Unknown,
+        }
+    }
+
+    /// From a kernel name (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`,
+    /// `ncclKernel_Broadcast_RING_LL_Sum_int8_t`, vLLM's `cross_device_reduce_1stage`); RCCL's
+    /// `ncclDevKernel_Generic` says nothing.
+    pub fn from_kernel_name(name: &str) -> CollectiveKind {
+        let n: String = name
+            .to_ascii_lowercase()
+            .chars()
+            .filter(|c| *c != '_')
+            .collect();
+        let has = |s: &str| n.contains(s);
+        if has("allreduce") || has("crossdevicereduce") {
+            CollectiveKind::AllReduce
+        } else if has("allgather") {
+            CollectiveKind::AllGather
+        } else if has("reducescatter") {
+            CollectiveKind::ReduceScatter
+        } else if has("alltoall") {
+            CollectiveKind::AllToAll
+        } else if has("broadcast") {
+            CollectiveKind::Broadcast
+        } else if has("sendrecv") {
+            CollectiveKind::SendRecv
+        } else if has("kernelreduce") || has("devkernelreduce") {
+            CollectiveKind::Reduce
+        } else {
+            CollectiveKind::Unknown
+        }
+    }
+
+    /// nccl-tests' bus bandwidth factor for a group of `n` ranks (None: no bandwidth).
+    pub fn busbw_factor(self, n: u32) -> Option<f64> {
+        if n < 2 {
+            return None;
+        }
+        let n = f64::from(n);
+        match self {
+            CollectiveKind::AllReduce => Some(2.0 * (n - 1.0) / n),
+            CollectiveKind::AllGather
+            | CollectiveKind::ReduceScatter
+            | CollectiveKind::AllToAll
+            | CollectiveKind::AllToAllv
+            | CollectiveKind::Gather
+            | CollectiveKind::Scatter => Some((n - 1.0) / n),
+            CollectiveKind::Broadcast
+            | CollectiveKind::Reduce
+            | CollectiveKind::Send
+            | CollectiveKind::Recv
+            | CollectiveKind::SendRecv => Some(1.0),
+            CollectiveKind::Barrier | CollectiveKind::Unknown => None,
+        }
+    }
+}
+
+/// Bytes per element of a c10 scalar type name (`Float`, `BFloat16`, `Float8_e4m3fn`, …).
+pub fn dtype_bytes(dtype: &str) -> Option<u64> {
+    let d = dtype.trim().trim_start_matches("c10::");
+    Some(match d {
+        "Double" | "Long" | "ComplexFloat" | "UInt64" => 8,
+        "Float" | "Int" | "ComplexHalf" | "UInt32" | "QInt32" => 4,
+        "Half" | "BFloat16" | "Short" | "UInt16" => 2,
+        "Char" | "Byte" | "Bool" | "QInt8" | "QUInt8" | "Float4_e2m1fn_x2" => 1,
+        "ComplexDouble" => 16,
+        _ if d.starts_with("Float8") => 1,
+        _ => return None,
+    })
+}
+
+/// nccl-tests' "size" of a call: the larger of its buffers.
+pub fn message_bytes(args: &CommArgs) -> Option<u64> {
+    let nelems = match (args.in_nelems, args.out_nelems) {
+        (Some(i), Some(o)) => i.max(o),
+        (Some(n), None) | (None, Some(n)) => n,
+        (None, None) => return None,
+    };
+    nelems.checked_mul(dtype_bytes(args.dtype.as_deref()?)?)
+}
+
+/// Ranks whose collective ends differ from the first rank's by more than this (median) run on
+/// another host's clock.
+pub const CLOCK_OFFSET_NS: i64 = 1_000_000;
+
+/// Larger groups span hosts (8 GPUs a node): the network, not the node's link, bounds them.
+const GPUS_PER_NODE: u32 = 8;
+
+/// One row of `collectives[]`.
+#[derive(Clone, Debug, Serialize)]
+pub struct CollectiveRow {
+    pub collective: CollectiveKind,
+    /// nccl-tests' size in bytes (null: the trace has no element count or dtype).
+    pub bytes: Option<u64>,
+    pub dtype: Option<String>,
+    pub group_size: Option<u32>,
+    /// `Process Group Name` (the group's id, `"0"` for the default group).
+    pub process_group: Option<String>,
+    pub process_group_desc: Option<String>,
+    /// Kernels, summed over ranks.
+    pub count: u64,
+    /// Ranks that ran it.
+    pub ranks: u32,
+    /// Kernel time, summed over ranks.
+    pub total_ns: i64,
+    pub algbw_gbps: Option<f64>,
+    pub busbw_gbps: Option<f64>,
+    /// `transfer` (several ranks matched: the time after the last rank arrived) or
+    /// `kernel_time` (one rank: the kernel time, waiting included: a lower bound).
+    pub bandwidth_basis: &'static str,
+    pub link_peak_gbps: Option<f64>,
+    pub pct_of_link_peak: Option<f64>,
+    /// Of `total_ns`, waiting for the last rank and moving bytes after it arrived, summed over
+    /// the matched kernels (null with one rank).
+    pub wait_ns: Option<i64>,
+    pub transfer_ns: Option<i64>,
+    /// Collectives matched across ranks (each counted once).
+    pub matched: u64,
+    /// Share of `transfer_ns` during which other GPU work of the rank ran alongside (it
+    /// competes for SMs and HBM: a reason for low bus bandwidth).
+    pub transfer_overlap_pct: Option<f64>,
+    /// Bytes over the matched collectives' transfer time (or the kernels' time) behind the
+    /// bandwidth, for merging rows.
+    #[serde(skip)]
+    pub bandwidth_bytes: f64,
+    #[serde(skip)]
+    pub bandwidth_ns: i64,
+}
+
+/// How one rank arrives at the collectives it shares with others.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Arrival {
+    pub rank: u32,
+    /// Matched collectives it took part in.
+    pub collectives: u64,
+    /// Of those, where it started last and the first rank waited >= [`LATE_NS`] for it.
+    pub times_last: u64,
+    /// Summed over those, how late it started after the first rank.
+    pub late_ns: i64,
+    /// Its own waiting in all matched collectives.
+    pub wait_ns: i64,
+    /// Of that, the waiting during which no other GPU work of the rank ran: its GPU had
+    /// nothing to do but wait (the time the late ranks cost it).
+    pub exposed_wait_ns: i64,
+    /// Summed over steps (the window without steps), its largest lateness in the step: how
+    /// much later than the first rank it started the collective it was latest at. Kernels
+    /// queue on the communication stream, so one late arrival delays every later collective
+    /// of the step on the others by about as much; the largest lateness is what the step lost.
+    pub step_late_ns: i64,
+    /// Per step number (None: no steps), that largest lateness.
+    #[serde(skip)]
+    pub late_by_step: BTreeMap<Option<u64>, i64>,
+    /// Per collective type: (matched, times last).
+    #[serde(skip)]
+    pub by_kind: BTreeMap<CollectiveKind, (u64, u64)>,
+}
+
+/// Arrival skews shorter than this are noise (host launch jitter), not lateness.
+pub const LATE_NS: i64 = 20_000;
+
+/// Everything the collectives view holds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Collectives {
+    pub rows: Vec<CollectiveRow>,
+    /// Per rank (ranks matched across at least one collective only).
+    pub arrivals: Vec<Arrival>,
+    /// Collectives whose kernels differ across ranks in type or size (left unmatched).
+    pub mismatched: u64,
+    /// Ranks shifted onto the first rank's clock, with the shift (ns).
+    pub clock_offsets: Vec<(u32, i64)>,
+    /// Per row of `rows`, its calls as (activity, wait, transfer): what detectors look into.
+    #[serde(skip)]
+    pub row_calls: Vec<Vec<CallSplit>>,
+}
+
+/// Each input's GPU activity other than communication in the window, as sorted disjoint
+/// intervals: what a collective's wait and transfer overlap with.
+struct Busy(HashMap<u32, Vec<(i64, i64)>>);
+
+impl Busy {
+    fn build(ctx: &Context) -> Busy {
+        let acts = &ctx.trace.activities;
+        let mut per: HashMap<u32, Vec<(i64, i64)>> = HashMap::default();
+        for a in 0..acts.len() {
+            if ctx.in_scope[a] && ctx.bucket_of(a) != Bucket::Communication {
+                per.entry(acts.input[a])
+                    .or_default()
+                    .push((acts.ts_ns[a], acts.end_ns(a)));
+            }
+        }
+        for v in per.values_mut() {
+            v.sort_unstable();
+            let mut merged: Vec<(i64, i64)> = Vec::with_capacity(v.len());
+            for &(s, e) in v.iter() {
+                match merged.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => merged.push((s, e)),
+                }
+            }
+            *v = merged;
+        }
+        Busy(per)
+    }
+
+    /// How much of [s, e) the input's other GPU work covers.
+    fn overlap(&self, input: u32, s: i64, e: i64) -> i64 {
+        let Some(v) = self.0.get(&input) else {
+            return 0;
+        };
+        let mut k = v.partition_point(|&(_, end)| end <= s);
+        let mut covered = 0;
+        while k < v.len() && v[k].0 < e {
+            covered += v[k].1.min(e) - v[k].0.max(s);
+            k += 1;
+        }
+        covered
+    }
+}
+
+/// A process group: its name and its ranks as written.
+type GroupKey = (String, String);
+
+/// A collective kernel's (activity, wait, transfer).
+pub type CallSplit = (u32, i64, i64);
+
+/// One collective kernel.
+struct Call {
+    activity: usize,
+    input: u32,
+    kind: CollectiveKind,
+    args: Option<CommArgs>,
+    bytes: Option<u64>,
+    ts: i64,
+    dur: i64,
+}
+
+impl Call {
+    fn group_key(&self) -> GroupKey {
+        match &self.args {
+            Some(a) => (
+                a.process_group.clone().unwrap_or_default(),
+                a.process_group_ranks.clone().unwrap_or_default(),
+            ),
+            None => Default::default(),
+        }
+    }
+}
+
+/// `record_param_comms` ops with arguments per (input, thread), sorted by start: where a
+/// kernel without arguments of its own finds them (traces before late 2023, RCCL kernels).
+/// (start, end, interned arguments) of `record_param_comms` ops, by start.
+type Spans = Vec<(i64, i64, NameId)>;
+
+struct ParamComms(HashMap<(u32, u32), Spans>);
+
+impl ParamComms {
+    fn build(trace: &Trace) -> ParamComms {
+        let host = &trace.host;
+        let mut map: HashMap<(u32, u32), Spans> = HashMap::default();
+        for i in 0..host.len() {
+            if host.kind[i] != HostKind::CpuOp {
+                continue;
+            }
+            let comm = host.op_args(i).comm;
+            if comm != NameId::NONE {
+                map.entry((host.input[i], host.thread[i]))
+                    .or_default()
+                    .push((
+                        host.ts_ns[i],
+                        host.ts_ns[i].saturating_add(host.dur_ns[i]),
+                        comm,
+                    ));
+            }
+        }
+        for v in map.values_mut() {
+            v.sort_unstable();
+        }
+        ParamComms(map)
+    }
+
+    /// The innermost `record_param_comms` around host event `h` (the kernel's launch call).
+    fn around(&self, trace: &Trace, h: usize) -> Option<NameId> {
+        let host = &trace.host;
+        let ops = self.0.get(&(host.input[h], host.thread[h]))?;
+        let t = host.ts_ns[h];
+        let k = ops.partition_point(|&(ts, _, _)| ts <= t);
+        ops[..k]
+            .iter()
+            .rev()
+            .find(|&&(_, end, _)| end >= t)
+            .map(|&(_, _, id)| id)
+    }
+}
+
+/// The collective kernels in scope, with their arguments.
+fn calls(ctx: &Context) -> Vec<Call> {
+    let trace = ctx.trace;
+    let acts = &trace.activities;
+    let kernels: Vec<usize> = (0..acts.len())
+        .filter(|&a| {
+            ctx.in_scope[a]
+                && acts.kind[a] == ActivityKind::Kernel
+                && ctx.bucket_of(a) == Bucket::Communication
+        })
+        .collect();
+    // The host events are searched only for kernels without arguments of their own.
+    let param_comms = kernels
+        .iter()
+        .any(|&a| acts.comm(a) == NameId::NONE)
+        .then(|| ParamComms::build(trace));
+    let mut decoded: HashMap<NameId, Option<CommArgs>> = HashMap::default();
+    let mut out = Vec::new();
+    for a in kernels {
+        let mut id = acts.comm(a);
+        if let (NameId::NONE, Some(h), Some(pc)) = (id, ctx.links.launch[a], &param_comms) {
+            id = pc.around(trace, h as usize).unwrap_or(NameId::NONE);
+        }
+        let args = if id == NameId::NONE {
+            None
+        } else {
+            decoded
+                .entry(id)
+                .or_insert_with(|| CommArgs::decode(trace.names.get(id)))
+                .clone()
+        };
+        let by_name = || CollectiveKind::from_kernel_name(ctx.name(acts.name[a]));
+        let kind = match args
+            .as_ref()
+            .map(|c| CollectiveKind::from_collective_name(&c.collective))
+        {
+            Some(CollectiveKind::Unknown) | None => by_name(),
+            Some(k) => k,
+        };
+        let bytes = args.as_ref().and_then(message_bytes);
+        out.push(Call {
+            activity: a,
+            input: acts.input[a],
+            kind,
+            args,
+            bytes,
+            ts: acts.ts_ns[a],
+            dur: acts.dur_ns[a],
+        });
+    }
+    out
+}
+
+/// Which calls are one collective on several ranks: groups of indices into `calls`, each with
+/// one call per input, all of one type and size. Returns them and how many candidate groups
+/// disagreed in type or size.
+fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
+    let mut inputs: Vec<u32> = calls.iter().map(|c| c.input).collect();
+    inputs.sort_unstable();
+    inputs.dedup();
+    if inputs.len() < 2 {
+        return (Vec::new(), 0);
+    }
+    // `Seq` orders a group's calls when all of them carry it; else their order, counted per
+    // profiled step when every rank has steps (a rank whose window starts a collective later
+    // then shifts one step's matches, not all of them).
+    let by_step = inputs
+        .iter()
+        .all(|&i| !ctx.steps.per_input[i as usize].is_empty());
+    let mut seq_everywhere: HashMap<GroupKey, bool> = HashMap::default();
+    for c in calls {
+        let has = c.args.as_ref().is_some_and(|a| a.seq.is_some());
+        *seq_everywhere.entry(c.group_key()).or_insert(true) &= has;
+    }
+    let step_of = |c: &Call| -> Option<u64> {
+        if !by_step {
+            return None;
+        }
+        let k = ctx.steps.of_activity[c.activity]?;
+        Some(ctx.steps.per_input[c.input as usize][k as usize].number)
+    };
+    let mut order: Vec<usize> = (0..calls.len()).collect();
+    order.sort_by_key(|&i| (calls[i].input, calls[i].ts, calls[i].activity));
+    type Key = (GroupKey, Option<u64>, u64);
+    let mut ordinal: HashMap<(u32, GroupKey, Option<u64>), u64> = HashMap::default();
+    let mut instances: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    for i in order {
+        let c = &calls[i];
+        let group = c.group_key();
+        let key = if seq_everywhere[&group] {
+            let seq = c.args.as_ref().and_then(|a| a.seq).unwrap_or(0);
+            (group, None, seq)
+        } else {
+            let step = step_of(c);
+            let n = ordinal.entry((c.input, group.clone(), step)).or_default();
+            *n += 1;
+            (group, step, *n)
+        };
+        instances.entry(key).or_default().push(i);
+    }
+    let mut matched = Vec::new();
+    let mut mismatched = 0;
+    for members in instances.into_values() {
+        if members.len() < 2 {
+            continue;
+        }
+        let first = &calls[members[0]];
+        let mut ranks: Vec<u32> = members.iter().map(|&i| calls[i].input).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let agree = ranks.len() == members.len()
+            && members
+                .iter()
+                .all(|&i| calls[i].kind == first.kind && calls[i].bytes == first.bytes);
+        if agree {
+            matched.push(members);
+        } else {
+            mismatched += 1;
+        }
+    }
+    (matched, mismatched)
+}
+
+/// Per input, the shift onto the first matched input's clock (0 on a shared clock).
+fn clock_offsets(calls: &[Call], matched: &[Vec<usize>]) -> HashMap<u32, i64> {
+    let Some(reference) = matched.iter().flatten().map(|&i| calls[i].input).min() else {
+        return HashMap::default();
+    };
+    let mut diffs: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+    for members in matched {
+        let Some(r) = members.iter().find(|&&i| calls[i].input == reference) else {
+            continue;
+        };
+        let end_ref = calls[*r].ts + calls[*r].dur;
+        for &i in members {
+            if calls[i].input != reference {
+                diffs
+                    .entry(calls[i].input)
+                    .or_default()
+                    .push(calls[i].ts + calls[i].dur - end_ref);
+            }
+        }
+    }
+    diffs
+        .into_iter()
+        .filter_map(|(input, d)| {
+            let m = super::steps::median(&d).round() as i64;
+            (m.abs() > CLOCK_OFFSET_NS).then_some((input, m))
+        })
+        .collect()
+}
+
+/// What one matched collective says: per call, (wait, transfer); the collective's transfer
+/// time (its shortest kernel), and who arrived last how late.
+struct Instance {
+    per_call: Vec<(usize, i64, i64)>,
+    transfer_ns: i64,
+    last: Option<(u32, i64)>,
+}
+
+fn split(calls: &[Call], members: &[usize], offsets: &HashMap<u32, i64>) -> Instance {
+    let start = |i: usize| calls[i].ts - offsets.get(&calls[i].input).copied().unwrap_or(0);
+    let last_start = members.iter().map(|&i| start(i)).max().unwrap_or(0);
+    let first_start = members.iter().map(|&i| start(i)).min().unwrap_or(0);
+    let per_call: Vec<(usize, i64, i64)> = members
+        .iter()
+        .map(|&i| {
+            let wait = (last_start - start(i)).clamp(0, calls[i].dur);
+            (i, wait, calls[i].dur - wait)
+        })
+        .collect();
+    // Its transfer time is the shortest kernel of its ranks: the last arriver's, which waits
+    // for nobody (TraceLens's comm_latency; durations need no common clock). A rank done
+    // before the last one started (a broadcast's root, a send) is not counted.
+    let transfer_ns = per_call
+        .iter()
+        .filter(|p| p.2 > 0)
+        .map(|p| calls[p.0].dur)
+        .min()
+        .unwrap_or(0);
+    let skew = last_start - first_start;
+    let last = (skew >= LATE_NS)
+        .then(|| {
+            members
+                .iter()
+                .max_by_key(|&&i| (start(i), calls[i].input))
+                .map(|&i| (calls[i].input, skew))
+        })
+        .flatten();
+    Instance {
+        per_call,
+        transfer_ns,
+        last,
+    }
+}
+
+type RowKey = (CollectiveKind, Option<u64>, Option<u32>, Option<String>);
+
+#[derive(Default)]
+struct RowSum {
+    dtype: Option<String>,
+    desc: Option<String>,
+    count: u64,
+    inputs: Vec<u32>,
+    total_ns: i64,
+    wait_ns: i64,
+    transfer_ns: i64,
+    overlapped_ns: i64,
+    matched: u64,
+    calls: Vec<CallSplit>,
+    /// Bytes and transfer time of the matched collectives.
+    matched_bytes: f64,
+    matched_ns: i64,
+    /// Bytes and kernel time of every call.
+    kernel_bytes: f64,
+    kernel_ns: i64,
+    first_input: u32,
+}
+
+fn row_key(c: &Call) -> RowKey {
+    let a = c.args.as_ref();
+    (
+        c.kind,
+        c.bytes,
+        a.and_then(|a| a.group_size),
+        a.and_then(|a| a.process_group.clone()),
+    )
+}
+
+/// The GPU-to-GPU link peak (GB/s per direction) of an input's first device the table knows.
+fn link_peak(ctx: &Context, input: u32) -> Option<f64> {
+    ctx.trace.inputs[input as usize]
+        .devices
+        .iter()
+        .find_map(|d| find_device(&ctx.rules.devices, &d.name)?.link_gbps)
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// The collectives view of a trace's analyzed window.
+pub fn analyze(ctx: &Context) -> Collectives {
+    let calls = calls(ctx);
+    if calls.is_empty() {
+        return Collectives::default();
+    }
+    let rank_of = |input: u32| ctx.trace.inputs[input as usize].rank.unwrap_or(input);
+    let (matched, mismatched) = match_across_ranks(ctx, &calls);
+    let offsets = clock_offsets(&calls, &matched);
+
+    let busy = Busy::build(ctx);
+    let mut split_of: Vec<Option<(i64, i64)>> = vec![None; calls.len()];
+    let mut overlapped: Vec<i64> = vec![0; calls.len()];
+    let mut sums: BTreeMap<RowKey, RowSum> = BTreeMap::new();
+    let mut arrivals: BTreeMap<u32, Arrival> = BTreeMap::new();
+    let step_of = |c: &Call| -> Option<u64> {
+        let k = ctx.steps.of_activity[c.activity]?;
+        Some(ctx.steps.per_input[c.input as usize][k as usize].number)
+    };
+    for members in &matched {
+        let inst = split(&calls, members, &offsets);
+        let first = &calls[members[0]];
+        let row = sums.entry(row_key(first)).or_default();
+        row.matched += 1;
+        row.matched_bytes += first.bytes.unwrap_or(0) as f64;
+        row.matched_ns += inst.transfer_ns;
+        for &(i, wait, transfer) in &inst.per_call {
+            let c = &calls[i];
+            split_of[i] = Some((wait, transfer));
+            overlapped[i] = busy.overlap(c.input, c.ts + wait, c.ts + c.dur);
+            let exposed = wait - busy.overlap(c.input, c.ts, c.ts + wait);
+            let rank = rank_of(c.input);
+            let arr = arrivals.entry(rank).or_insert_with(|| Arrival {
+                rank,
+                ..Default::default()
+            });
+            arr.collectives += 1;
+            arr.wait_ns += wait;
+            arr.exposed_wait_ns += exposed;
+            let is_last = inst.last.is_some_and(|(input, _)| input == c.input);
+            let k = arr.by_kind.entry(first.kind).or_default();
+            k.0 += 1;
+            if is_last {
+                k.1 += 1;
+                arr.times_last += 1;
+                let skew = inst.last.map_or(0, |l| l.1);
+                arr.late_ns += skew;
+                let worst = arr.late_by_step.entry(step_of(c)).or_default();
+                *worst = (*worst).max(skew);
+            }
+        }
+    }
+    for arr in arrivals.values_mut() {
+        arr.step_late_ns = arr.late_by_step.values().sum();
+    }
+    for (i, c) in calls.iter().enumerate() {
+        let row = sums.entry(row_key(c)).or_default();
+        if row.count == 0 {
+            row.first_input = c.input;
+            row.dtype = c.args.as_ref().and_then(|a| a.dtype.clone());
+            row.desc = c.args.as_ref().and_then(|a| a.process_group_desc.clone());
+        }
+        row.count += 1;
+        row.inputs.push(c.input);
+        row.total_ns += c.dur;
+        row.kernel_ns += c.dur;
+        row.kernel_bytes += c.bytes.unwrap_or(0) as f64;
+        let (wait, transfer) = split_of[i].unwrap_or((0, c.dur));
+        if split_of[i].is_some() {
+            row.wait_ns += wait;
+            row.transfer_ns += transfer;
+            row.overlapped_ns += overlapped[i];
+        }
+        row.calls.push((c.activity as u32, wait, transfer));
+    }
+
+    let several = !matched.is_empty();
+    let mut rows: Vec<(CollectiveRow, Vec<CallSplit>)> = sums
+        .into_iter()
+        .map(|((kind, bytes, group_size, process_group), mut s)| {
+            s.inputs.sort_unstable();
+            s.inputs.dedup();
+            let (basis, bw_bytes, bw_ns) = if s.matched > 0 {
+                ("transfer", s.matched_bytes, s.matched_ns)
+            } else {
+                ("kernel_time", s.kernel_bytes, s.kernel_ns)
+            };
+            // Bytes per ns are GB/s.
+            let algbw = (bytes.is_some() && bw_ns > 0).then(|| bw_bytes / bw_ns as f64);
+            let busbw = algbw
+                .zip(group_size.and_then(|n| kind.busbw_factor(n)))
+                .map(|(a, f)| a * f);
+            let spans_hosts = group_size.is_some_and(|n| n > GPUS_PER_NODE);
+            let peak = link_peak(ctx, s.first_input).filter(|_| !spans_hosts);
+            let row = CollectiveRow {
+                collective: kind,
+                bytes,
+                dtype: s.dtype,
+                group_size,
+                process_group,
+                process_group_desc: s.desc,
+                count: s.count,
+                ranks: s.inputs.len() as u32,
+                total_ns: s.total_ns,
+                algbw_gbps: algbw.map(round2),
+                busbw_gbps: busbw.map(round2),
+                bandwidth_basis: basis,
+                link_peak_gbps: peak,
+                pct_of_link_peak: busbw.zip(peak).map(|(b, p)| round2(b * 100.0 / p)),
+                wait_ns: (s.matched > 0).then_some(s.wait_ns),
+                transfer_ns: (s.matched > 0).then_some(s.transfer_ns),
+                matched: s.matched,
+                transfer_overlap_pct: (s.matched > 0 && s.transfer_ns > 0)
+                    .then(|| super::pct(s.overlapped_ns, s.transfer_ns)),
+                bandwidth_bytes: bw_bytes,
+                bandwidth_ns: bw_ns,
+            };
+            (row, s.calls)
+        })
+        .collect();
+    rows.sort_by(|(a, _), (b, _)| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then(a.collective.cmp(&b.collective))
+            .then(a.bytes.cmp(&b.bytes))
+            .then(a.process_group.cmp(&b.process_group))
+    });
+    let mut clock: Vec<(u32, i64)> = offsets.into_iter().map(|(i, o)| (rank_of(i), o)).collect();
+    clock.sort_unstable();
+    let (rows, row_calls) = rows.into_iter().unzip();
+    Collectives {
+        rows,
+        row_calls,
+        arrivals: if several {
+            arrivals.into_values().collect()
+        } else {
+            Vec::new()
+        },
+        mismatched,
+        clock_offsets: clock,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pytorch_collective_names_map_to_nccl_tests_types() {
+        for (name, kind) in [
+            ("allreduce", CollectiveKind::AllReduce),
+            ("allreduce_coalesced", CollectiveKind::AllReduce),
+            ("_allgather_base", CollectiveKind::AllGather),
+            ("all_gather", CollectiveKind::AllGather),
+            ("allgather_into_tensor_coalesced", CollectiveKind::AllGather),
+            ("_reduce_scatter_base", CollectiveKind::ReduceScatter),
+            (
+                "reduce_scatter_tensor_coalesced",
+                CollectiveKind::ReduceScatter,
+            ),
+            ("all_to_all", CollectiveKind::AllToAll),
+            ("all_to_allv", CollectiveKind::AllToAllv),
+            ("broadcast", CollectiveKind::Broadcast),
+            ("reduce", CollectiveKind::Reduce),
+            ("send", CollectiveKind::Send),
+            ("recv", CollectiveKind::Recv),
+            ("barrier", CollectiveKind::Barrier),
+            ("something_else", CollectiveKind::Unknown),
+        ] {
+            assert_eq!(CollectiveKind::from_collective_name(name), kind, "{name}");
+        }
+        for (name, kind) in [
+            (
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                CollectiveKind::AllReduce,
+            ),
+            (
+                "ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+                CollectiveKind::Broadcast,
+            ),
+            (
+                "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                CollectiveKind::AllGather,
+            ),
+            (
+                "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                CollectiveKind::ReduceScatter,
+            ),
+            (
+                "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+                CollectiveKind::SendRecv,
+            ),
+            (
+                "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>(...)",
+                CollectiveKind::AllReduce,
+            ),
+            (
+                "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+                CollectiveKind::Unknown,
+            ),
+        ] {
+            assert_eq!(CollectiveKind::from_kernel_name(name), kind, "{name}");
+        }
+    }
+
+    #[test]
+    fn bus_bandwidth_factors_are_nccl_tests() {
+        let f = |k: CollectiveKind, n| k.busbw_factor(n).unwrap();
+        assert_eq!(f(CollectiveKind::AllReduce, 2), 1.0);
+        assert_eq!(f(CollectiveKind::AllReduce, 8), 1.75);
+        assert_eq!(f(CollectiveKind::AllGather, 8), 0.875);
+        assert_eq!(f(CollectiveKind::ReduceScatter, 4), 0.75);
+        assert_eq!(f(CollectiveKind::AllToAll, 2), 0.5);
+        assert_eq!(f(CollectiveKind::Broadcast, 8), 1.0);
+        assert_eq!(f(CollectiveKind::Reduce, 8), 1.0);
+        assert_eq!(CollectiveKind::AllReduce.busbw_factor(1), None);
+        assert_eq!(CollectiveKind::Barrier.busbw_factor(8), None);
+    }
+
+    #[test]
+    fn message_size_is_the_larger_buffer() {
+        let args = |coll: &str, i, o, dt: &str| CommArgs {
+            collective: coll.into(),
+            in_nelems: Some(i),
+            out_nelems: Some(o),
+            dtype: Some(dt.into()),
+            ..Default::default()
+        };
+        // all_gather: the gathered output; reduce_scatter: the unscattered input.
+        assert_eq!(
+            message_bytes(&args("_allgather_base", 100, 800, "BFloat16")),
+            Some(1600)
+        );
+        assert_eq!(
+            message_bytes(&args("_reduce_scatter_base", 800, 100, "Float")),
+            Some(3200)
+        );
+        assert_eq!(
+            message_bytes(&args("allreduce", 10, 10, "Float8_e4m3fn")),
+            Some(10)
+        );
+        assert_eq!(message_bytes(&args("allreduce", 10, 10, "Mystery")), None);
+    }
+}
