@@ -330,6 +330,7 @@ pub type CallSplit = (u32, i64, i64);
 struct Call {
     activity: usize,
     input: u32,
+    stream: u32,
     kind: CollectiveKind,
     args: Option<CommArgs>,
     bytes: Option<u64>,
@@ -376,7 +377,8 @@ impl ParamComms {
             }
         }
         for v in map.values_mut() {
-            v.sort_unstable();
+            // Among ops starting together the inner (shorter) one comes last: found first.
+            v.sort_unstable_by_key(|&(ts, end, id)| (ts, std::cmp::Reverse(end), id));
         }
         ParamComms(map)
     }
@@ -387,9 +389,11 @@ impl ParamComms {
         let ops = self.0.get(&(host.input[h], host.thread[h]))?;
         let t = host.ts_ns[h];
         let k = ops.partition_point(|&(ts, _, _)| ts <= t);
+        // They do not nest: the one around the launch is among the last few started.
         ops[..k]
             .iter()
             .rev()
+            .take(8)
             .find(|&&(_, end, _)| end >= t)
             .map(|&(_, _, id)| id)
     }
@@ -438,6 +442,7 @@ fn calls(ctx: &Context) -> Vec<Call> {
         out.push(Call {
             activity: a,
             input: acts.input[a],
+            stream: acts.stream[a],
             kind,
             args,
             bytes,
@@ -452,7 +457,13 @@ fn calls(ctx: &Context) -> Vec<Call> {
 /// one call per input, all of one type and size. Returns them and how many candidate groups
 /// disagreed in type or size.
 fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
-    let mut inputs: Vec<u32> = calls.iter().map(|c| c.input).collect();
+    let eligible = matchable(ctx, calls);
+    let mut inputs: Vec<u32> = calls
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| eligible[*i])
+        .map(|(_, c)| c.input)
+        .collect();
     inputs.sort_unstable();
     inputs.dedup();
     if inputs.len() < 2 {
@@ -465,7 +476,7 @@ fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
         .iter()
         .all(|&i| !ctx.steps.per_input[i as usize].is_empty());
     let mut seq_everywhere: HashMap<GroupKey, bool> = HashMap::default();
-    for c in calls {
+    for (c, _) in calls.iter().zip(&eligible).filter(|(_, e)| **e) {
         let has = c.args.as_ref().is_some_and(|a| a.seq.is_some());
         *seq_everywhere.entry(c.group_key()).or_insert(true) &= has;
     }
@@ -476,7 +487,7 @@ fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
         let k = ctx.steps.of_activity[c.activity]?;
         Some(ctx.steps.per_input[c.input as usize][k as usize].number)
     };
-    let mut order: Vec<usize> = (0..calls.len()).collect();
+    let mut order: Vec<usize> = (0..calls.len()).filter(|&i| eligible[i]).collect();
     order.sort_by_key(|&i| (calls[i].input, calls[i].ts, calls[i].activity));
     type Key = (GroupKey, Option<u64>, u64);
     let mut ordinal: HashMap<(u32, GroupKey, Option<u64>), u64> = HashMap::default();
@@ -505,11 +516,23 @@ fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
         let mut ranks: Vec<u32> = members.iter().map(|&i| calls[i].input).collect();
         ranks.sort_unstable();
         ranks.dedup();
+        // An all_to_allv's buffers differ per rank; the rest move the same size everywhere.
         let agree = ranks.len() == members.len()
-            && members
-                .iter()
-                .all(|&i| calls[i].kind == first.kind && calls[i].bytes == first.bytes);
-        if agree {
+            && members.iter().all(|&i| {
+                calls[i].kind == first.kind
+                    && (first.kind == CollectiveKind::AllToAllv || calls[i].bytes == first.bytes)
+            });
+        // A rooted collective (broadcast, reduce, gather, scatter) may end on its root before
+        // the others: only the symmetric ones are held to ending together.
+        let symmetric = matches!(
+            first.kind,
+            CollectiveKind::AllReduce
+                | CollectiveKind::AllGather
+                | CollectiveKind::ReduceScatter
+                | CollectiveKind::AllToAll
+                | CollectiveKind::AllToAllv
+        );
+        if agree && (!symmetric || ends_together(calls, &members)) {
             matched.push(members);
         } else {
             mismatched += 1;
@@ -518,32 +541,103 @@ fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
     (matched, mismatched)
 }
 
+/// Which calls may be matched across inputs: those of inputs with a rank no other input has;
+/// not point-to-point ones (a send pairs with one peer's recv, not with the group); calls
+/// without arguments only where each input runs them on one stream (their process group is
+/// unknown: TraceLens's "simplified mode").
+fn matchable(ctx: &Context, calls: &[Call]) -> Vec<bool> {
+    let mut ranks: BTreeMap<u32, u32> = BTreeMap::new();
+    for i in &ctx.trace.inputs {
+        if let Some(r) = i.rank {
+            *ranks.entry(r).or_default() += 1;
+        }
+    }
+    let unique = |input: u32| {
+        ctx.trace.inputs[input as usize]
+            .rank
+            .is_some_and(|r| ranks[&r] == 1)
+    };
+    let mut bare_streams: BTreeMap<u32, std::collections::BTreeSet<u32>> = BTreeMap::new();
+    for c in calls.iter().filter(|c| c.args.is_none()) {
+        bare_streams.entry(c.input).or_default().insert(c.stream);
+    }
+    let bare_ok = bare_streams.values().all(|s| s.len() <= 1);
+    calls
+        .iter()
+        .map(|c| {
+            unique(c.input)
+                && !matches!(
+                    c.kind,
+                    CollectiveKind::Send | CollectiveKind::Recv | CollectiveKind::SendRecv
+                )
+                && (c.args.is_some() || bare_ok)
+        })
+        .collect()
+}
+
+/// One collective ends on every rank within a kernel's time of the others (the ranks of one
+/// host share a clock): pairs whose ends lie further apart are different collectives, put
+/// together by a rank whose trace lacks one. Only checked on inputs of one clock.
+fn ends_together(calls: &[Call], members: &[usize]) -> bool {
+    let end = |i: usize| calls[i].ts.saturating_add(calls[i].dur);
+    let lo = members.iter().map(|&i| end(i)).min().unwrap_or(0);
+    let hi = members.iter().map(|&i| end(i)).max().unwrap_or(0);
+    let shortest = members.iter().map(|&i| calls[i].dur).min().unwrap_or(0);
+    let spread = hi.saturating_sub(lo);
+    // Farther apart than another host's clock could be: no verdict here (clock_offsets).
+    spread > CLOCK_OFFSET_NS.saturating_mul(10) || spread <= (2 * shortest).max(CLOCK_OFFSET_NS)
+}
+
 /// Per input, the shift onto the first matched input's clock (0 on a shared clock).
 fn clock_offsets(calls: &[Call], matched: &[Vec<usize>]) -> HashMap<u32, i64> {
-    let Some(reference) = matched.iter().flatten().map(|&i| calls[i].input).min() else {
-        return HashMap::default();
-    };
-    let mut diffs: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+    // Median end difference per pair of inputs that share collectives (each against the
+    // collective's lowest input), then offsets spread from the lowest input along those pairs:
+    // a rank that shares no group with the first one still gets its shift through another.
+    let mut diffs: BTreeMap<(u32, u32), Vec<i64>> = BTreeMap::new();
     for members in matched {
-        let Some(r) = members.iter().find(|&&i| calls[i].input == reference) else {
+        let Some(&r) = members.iter().min_by_key(|&&i| calls[i].input) else {
             continue;
         };
-        let end_ref = calls[*r].ts + calls[*r].dur;
+        let end_ref = calls[r].ts.saturating_add(calls[r].dur);
         for &i in members {
-            if calls[i].input != reference {
+            if calls[i].input != calls[r].input {
                 diffs
-                    .entry(calls[i].input)
+                    .entry((calls[r].input, calls[i].input))
                     .or_default()
-                    .push(calls[i].ts + calls[i].dur - end_ref);
+                    .push(
+                        calls[i]
+                            .ts
+                            .saturating_add(calls[i].dur)
+                            .saturating_sub(end_ref),
+                    );
             }
         }
     }
-    diffs
+    let mut edges: BTreeMap<u32, Vec<(u32, i64)>> = BTreeMap::new();
+    for ((a, b), d) in &diffs {
+        let m = super::steps::median(d).round() as i64;
+        edges.entry(*a).or_default().push((*b, m));
+        edges.entry(*b).or_default().push((*a, -m));
+    }
+    let mut shift: BTreeMap<u32, i64> = BTreeMap::new();
+    for &root in edges.keys() {
+        if shift.contains_key(&root) {
+            continue;
+        }
+        shift.insert(root, 0);
+        let mut queue = std::collections::VecDeque::from([root]);
+        while let Some(a) = queue.pop_front() {
+            for &(b, m) in &edges[&a] {
+                if !shift.contains_key(&b) {
+                    shift.insert(b, shift[&a].saturating_add(m));
+                    queue.push_back(b);
+                }
+            }
+        }
+    }
+    shift
         .into_iter()
-        .filter_map(|(input, d)| {
-            let m = super::steps::median(&d).round() as i64;
-            (m.abs() > CLOCK_OFFSET_NS).then_some((input, m))
-        })
+        .filter(|(_, m)| m.abs() > CLOCK_OFFSET_NS)
         .collect()
 }
 
@@ -556,13 +650,17 @@ struct Instance {
 }
 
 fn split(calls: &[Call], members: &[usize], offsets: &HashMap<u32, i64>) -> Instance {
-    let start = |i: usize| calls[i].ts - offsets.get(&calls[i].input).copied().unwrap_or(0);
+    let start = |i: usize| {
+        calls[i]
+            .ts
+            .saturating_sub(offsets.get(&calls[i].input).copied().unwrap_or(0))
+    };
     let last_start = members.iter().map(|&i| start(i)).max().unwrap_or(0);
     let first_start = members.iter().map(|&i| start(i)).min().unwrap_or(0);
     let per_call: Vec<(usize, i64, i64)> = members
         .iter()
         .map(|&i| {
-            let wait = (last_start - start(i)).clamp(0, calls[i].dur);
+            let wait = last_start.saturating_sub(start(i)).clamp(0, calls[i].dur);
             (i, wait, calls[i].dur - wait)
         })
         .collect();
@@ -575,7 +673,7 @@ fn split(calls: &[Call], members: &[usize], offsets: &HashMap<u32, i64>) -> Inst
         .map(|p| calls[p.0].dur)
         .min()
         .unwrap_or(0);
-    let skew = last_start - first_start;
+    let skew = last_start.saturating_sub(first_start);
     let last = (skew >= LATE_NS)
         .then(|| {
             members
@@ -624,12 +722,19 @@ fn row_key(c: &Call) -> RowKey {
     )
 }
 
-/// The GPU-to-GPU link peak (GB/s per direction) of an input's first device the table knows.
-fn link_peak(ctx: &Context, input: u32) -> Option<f64> {
-    ctx.trace.inputs[input as usize]
+/// The GPU-to-GPU link peak (GB/s per direction) of an input's first device the table knows,
+/// for a group of `n`: on a mesh (AMD's xGMI, one link per peer) a GPU reaches the others over
+/// `n - 1` links; through NVSwitch every GPU has all its links whatever the group.
+fn link_peak(ctx: &Context, input: u32, n: Option<u32>) -> Option<f64> {
+    let d = ctx.trace.inputs[input as usize]
         .devices
         .iter()
-        .find_map(|d| find_device(&ctx.rules.devices, &d.name)?.link_gbps)
+        .find_map(|d| find_device(&ctx.rules.devices, &d.name).filter(|p| p.link_gbps.is_some()))?;
+    let all = d.link_gbps.filter(|p| *p > 0.0)?;
+    Some(match (d.link_per_peer_gbps, n) {
+        (Some(per_peer), Some(n)) if n >= 2 => all.min(per_peer * f64::from(n - 1)),
+        _ => all,
+    })
 }
 
 fn round2(x: f64) -> f64 {
@@ -729,7 +834,7 @@ pub fn analyze(ctx: &Context) -> Collectives {
                 .zip(group_size.and_then(|n| kind.busbw_factor(n)))
                 .map(|(a, f)| a * f);
             let spans_hosts = group_size.is_some_and(|n| n > GPUS_PER_NODE);
-            let peak = link_peak(ctx, s.first_input).filter(|_| !spans_hosts);
+            let peak = link_peak(ctx, s.first_input, group_size).filter(|_| !spans_hosts);
             let row = CollectiveRow {
                 collective: kind,
                 bytes,

@@ -29,6 +29,10 @@ pub struct DevicePeaks {
     pub link: Option<String>,
     #[serde(default)]
     pub link_gbps: Option<f64>,
+    /// On a mesh of one link per peer (AMD xGMI), one link's GB/s per direction: a group of
+    /// `n` GPUs reaches `n - 1` of them.
+    #[serde(default)]
+    pub link_per_peer_gbps: Option<f64>,
     #[serde(default)]
     pub link_source: Option<String>,
 }

@@ -21,7 +21,7 @@ fn slow(row: &CollectiveRow) -> Option<(f64, i64, i64)> {
     (row.bandwidth_basis == "transfer"
         && row.bytes? >= MIN_BYTES
         && pct_peak < SLOW_PCT
-        && pct(wait, row.total_ns) <= MAX_WAIT_PCT)
+        && pct(wait, wait + transfer) <= MAX_WAIT_PCT)
         .then_some((pct_peak, wait, transfer))
 }
 
@@ -63,7 +63,7 @@ pub fn slow_collective(ctx: &Context) -> Vec<Finding> {
                 row.link_peak_gbps.unwrap_or(0.0),
                 ms(transfer),
                 row.count,
-                pct(wait, row.total_ns),
+                pct(wait, wait + transfer),
             ),
             stake,
             json!({

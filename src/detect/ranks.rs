@@ -225,7 +225,9 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
             .collect();
         median(&v)
     };
-    let mine = per_rank[&straggler];
+    let Some(&mine) = per_rank.get(&straggler) else {
+        return vec![];
+    };
     let others_comm = others(|l| l.comm_ns);
     let others_compute = others(|l| l.compute_ns);
     let more_work_pct = if others_compute > 0.0 {
@@ -338,7 +340,9 @@ fn choose_straggler<'u>(
     if !arrivals.is_empty() {
         let s = skew_straggler(arrivals)?;
         let units = compared.iter().filter(|u| u.last == s.rank).collect();
-        return Some((s.rank, units, s.step_late_ns, Some(s)));
+        // Every other rank loses the late arrival (the window sums the ranks' windows).
+        let others = arrivals.len().saturating_sub(1).max(1) as i64;
+        return Some((s.rank, units, s.step_late_ns * others, Some(s)));
     }
     let (&straggler, &count) = times_last
         .iter()
@@ -369,7 +373,7 @@ impl SkewStraggler {
     /// The finding's summary: `comm` is (its communication time, the others' median).
     fn summary(&self, wait_ns: i64, wait_pct: f64, comm: (i64, i64), cause: &str) -> String {
         format!(
-            "rank {} is the straggler: it starts last at {} of the {} collectives it shares with the other ranks ({:.0}%{}), on average {} after the first rank. Its latest arrival of each step is {} late (median over {} steps): the step loses that much, the others' collectives queuing behind the late one ({} in all, {wait_pct:.1}% of the window); its communication kernels take {} against a median {} on the others; {cause}",
+            "rank {} is the straggler: it starts last at {} of the {} collectives it shares with the other ranks ({:.0}%{}), on average {} after the first rank. Its latest arrival of each step is {} late (median over {} steps): the step loses that much, the others' collectives queuing behind the late one ({} lost over all steps and the other ranks, {wait_pct:.1}% of the window); its communication kernels take {} against a median {} on the others; {cause}",
             self.rank,
             self.times_last,
             self.collectives,

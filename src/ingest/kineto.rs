@@ -236,8 +236,10 @@ struct RawArgs<'a> {
     call_stack: Option<&'a RawValue>,
     /// A collective's arguments, on `record_param_comms` and (since late 2023) on the NCCL/RCCL
     /// kernel it launched (see [`crate::model::comms`]).
+    /// Raw values, not strings: a number or list under these common keys must not make the
+    /// event unreadable.
     #[serde(rename = "Collective name", borrow, default)]
-    collective: Option<Text<'a>>,
+    collective: Option<&'a RawValue>,
     #[serde(rename = "In msg nelems", borrow, default)]
     in_nelems: Option<&'a RawValue>,
     #[serde(rename = "Out msg nelems", borrow, default)]
@@ -248,7 +250,7 @@ struct RawArgs<'a> {
     #[serde(rename = "Out msg size", borrow, default)]
     out_nelems_old: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    dtype: Option<Text<'a>>,
+    dtype: Option<&'a RawValue>,
     #[serde(rename = "Group size", borrow, default)]
     group_size: Option<&'a RawValue>,
     #[serde(rename = "Process Group Name", borrow, default)]
@@ -264,29 +266,23 @@ struct RawArgs<'a> {
 impl RawArgs<'_> {
     /// The interned form of the collective's arguments, when the event has them.
     fn comm(&self) -> Option<String> {
-        let collective = self.collective.as_ref()?.0.trim();
-        if collective.is_empty() {
-            return None;
-        }
-        let num = |r: Option<&RawValue>| r.and_then(|r| to_u64(r.get().trim_matches('"')));
         // A string value without its quotes, a number or list as written.
         let text = |r: Option<&RawValue>| {
             r.map(|r| {
                 let v = r.get();
                 serde_json::from_str::<String>(v).unwrap_or_else(|_| v.to_string())
             })
-            .filter(|v| !v.is_empty())
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty() && v != "null")
         };
+        let collective = text(self.collective)?;
+        let num = |r: Option<&RawValue>| r.and_then(|r| to_u64(r.get().trim_matches('"')));
         Some(
             CommArgs {
-                collective: collective.to_string(),
+                collective,
                 in_nelems: num(self.in_nelems).or_else(|| num(self.in_nelems_old)),
                 out_nelems: num(self.out_nelems).or_else(|| num(self.out_nelems_old)),
-                dtype: self
-                    .dtype
-                    .as_ref()
-                    .map(|t| t.0.trim().to_string())
-                    .filter(|d| !d.is_empty()),
+                dtype: text(self.dtype),
                 group_size: num(self.group_size).and_then(|g| u32::try_from(g).ok()),
                 process_group: text(self.pg_name),
                 process_group_desc: text(self.pg_desc),
@@ -1256,6 +1252,52 @@ mod tests {
             t.inputs[0].warnings[0].contains("skipped 1 unreadable events"),
             "{:?}",
             t.inputs[0].warnings
+        );
+    }
+
+    #[test]
+    fn collective_arguments_are_read_from_kernels_and_ops_in_any_spelling() {
+        use crate::model::comms::CommArgs;
+        let t = read_str(
+            r#"{"traceEvents":[
+             {"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":1,"tid":1,"ts":1,"dur":9,"args":{"Collective name":"allreduce","In msg size":1024,"Out msg size":1024,"dtype":"Float","Process Group Name":"0","Process Group Ranks":"[0, 1]","Seq":7}},
+             {"ph":"X","cat":"kernel","name":"ncclDevKernel_AllGather_RING_LL","ts":5,"dur":1,"args":{"Collective name":"_allgather_base","In msg nelems":8,"Out msg nelems":16,"Group size":2,"dtype":"BFloat16"}},
+             {"ph":"X","cat":"kernel","name":"odd","ts":6,"dur":1,"args":{"Collective name":5,"dtype":["x"]}},
+             {"ph":"X","cat":"kernel","name":"plain","ts":7,"dur":1,"args":{"dtype":{"a":1}}}]}"#,
+        )
+        .unwrap();
+        // Values of other types under these keys spoil nothing.
+        assert_eq!(t.activities.len(), 3);
+        assert!(
+            t.inputs[0].warnings.is_empty(),
+            "{:?}",
+            t.inputs[0].warnings
+        );
+        let kernel = CommArgs::decode(t.names.get(t.activities.comm(0))).unwrap();
+        assert_eq!(
+            (
+                kernel.collective.as_str(),
+                kernel.in_nelems,
+                kernel.out_nelems
+            ),
+            ("_allgather_base", Some(8), Some(16))
+        );
+        assert_eq!(
+            (kernel.group_size, kernel.dtype.as_deref()),
+            (Some(2), Some("BFloat16"))
+        );
+        assert_eq!(t.activities.comm(2), NameId::NONE);
+        assert_eq!(
+            CommArgs::decode(t.names.get(t.activities.comm(1)))
+                .unwrap()
+                .collective,
+            "5"
+        );
+        // The 2023 spelling of the element counts, and the newest Seq, on the op.
+        let op = CommArgs::decode(t.names.get(t.host.op_args(0).comm)).unwrap();
+        assert_eq!(
+            (op.in_nelems, op.seq, op.process_group_ranks.as_deref()),
+            (Some(1024), Some(7), Some("[0, 1]"))
         );
     }
 

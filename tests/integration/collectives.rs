@@ -396,6 +396,22 @@ fn corpus_collectives_read_old_amd_and_merged_traces() {
         // all_reduce over 8: busbw = algbw x 1.75.
         let (alg, bus) = (r["algbw_gbps"].as_f64().unwrap(), r["busbw_gbps"].as_f64().unwrap());
         assert!((bus - alg * 1.75).abs() < 0.02, "{r}");
+        // The same trace as if its group had 2 ranks: xGMI is a mesh of one 64 GB/s link per
+        // peer, so a pair of MI300X is held to one link, not all seven.
+        let mut doc = read_json(&shared.join("corpus/tracelens/resnet_act_checkpoint.json.gz"));
+        for e in doc["traceEvents"].as_array_mut().unwrap() {
+            if let Some(g) = e.pointer_mut("/args/Group size") {
+                *g = 2.into();
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let events = doc["traceEvents"].as_array().unwrap().clone();
+        write_trace(&dir.path().join("pair.json.gz"), doc, events);
+        let pair = feed_of(&dir.path().join("pair.json.gz"), &[]);
+        let r = rows(&pair).iter().find(|r| r["bytes"] == 2873320 * 2).unwrap();
+        assert_eq!((&r["group_size"], &r["link_peak_gbps"]), (&2.into(), &64.0.into()), "{r}");
+        let pct = r["busbw_gbps"].as_f64().unwrap() * 100.0 / 64.0;
+        assert!((r["pct_of_link_peak"].as_f64().unwrap() - pct).abs() < 0.02, "{r}");
         // hpctraining's 4 ranks merged into one file: matched, the waits split off, and the
         // same numbers from the file with only the NCCL kernels.
         let all = feed_of(&shared.join("corpus/hpctraining/merged_all_events.json.gz"), &[]);
