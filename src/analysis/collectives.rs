@@ -350,6 +350,28 @@ impl Call {
     }
 }
 
+/// A custom all-reduce outside NCCL (vLLM's and SGLang's custom all-reduce, PyTorch's
+/// symmetric-memory `multimem_all_reduce_`) carries no collective arguments; the op that
+/// launched it says the buffer: its first input's elements x its dtype (`record_shapes`).
+fn custom_all_reduce_bytes(ctx: &Context, a: usize, kind: CollectiveKind) -> Option<u64> {
+    if kind != CollectiveKind::AllReduce {
+        return None;
+    }
+    let h = ctx.op_of[a]? as usize;
+    let host = &ctx.trace.host;
+    let op = ctx.name(host.name[h]).to_ascii_lowercase();
+    if !(op.contains("all_reduce") || op.contains("allreduce")) {
+        return None;
+    }
+    let dims = crate::analysis::efficiency::dims_of(ctx.name(host.input_dims(h)))?;
+    let types: Vec<String> = serde_json::from_str(ctx.name(host.input_types(h))).ok()?;
+    let nelems = dims
+        .first()?
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?))?;
+    nelems.checked_mul(dtype_bytes(types.first()?)?)
+}
+
 /// `record_param_comms` ops with arguments per (input, thread), sorted by start: where a
 /// kernel without arguments of its own finds them (traces before late 2023, RCCL kernels).
 /// (start, end, interned arguments) of `record_param_comms` ops, by start.
@@ -438,7 +460,10 @@ fn calls(ctx: &Context) -> Vec<Call> {
             Some(CollectiveKind::Unknown) | None => by_name(),
             Some(k) => k,
         };
-        let bytes = args.as_ref().and_then(message_bytes);
+        let bytes = args
+            .as_ref()
+            .and_then(message_bytes)
+            .or_else(|| custom_all_reduce_bytes(ctx, a, kind));
         out.push(Call {
             activity: a,
             input: acts.input[a],

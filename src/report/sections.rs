@@ -119,12 +119,13 @@ pub fn level_tag(r: &Recommendation) -> String {
 }
 
 /// The collectives table's columns (terminal, Markdown and HTML).
-pub const COLLECTIVE_HEADER: [&str; 10] = [
+pub const COLLECTIVE_HEADER: [&str; 11] = [
     "collective",
     "size",
     "group",
     "calls",
     "time",
+    "algbw GB/s",
     "busbw GB/s",
     "% of link",
     "wait",
@@ -134,7 +135,7 @@ pub const COLLECTIVE_HEADER: [&str; 10] = [
 
 /// The largest collectives (by time), as cells of [`COLLECTIVE_HEADER`], and the line that
 /// says what their bandwidth is over; None without collectives.
-pub fn collectives(run: &Run, top: usize) -> Option<(Vec<[String; 10]>, &'static str)> {
+pub fn collectives(run: &Run, top: usize) -> Option<(Vec<[String; 11]>, &'static str)> {
     let c = &run.analysis.collectives;
     if c.rows.is_empty() {
         return None;
@@ -157,6 +158,8 @@ pub fn collectives(run: &Run, top: usize) -> Option<(Vec<[String; 10]>, &'static
                 },
                 r.count.to_string(),
                 fmt_ns(r.total_ns),
+                r.algbw_gbps
+                    .map_or_else(dash, |b| format!("{}{b:.1}", if lower { "≥ " } else { "" })),
                 r.busbw_gbps
                     .map_or_else(dash, |b| format!("{}{b:.1}", if lower { "≥ " } else { "" })),
                 r.pct_of_link_peak

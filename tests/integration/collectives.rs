@@ -412,6 +412,16 @@ fn corpus_collectives_read_old_amd_and_merged_traces() {
         assert_eq!((&r["group_size"], &r["link_peak_gbps"]), (&2.into(), &64.0.into()), "{r}");
         let pct = r["busbw_gbps"].as_f64().unwrap() * 100.0 / 64.0;
         assert!((r["pct_of_link_peak"].as_f64().unwrap() - pct).abs() < 0.02, "{r}");
+        // vLLM serving with tensor parallelism over 8 H100s (TraceLens's NVIDIA sample): its
+        // all-reduces are PyTorch's symmetric-memory multimem kernels, outside NCCL and without
+        // collective arguments; the op that launched each says the buffer.
+        let vllm = feed_of(&shared.join("corpus/tracelens_nv/eager_trace.json.gz"), &[]);
+        let ar: Vec<&Value> = rows(&vllm).iter().filter(|r| r["collective"] == "all_reduce").collect();
+        assert_eq!(ar.iter().map(|r| r["count"].as_u64().unwrap()).sum::<u64>(), 73);
+        assert!(ar.iter().all(|r| r["bytes"].is_u64() && r["algbw_gbps"].is_f64()), "{ar:?}");
+        assert!(ar.iter().any(|r| r["bytes"] == 2557440 * 2), "{ar:?}");
+        let ag = rows(&vllm).iter().find(|r| r["collective"] == "all_gather").unwrap();
+        assert_eq!((&ag["bytes"], &ag["group_size"]), (&(201088 * 2).into(), &8.into()));
         // hpctraining's 4 ranks merged into one file: matched, the waits split off, and the
         // same numbers from the file with only the NCCL kernels.
         let all = feed_of(&shared.join("corpus/hpctraining/merged_all_events.json.gz"), &[]);
