@@ -11,6 +11,7 @@ pub mod diff;
 pub mod efficiency;
 pub mod hardware;
 pub mod links;
+pub mod memory;
 pub mod partition;
 pub mod steps;
 pub mod table;
@@ -140,6 +141,8 @@ pub struct Analysis {
     pub kernel_counters: Vec<hardware::KernelCounters>,
     /// Per collective type × message size × process group: time, bandwidth, wait and transfer.
     pub collectives: collectives::Collectives,
+    /// GPU memory per device (traces with `[memory]` events).
+    pub memory: Vec<memory::DeviceMemory>,
     /// GPU time in scope per rule tag (what recommendations gate on; not in the feed).
     #[serde(skip)]
     pub tagged_ns: BTreeMap<crate::classify::KernelTag, i64>,
@@ -702,6 +705,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         sources: Vec::new(),
         kernel_counters: hardware::kernel_counters(trace, &classified),
         collectives: collectives::Collectives::default(),
+        memory: memory::analyze(trace, &steps, &rules.devices),
         tagged_ns,
         skipped_files: trace.skipped.clone(),
     };

@@ -29,6 +29,9 @@ pub struct DevicePeaks {
     pub link: Option<String>,
     #[serde(default)]
     pub link_gbps: Option<f64>,
+    /// Its memory in GiB (the datasheet's "GB" of HBM), when the trace does not say.
+    #[serde(default)]
+    pub memory_gib: Option<f64>,
     /// On a mesh of one link per peer (AMD xGMI), one link's GB/s per direction: a group of
     /// `n` GPUs reaches `n - 1` of them.
     #[serde(default)]

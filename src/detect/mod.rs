@@ -7,6 +7,7 @@ pub use compile::annotate;
 mod hardware;
 mod host;
 mod kernels;
+mod memory;
 mod modules;
 pub use modules::{from_modules, module_class};
 mod ranks;
@@ -73,6 +74,8 @@ pub enum FindingId {
     NormActivationHeavy,
     PagedAttentionHeavy,
     SlowCollective,
+    MemoryPressure,
+    MemoryHeadroom,
 }
 
 impl FindingId {
@@ -110,6 +113,8 @@ impl FindingId {
             FindingId::NormActivationHeavy => "norm_activation_heavy",
             FindingId::PagedAttentionHeavy => "paged_attention_heavy",
             FindingId::SlowCollective => "slow_collective",
+            FindingId::MemoryPressure => "memory_pressure",
+            FindingId::MemoryHeadroom => "memory_headroom",
         }
     }
 
@@ -270,6 +275,8 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::WarmupInWindow, "step 0 takes more than 1.5x the median of the other steps."),
     (FindingId::StragglerRank, "several ranks: with collectives matched across ranks (collectives[]), one rank starts last at most of the collectives someone was late at, and its latest arrival per step, summed over steps (what the steps lose: the others' collectives queue behind the late one) and times the other ranks, is >= 2% of the window; without matched collectives, one rank spends the least time in collectives in most steps and the others' wait is >= 2% of the window. Evidence: the arrivals per rank (times last, lateness, wait, exposed wait), the steps, each rank's communication and compute time, and whether the straggler has more GPU work or is late on its host."),
     (FindingId::SlowCollective, "several ranks matched: a collective type x size x process group of messages >= 1 MB whose bus bandwidth over the transfer time (after the last rank arrived) is under 50% of the device's link peak per direction (rules/devices.toml), with waiting <= 25% of its time. Time at stake: its transfer time above what 80% of the peak would take, times the share no other GPU work overlaps. Evidence: size, busbw, the peak, wait, transfer and how much other work ran alongside. One rank's trace alone never fires it (its bandwidth is a lower bound)."),
+    (FindingId::MemoryPressure, "(traces with profile_memory=True) a device's peak reserved GPU memory (the caching allocator's Total Reserved) is >= 90% of its memory (deviceProperties' totalGlobalMem, else rules/devices.toml). Evidence: each such device's peak allocated and reserved bytes and its memory."),
+    (FindingId::MemoryHeadroom, "(low; traces with profile_memory=True) every device's peak reserved GPU memory is under 50% of its memory while the GPU is busy >= 80% of the window: a larger batch raises throughput. Evidence: the busy share and each device's peaks."),
     (FindingId::InductorFallbacks, "(info; from torch.compile logs) Inductor ran ops as ATen fallback kernels ([__perf_hints] Using FallbackKernel), with how many compiles did."),
     (FindingId::LowOccupancy, "(hardware counters) kernels with >= 1% of profiled time whose VGPRs or LDS allow at most a quarter of the waves a SIMD can hold (2 of 8 on MI300), while the grid has work for more (seeds/003 occupancy formula)."),
     (FindingId::MemoryBoundGemm, "(hardware counters) GEMM, attention or conv kernels whose arithmetic intensity (FLOPs per HBM byte) is below the roofline's ridge point and which reach >= 30% of the attainable performance there."),
@@ -306,6 +313,8 @@ const DETECTORS: &[Detector] = &[
     steps::warmup_in_window,
     ranks::straggler_rank,
     comms::slow_collective,
+    memory::memory_pressure,
+    memory::memory_headroom,
     hardware::low_occupancy,
     hardware::memory_bound_gemm,
     hardware::low_gemm_efficiency,

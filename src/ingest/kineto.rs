@@ -37,7 +37,7 @@ use crate::error::IngestError;
 use crate::model::comms::CommArgs;
 use crate::model::{
     Activity, ActivityKind, Device, Format, GpuActivities, HostEvent, HostEvents, HostKind,
-    InputMeta, Interner, NameId, Trace, Vendor,
+    InputMeta, Interner, MemoryEvents, NameId, Trace, Vendor,
 };
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Deserialize;
@@ -261,6 +261,16 @@ struct RawArgs<'a> {
     pg_ranks: Option<&'a RawValue>,
     #[serde(rename = "Seq", borrow, default)]
     seq: Option<&'a RawValue>,
+    /// A `[memory]` event's allocator state (`profile_memory=True`).
+    #[serde(rename = "Total Allocated", borrow, default)]
+    total_allocated: Option<&'a RawValue>,
+    #[serde(rename = "Total Reserved", borrow, default)]
+    total_reserved: Option<&'a RawValue>,
+    #[serde(rename = "Device Id", borrow, default)]
+    device_id: Option<&'a RawValue>,
+    /// c10's DeviceType: 0 the host, 1 CUDA, 6 HIP.
+    #[serde(rename = "Device Type", borrow, default)]
+    device_type: Option<&'a RawValue>,
 }
 
 impl RawArgs<'_> {
@@ -300,6 +310,8 @@ const NO_PH: &str = "event without \"ph\"";
 enum Parsed<'a> {
     Gpu(GpuRow<'a>),
     Host(HostRow<'a>),
+    /// A `[memory]` instant event of a GPU: (device, ts, allocated, reserved, rank).
+    Memory(u32, i64, i64, i64, Option<u32>),
     /// Not an event we keep (flows, metadata, python functions, …).
     Skip,
     /// An event we would keep but cannot read; `at` is its offset inside the batch buffer.
@@ -441,6 +453,9 @@ fn parse_element<'a>(input: &PieceInput<'a>, s: usize) -> Option<(usize, Parsed<
 fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
     match ev.ph.as_ref().map(|t| t.0.as_ref()) {
         Some("X") => {}
+        Some("i" | "I") if ev.name.as_ref().is_some_and(|n| n.0 == "[memory]") => {
+            return memory_event(&ev);
+        }
         Some(_) => return Parsed::Skip,
         None => {
             return Parsed::Bad {
@@ -547,6 +562,33 @@ fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
     }
 }
 
+/// A `[memory]` event of a GPU allocation or free; host memory (`Device Type` 0) and events
+/// without the allocator's totals (2021's, with `Bytes` alone) are skipped.
+fn memory_event<'a>(ev: &RawEvent<'a>) -> Parsed<'a> {
+    let Some(args) = ev.args.as_ref() else {
+        return Parsed::Skip;
+    };
+    let int = |r: Option<&RawValue>| r.and_then(|r| r.get().trim().parse::<i64>().ok());
+    let (Some(allocated), Some(reserved), Some(ts_ns)) = (
+        int(args.total_allocated),
+        int(args.total_reserved),
+        ev.ts.and_then(|r| micros_to_ns(r.get())),
+    ) else {
+        return Parsed::Skip;
+    };
+    match (int(args.device_type), int(args.device_id)) {
+        // c10's DeviceType: 1 CUDA, 6 HIP (ROCm builds), 0 the host.
+        (Some(t), Some(device)) if t != 0 && device >= 0 => Parsed::Memory(
+            device as u32,
+            ts_ns,
+            allocated,
+            reserved,
+            args.rank.and_then(|r| to_u64(r.get())).map(|r| r as u32),
+        ),
+        _ => Parsed::Skip,
+    }
+}
+
 /// Launch calls whose kernels' `grid` Kineto writes in work-items (HIP's `globalWorkSize`), not
 /// workgroups: a Tensile MT16x16 GEMM kernel of 8 µs shows `grid [61440,1,1]`, `block [256,1,1]`
 /// (240 workgroups; 61440 of them would be beyond the device's peak).
@@ -607,7 +649,7 @@ pub fn parse_batch_for_bench(buf: &[u8], ranges: &[(usize, usize)]) -> [usize; 3
     for range in ranges {
         let i = match std::hint::black_box(one(range)) {
             Parsed::Gpu(_) => 0,
-            Parsed::Host(_) => 1,
+            Parsed::Host(_) | Parsed::Memory(..) => 1,
             Parsed::Skip | Parsed::Bad { .. } => 2,
         };
         counts[i] += 1;
@@ -650,6 +692,7 @@ struct Chunk {
     names: Interner,
     activities: GpuActivities,
     host: HostEvents,
+    memory: MemoryEvents,
     /// The rank of each of the chunk's inputs, in order of appearance (`None`: the file's own).
     ranks: Vec<Option<u32>>,
     /// Devices used, per chunk input.
@@ -707,6 +750,10 @@ impl Chunk {
                 if self.first_bad.is_none() {
                     self.first_bad = Some((base + at as u64, why));
                 }
+            }
+            Parsed::Memory(device, ts_ns, allocated, reserved, rank) => {
+                let input = self.input_for(rank);
+                self.memory.push(input, device, ts_ns, allocated, reserved);
             }
             Parsed::Gpu(g) => {
                 let input = self.input_for(g.rank);
@@ -887,6 +934,7 @@ impl<'t> KinetoSink<'t> {
         self.blocks.extend(c.blocks);
         self.trace.activities.extend_from(c.activities, name, input);
         self.trace.host.extend_from(host, name, input);
+        self.trace.memory.extend_from(c.memory, input);
         for (i, devices) in c.devices_used {
             self.devices_used
                 .entry(input(i))
@@ -986,6 +1034,8 @@ struct DeviceProps {
     num_sms: Option<u32>,
     #[serde(default, rename = "gcnArchName")]
     gcn_arch_name: Option<String>,
+    #[serde(default, rename = "totalGlobalMem")]
+    total_global_mem: Option<u64>,
 }
 
 impl DeviceProps {
@@ -1063,6 +1113,7 @@ impl PieceSink<Chunk> for KinetoSink<'_> {
                             name,
                             arch: p.arch(vendor == Vendor::Amd),
                             compute_units: p.num_sms,
+                            memory_bytes: p.total_global_mem.filter(|&m| m > 0),
                         };
                         self.device_names.insert(id, device);
                     }
@@ -1143,6 +1194,7 @@ mod tests {
                 name: "AMD Instinct MI300X".into(),
                 arch: Some("gfx942".into()),
                 compute_units: None,
+                memory_bytes: None,
             }]
         );
     }

@@ -315,6 +315,43 @@ pub enum HostKind {
     Python,
 }
 
+/// The caching allocator's state after each GPU allocation or free (Kineto's `[memory]`
+/// instant events, `profile_memory=True`), as a struct of arrays. Host timestamps: the
+/// allocation happens when the op runs on the host, before its kernels.
+#[derive(Default, Debug, Clone)]
+pub struct MemoryEvents {
+    pub input: Vec<u32>,
+    pub device: Vec<u32>,
+    pub ts_ns: Vec<i64>,
+    /// `Total Allocated` and `Total Reserved` on the device after the event, in bytes.
+    pub allocated: Vec<i64>,
+    pub reserved: Vec<i64>,
+}
+
+impl MemoryEvents {
+    pub fn push(&mut self, input: u32, device: u32, ts_ns: i64, allocated: i64, reserved: i64) {
+        self.input.push(input);
+        self.device.push(device);
+        self.ts_ns.push(ts_ns);
+        self.allocated.push(allocated);
+        self.reserved.push(reserved);
+    }
+    pub fn len(&self) -> usize {
+        self.ts_ns.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ts_ns.is_empty()
+    }
+    /// Appends another table's rows, renumbering their inputs.
+    pub fn extend_from(&mut self, o: MemoryEvents, input: impl Fn(u32) -> u32) {
+        self.input.extend(o.input.into_iter().map(input));
+        self.device.extend(o.device);
+        self.ts_ns.extend(o.ts_ns);
+        self.allocated.extend(o.allocated);
+        self.reserved.extend(o.reserved);
+    }
+}
+
 /// Host events as a struct of arrays (see [`GpuActivities`]).
 #[derive(Default, Debug, Clone)]
 pub struct HostEvents {
@@ -660,6 +697,9 @@ pub struct Device {
     /// Compute units (AMD) or streaming multiprocessors (NVIDIA).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_units: Option<u32>,
+    /// Its memory in bytes (`totalGlobalMem` of the trace's device properties).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
 }
 
 impl Device {
@@ -676,6 +716,7 @@ impl Device {
             name,
             arch,
             compute_units: None,
+            memory_bytes: None,
         }
     }
 
@@ -729,6 +770,8 @@ pub struct Trace {
     pub inputs: Vec<InputMeta>,
     /// Hardware counters of profiled dispatches (rocprof-compute); empty for timeline traces.
     pub counters: Vec<DispatchCounters>,
+    /// The allocator's state over time (Kineto with `profile_memory=True`; empty otherwise).
+    pub memory: MemoryEvents,
     /// Files of input directories that are not traces, left out of `inputs`.
     pub skipped: Vec<SkippedFile>,
 }
@@ -749,6 +792,7 @@ impl Trace {
         self.activities
             .extend_from(other.activities, name, |i| i + offset);
         self.host.extend_from(other.host, name, |i| i + offset);
+        self.memory.extend_from(other.memory, |i| i + offset);
         for c in other.counters {
             self.counters.push(DispatchCounters {
                 input: c.input + offset,
@@ -786,6 +830,18 @@ impl Trace {
         for c in &self.counters {
             if let Some(input) = map(c.input) {
                 out.counters.push(DispatchCounters { input, ..c.clone() });
+            }
+        }
+        let m = &self.memory;
+        for k in 0..m.len() {
+            if let Some(input) = map(m.input[k]) {
+                out.memory.push(
+                    input,
+                    m.device[k],
+                    m.ts_ns[k],
+                    m.allocated[k],
+                    m.reserved[k],
+                );
             }
         }
         out

@@ -164,6 +164,64 @@ pub fn ladder(levels: &[(u8, String, &str)], width: u32) -> String {
     svg
 }
 
+/// A line: its label, color and points (x in ms, y in GiB).
+pub type Series = (String, RGBColor, Vec<(f64, f64)>);
+
+/// Lines over time: each series (label, color, points of (x in ms, y in GiB)) on shared axes,
+/// with the device's memory as a red line when it is within the plotted range.
+pub fn lines(title: &str, series: &[Series], limit: Option<f64>, width: u32) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, 260)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let x_max = series
+            .iter()
+            .flat_map(|s| s.2.iter().map(|p| p.0))
+            .fold(0.0f64, f64::max)
+            .max(1e-9);
+        let y_max = series
+            .iter()
+            .flat_map(|s| s.2.iter().map(|p| p.1))
+            .fold(0.0f64, f64::max)
+            .max(1e-9)
+            * 1.1;
+        let Ok(mut chart) = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 15))
+            .margin(8)
+            .x_label_area_size(28)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        else {
+            return String::new();
+        };
+        let _ = chart
+            .configure_mesh()
+            .x_desc("ms")
+            .y_desc("GiB")
+            .label_style(("sans-serif", 11))
+            .draw();
+        for (label, color, points) in series {
+            let color = *color;
+            if let Ok(drawn) = chart.draw_series(LineSeries::new(points.iter().copied(), color)) {
+                drawn
+                    .label(label.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color));
+            }
+        }
+        if let Some(l) = limit.filter(|l| *l <= y_max) {
+            let _ = chart.draw_series(LineSeries::new([(0.0, l), (x_max, l)], RED.stroke_width(1)));
+        }
+        let _ = chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 11))
+            .draw();
+        let _ = root.present();
+    }
+    svg
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,6 +79,7 @@ pub fn render(run: &Run) -> String {
 
     // Partition, per step.
     render_partition(&mut b, &sections);
+    render_memory(&mut b, run);
     render_compile(&mut b, a);
 
     // Ladder and recommendations.
@@ -439,6 +440,50 @@ fn render_attribution(b: &mut String, a: &Analysis) {
 }
 
 /// Hardware counters per kernel (rocprof-compute workloads): bound labels and fractions of peak.
+/// GPU memory: the peaks per device and a timeline chart of the first eight devices.
+fn render_memory(b: &mut String, run: &Run) {
+    let lines = crate::report::sections::memory_lines(run);
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(b, "<h2>GPU memory</h2><ul>");
+    for l in &lines {
+        let _ = writeln!(b, "<li>{}</li>", esc(l));
+    }
+    let _ = writeln!(b, "</ul>");
+    let gib = |v: i64| v as f64 / f64::from(1u32 << 30);
+    for m in run.analysis.memory.iter().take(8) {
+        let points = |k: usize| -> Vec<(f64, f64)> {
+            m.timeline
+                .iter()
+                .map(|p| (p[0] as f64 / 1e6, gib(p[k])))
+                .collect()
+        };
+        let series = [
+            (
+                "allocated".to_string(),
+                super::charts::category_color("gemm"),
+                points(1),
+            ),
+            (
+                "reserved".to_string(),
+                super::charts::category_color("communication"),
+                points(2),
+            ),
+        ];
+        let title = match m.rank {
+            Some(r) => format!("rank {r} gpu {}: allocated and reserved", m.device),
+            None => format!("gpu {}: allocated and reserved", m.device),
+        };
+        let limit = m.device_bytes.map(|d| gib(d as i64));
+        let _ = writeln!(
+            b,
+            "{}",
+            chart(&super::charts::lines(&title, &series, limit, 900))
+        );
+    }
+}
+
 /// Collectives per type, size and process group (all rows, sortable).
 fn render_collectives(b: &mut String, run: &Run) {
     let Some((rows, note)) = crate::report::sections::collectives(run, usize::MAX) else {

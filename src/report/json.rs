@@ -47,6 +47,8 @@ struct Feed<'a> {
     collectives: &'a [crate::analysis::collectives::CollectiveRow],
     /// Per rank, how it arrives at the collectives matched across ranks (an addition).
     collective_arrivals: &'a [crate::analysis::collectives::Arrival],
+    /// GPU memory per device (FEED.md `memory`).
+    memory: &'a [crate::analysis::memory::DeviceMemory],
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
@@ -78,6 +80,7 @@ pub fn render(run: &Run) -> Vec<u8> {
         skipped_files: &a.skipped_files,
         collectives: &a.collectives.rows,
         collective_arrivals: &a.collectives.arrivals,
+        memory: &a.memory,
     };
     let mut out =
         serde_json::to_vec_pretty(&feed).expect("the feed is plain data and always serializes");

@@ -32,6 +32,10 @@ pub fn render(run: &Run) -> String {
 
     render_buckets(&mut out, &sections);
     render_partition(&mut out, &sections);
+    let memory = crate::report::sections::memory_lines(run);
+    if !memory.is_empty() {
+        let _ = writeln!(out, "\nGPU memory: {}", cell(&memory.join("; ")));
+    }
 
     render_recommendations(&mut out, run);
     render_ladder(&mut out, &sections);

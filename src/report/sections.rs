@@ -193,3 +193,28 @@ pub fn fmt_bytes(b: u64) -> String {
         format!("{b:.0} B")
     }
 }
+
+/// One line per device with memory events: `gpu 0: peak 3.0 GiB allocated, 3.1 GiB reserved of
+/// 79.2 GiB (3.9%)`.
+pub fn memory_lines(run: &Run) -> Vec<String> {
+    let gib = |b: i64| format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30));
+    run.analysis
+        .memory
+        .iter()
+        .map(|m| {
+            let who = match m.rank {
+                Some(r) => format!("rank {r} gpu {}", m.device),
+                None => format!("gpu {}", m.device),
+            };
+            let of = match (m.device_bytes, m.peak_reserved_pct) {
+                (Some(d), Some(p)) => format!(" of {} ({p:.1}%)", gib(d as i64)),
+                _ => String::new(),
+            };
+            format!(
+                "{who}: peak {} allocated, {} reserved{of}",
+                gib(m.peak_allocated_bytes),
+                gib(m.peak_reserved_bytes)
+            )
+        })
+        .collect()
+}

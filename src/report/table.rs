@@ -151,6 +151,9 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
         _ => "none (window = first to last GPU activity)".to_string(),
     };
     let _ = writeln!(out, "steps    {steps}");
+    for line in crate::report::sections::memory_lines(run).iter().take(8) {
+        let _ = writeln!(out, "memory   {line}");
+    }
     let _ = writeln!(
         out,
         "window   {}   GPU busy {} ({:.1}%)   GPU activity {} in {} launches of {} distinct kernels",

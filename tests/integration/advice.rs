@@ -221,6 +221,7 @@ fn a_generic_amd_device_reads_as_its_architecture() {
         name: "AMD Radeon Graphics".into(),
         arch: Some("gfx90a".into()),
         compute_units: Some(104),
+        memory_bytes: None,
     };
     assert_eq!(d.label(), "gfx90a, 104 CUs");
     with_shared!(shared => {

@@ -19,6 +19,7 @@ mod graphs;
 mod h100;
 mod invariants;
 mod layers;
+mod memory;
 mod peers;
 mod pipeline;
 mod ranks;

@@ -245,7 +245,10 @@ fn every_recommendation_fires_on_some_trace() {
     // of its GPU time in collectives, under the 40% GEMM share the advice needs. No AMD trace in
     // the corpus runs dense GEMMs in Triton (vLLM's Triton GEMMs are MoE): the library advice
     // is checked on a real ViT with Triton GEMMs read as from an AMD device (advice.rs).
+    // No real trace reserves 90% of its GPU's memory: `surgery.fit-memory` is checked on the
+    // H100 training trace with its device memory set to 3.5 GB (memory.rs).
     let no_real_case = [
+        "surgery.fit-memory",
         "kernel.waves-per-eu",
         "kernel.use-matrix-cores",
         "arch.preshuffle-weights",
