@@ -222,12 +222,6 @@ pub struct CollectiveRow {
     /// Share of `transfer_ns` during which other GPU work of the rank ran alongside (it
     /// competes for SMs and HBM: a reason for low bus bandwidth).
     pub transfer_overlap_pct: Option<f64>,
-    /// Bytes over the matched collectives' transfer time (or the kernels' time) behind the
-    /// bandwidth, for merging rows.
-    #[serde(skip)]
-    pub bandwidth_bytes: f64,
-    #[serde(skip)]
-    pub bandwidth_ns: i64,
 }
 
 /// How one rank arrives at the collectives it shares with others.
@@ -271,9 +265,6 @@ pub struct Collectives {
     pub mismatched: u64,
     /// Ranks shifted onto the first rank's clock, with the shift (ns).
     pub clock_offsets: Vec<(u32, i64)>,
-    /// Per row of `rows`, its calls as (activity, wait, transfer): what detectors look into.
-    #[serde(skip)]
-    pub row_calls: Vec<Vec<CallSplit>>,
 }
 
 /// Each input's GPU activity other than communication in the window, as sorted disjoint
@@ -322,9 +313,6 @@ impl Busy {
 
 /// A process group: its name and its ranks as written.
 type GroupKey = (String, String);
-
-/// A collective kernel's (activity, wait, transfer).
-pub type CallSplit = (u32, i64, i64);
 
 /// One collective kernel.
 struct Call {
@@ -505,13 +493,7 @@ fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
         let has = c.args.as_ref().is_some_and(|a| a.seq.is_some());
         *seq_everywhere.entry(c.group_key()).or_insert(true) &= has;
     }
-    let step_of = |c: &Call| -> Option<u64> {
-        if !by_step {
-            return None;
-        }
-        let k = ctx.steps.of_activity[c.activity]?;
-        Some(ctx.steps.per_input[c.input as usize][k as usize].number)
-    };
+    let step_of = |c: &Call| step_number(ctx, c).filter(|_| by_step);
     let mut order: Vec<usize> = (0..calls.len()).filter(|&i| eligible[i]).collect();
     order.sort_by_key(|&i| (calls[i].input, calls[i].ts, calls[i].activity));
     type Key = (GroupKey, Option<u64>, u64);
@@ -564,6 +546,12 @@ fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
         }
     }
     (matched, mismatched)
+}
+
+/// The number of the profiled step a call was launched in.
+fn step_number(ctx: &Context, c: &Call) -> Option<u64> {
+    let k = ctx.steps.of_activity[c.activity]?;
+    Some(ctx.steps.per_input[c.input as usize][k as usize].number)
 }
 
 /// Which calls may be matched across inputs: those of inputs with a rank no other input has;
@@ -727,7 +715,6 @@ struct RowSum {
     transfer_ns: i64,
     overlapped_ns: i64,
     matched: u64,
-    calls: Vec<CallSplit>,
     /// Bytes and transfer time of the matched collectives.
     matched_bytes: f64,
     matched_ns: i64,
@@ -781,10 +768,7 @@ pub fn analyze(ctx: &Context) -> Collectives {
     let mut overlapped: Vec<i64> = vec![0; calls.len()];
     let mut sums: BTreeMap<RowKey, RowSum> = BTreeMap::new();
     let mut arrivals: BTreeMap<u32, Arrival> = BTreeMap::new();
-    let step_of = |c: &Call| -> Option<u64> {
-        let k = ctx.steps.of_activity[c.activity]?;
-        Some(ctx.steps.per_input[c.input as usize][k as usize].number)
-    };
+    let step_of = |c: &Call| step_number(ctx, c);
     for members in &matched {
         let inst = split(&calls, members, &offsets);
         let first = &calls[members[0]];
@@ -833,17 +817,15 @@ pub fn analyze(ctx: &Context) -> Collectives {
         row.total_ns += c.dur;
         row.kernel_ns += c.dur;
         row.kernel_bytes += c.bytes.unwrap_or(0) as f64;
-        let (wait, transfer) = split_of[i].unwrap_or((0, c.dur));
-        if split_of[i].is_some() {
+        if let Some((wait, transfer)) = split_of[i] {
             row.wait_ns += wait;
             row.transfer_ns += transfer;
             row.overlapped_ns += overlapped[i];
         }
-        row.calls.push((c.activity as u32, wait, transfer));
     }
 
     let several = !matched.is_empty();
-    let mut rows: Vec<(CollectiveRow, Vec<CallSplit>)> = sums
+    let mut rows: Vec<CollectiveRow> = sums
         .into_iter()
         .map(|((kind, bytes, group_size, process_group), mut s)| {
             s.inputs.sort_unstable();
@@ -860,7 +842,7 @@ pub fn analyze(ctx: &Context) -> Collectives {
                 .map(|(a, f)| a * f);
             let spans_hosts = group_size.is_some_and(|n| n > GPUS_PER_NODE);
             let peak = link_peak(ctx, s.first_input, group_size).filter(|_| !spans_hosts);
-            let row = CollectiveRow {
+            CollectiveRow {
                 collective: kind,
                 bytes,
                 dtype: s.dtype,
@@ -880,13 +862,10 @@ pub fn analyze(ctx: &Context) -> Collectives {
                 matched: s.matched,
                 transfer_overlap_pct: (s.matched > 0 && s.transfer_ns > 0)
                     .then(|| super::pct(s.overlapped_ns, s.transfer_ns)),
-                bandwidth_bytes: bw_bytes,
-                bandwidth_ns: bw_ns,
-            };
-            (row, s.calls)
+            }
         })
         .collect();
-    rows.sort_by(|(a, _), (b, _)| {
+    rows.sort_by(|a, b| {
         b.total_ns
             .cmp(&a.total_ns)
             .then(a.collective.cmp(&b.collective))
@@ -895,10 +874,8 @@ pub fn analyze(ctx: &Context) -> Collectives {
     });
     let mut clock: Vec<(u32, i64)> = offsets.into_iter().map(|(i, o)| (rank_of(i), o)).collect();
     clock.sort_unstable();
-    let (rows, row_calls) = rows.into_iter().unzip();
     Collectives {
         rows,
-        row_calls,
         arrivals: if several {
             arrivals.into_values().collect()
         } else {

@@ -6,11 +6,10 @@
 //! size timed alone with CUDA events on the same machine. Then the corpus (older and AMD traces)
 //! and TraceLens's NcclAnalyser definitions computed from the raw trace.
 
-use crate::common::{feed_of, fixture};
+use crate::common::{feed_ids, feed_of, fixture, read_json_gz as read_json, write_json_gz};
 use crate::with_shared;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 
 fn truth() -> Value {
@@ -241,14 +240,9 @@ fn bus_bandwidth_agrees_with_the_collective_timed_alone() {
         rows(&feed).len()
     );
     // Its advice: more channels and a high-priority stream (L1), bucket sizes (L3).
-    let recs: Vec<&str> = feed["recommendations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
-    assert!(recs.contains(&"env.nccl-channels"), "{recs:?}");
-    assert!(recs.contains(&"surgery.comm-buckets"), "{recs:?}");
+    let recs = feed_ids(&feed, "recommendations");
+    assert!(recs.iter().any(|r| r == "env.nccl-channels"), "{recs:?}");
+    assert!(recs.iter().any(|r| r == "surgery.comm-buckets"), "{recs:?}");
 }
 
 #[test]
@@ -279,14 +273,6 @@ fn one_rank_alone_gives_a_lower_bound_and_no_slow_collective() {
         md.contains("<summary>Collectives</summary>") && md.contains("≥ "),
         "{md}"
     );
-}
-
-fn read_json(path: &Path) -> Value {
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
-        .read_to_string(&mut text)
-        .unwrap();
-    serde_json::from_str(&text).unwrap()
 }
 
 /// TraceLens's NcclAnalyser, from its code (`TraceLens/NcclAnalyser/nccl_analyser.py`,
@@ -448,10 +434,7 @@ fn corpus_collectives_read_old_amd_and_merged_traces() {
 /// Writes `events` as a gzipped Chrome trace with the rest of `doc`.
 fn write_trace(path: &Path, mut doc: Value, events: Vec<Value>) {
     doc["traceEvents"] = Value::Array(events);
-    let file = std::fs::File::create(path).unwrap();
-    let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
-    serde_json::to_writer(&mut gz, &doc).unwrap();
-    gz.finish().unwrap();
+    write_json_gz(path, &doc);
 }
 
 #[test]

@@ -133,3 +133,34 @@ pub fn feed_of(path: &Path, args: &[&str]) -> serde_json::Value {
         .clone();
     assert_valid_feed(&out)
 }
+
+/// A gzipped JSON file (a raw trace), parsed.
+pub fn read_json_gz(path: &Path) -> serde_json::Value {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Writes `doc` gzipped to `path` (a trace a test rewrote).
+pub fn write_json_gz(path: &Path, doc: &serde_json::Value) {
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    serde_json::to_writer(&mut gz, doc).unwrap();
+    gz.finish().unwrap();
+}
+
+/// The ids of a feed's `findings` or `recommendations`, in the feed's order.
+pub fn feed_ids(feed: &serde_json::Value, key: &str) -> Vec<String> {
+    feed[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}

@@ -5,24 +5,13 @@
 //! and `max_memory_reserved()` of each step after `reset_peak_memory_stats()`; and the corpus's
 //! traces with `[memory]` events (ROCm's among them).
 
-use crate::common::{feed_of, fixture};
+use crate::common::{feed_ids as ids, feed_of, fixture, read_json_gz as read_json, write_json_gz};
 use crate::with_shared;
 use serde_json::Value;
-use std::io::Read;
-use std::path::Path;
 
 fn truth() -> Value {
     let text = std::fs::read_to_string(fixture("kineto/h100/regions_truth.json")).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-fn ids(feed: &Value, key: &str) -> Vec<String> {
-    feed[key]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]
@@ -91,14 +80,6 @@ fn peaks_per_step_equal_the_allocators_own() {
     assert!(peaks[2] * 10 < peaks[0] * 7, "{peaks:?}");
 }
 
-fn read_json(path: &Path) -> Value {
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
-        .read_to_string(&mut text)
-        .unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
 #[test]
 fn a_device_near_its_limit_is_under_pressure() {
     // The same real trace on a device with 3.5 GB: its 3.3 GB reserved are 94% of it.
@@ -106,12 +87,7 @@ fn a_device_near_its_limit_is_under_pressure() {
     doc["deviceProperties"][0]["totalGlobalMem"] = 3_500_000_000u64.into();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("small.json.gz");
-    let mut gz = flate2::write::GzEncoder::new(
-        std::fs::File::create(&path).unwrap(),
-        flate2::Compression::fast(),
-    );
-    serde_json::to_writer(&mut gz, &doc).unwrap();
-    gz.finish().unwrap();
+    write_json_gz(&path, &doc);
     let feed = feed_of(&path, &[]);
     let f: Vec<&Value> = feed["findings"]
         .as_array()
