@@ -335,11 +335,21 @@ pub fn ops(
     classified: &Classified,
     buckets: &[Bucket],
     in_scope: &[bool],
-) -> (Vec<OpRow>, Vec<ShapeRow>) {
+) -> (Vec<OpRow>, Vec<ShapeRow>, Vec<FlopTally>) {
     let host = &trace.host;
     let threads = &index.threads;
     let mut calls = Calls::default();
+    let mut tallies = vec![FlopTally::default(); trace.inputs.len()];
+    let mut missing: BTreeMap<(u32, NameId), i64> = BTreeMap::new();
     let composite_name = trace.names.per_name(efficiency::is_composite);
+    let engine_name = trace
+        .names
+        .per_name(|n| n.starts_with("autograd::engine::evaluate_function: "));
+    let forward_only = trace.names.per_name(efficiency::is_forward_only_op);
+    // An autograd node's own op (`AddmmBackward0`): the GEMMs it calls are backward work.
+    let node_name = trace
+        .names
+        .per_name(|n| !n.contains("::") && n.contains("Backward"));
     let mut device_peaks: HashMap<(u32, u32), Option<&efficiency::DevicePeaks>> =
         HashMap::default();
     let mut acc: BTreeMap<NameId, Acc> = BTreeMap::new();
@@ -353,6 +363,9 @@ pub fn ops(
             no_op.total_ns += dur;
             no_op.launches += 1;
             *no_op.by_bucket.entry(bucket).or_default() += dur;
+            if matches!(bucket, Bucket::Gemm | Bucket::Attention | Bucket::Conv) {
+                *missing.entry((acts.input[a], NameId::NONE)).or_default() += dur;
+            }
             continue;
         };
         let t = threads.get(o.thread);
@@ -379,15 +392,14 @@ pub fn ops(
         let span = (acts.ts_ns[a], acts.end_ns(a));
         let fp32_kernel =
             classified.get(acts.name[a]).tag == Some(crate::classify::KernelTag::Fp32Gemm);
-        calls.add_gemm((h, execution), span, || {
-            gemm_call(trace, h, peaks, fp32_kernel)
-        });
         // total_ns: this op and every distinct op name enclosing it.
         let mut seen: Vec<NameId> = Vec::new();
         let mut composite_chain: Vec<usize> = Vec::new();
+        let mut in_backward = false;
         let mut cur = Some(k);
         while let Some(i) = cur {
             let name = host.name[t.op(i)];
+            in_backward |= engine_name[name.index()];
             if composite_name[name.index()] {
                 composite_chain.push(t.op(i));
             }
@@ -399,18 +411,37 @@ pub fn ops(
             }
             cur = t.parent(i);
         }
+        let phase = |op: usize, called_by_node: bool| {
+            if !in_backward {
+                CallPhase::Forward
+            } else if forward_only[host.name[op].index()] || !called_by_node {
+                CallPhase::ForwardInBackward
+            } else {
+                CallPhase::Backward
+            }
+        };
+        let called_by_node = t
+            .parent(k)
+            .is_some_and(|p| node_name[host.name[t.op(p)].index()]);
+        let mut counted = calls.add_gemm((h, execution), phase(h, called_by_node), span, || {
+            gemm_call(trace, h, peaks, fp32_kernel)
+        });
         // A composite op (SDPA, convolution) whose FLOPs its shapes give: its kernels, launched
         // by the ops inside it, are its time. Only the outermost one with a number counts, so
         // eager SDPA around its flash/efficient op is one call, not two.
         for &outer in composite_chain.iter().rev() {
-            if calls.add_composite((outer, execution), span, || {
+            if calls.add_composite((outer, execution), phase(outer, true), span, || {
                 composite_call(trace, outer, peaks)
             }) {
+                counted = true;
                 break;
             }
         }
+        if !counted && matches!(bucket, Bucket::Gemm | Bucket::Attention | Bucket::Conv) {
+            *missing.entry((acts.input[a], host.name[h])).or_default() += dur;
+        }
     }
-    let by_shape = calls.rates(&mut acc);
+    let by_shape = calls.rates(trace, &mut acc, &mut tallies);
     let mut rows: Vec<OpRow> = acc
         .iter()
         .filter(|(_, a)| a.total_ns > 0 || a.launches > 0)
@@ -425,7 +456,18 @@ pub fn ops(
             .then(b.total_ns.cmp(&a.total_ns))
             .then(a.name.cmp(&b.name))
     });
-    (rows, shape_rows(trace, by_shape))
+    for ((input, name), ns) in missing {
+        let name = if name == NameId::NONE {
+            NO_OP
+        } else {
+            trace.names.get(name)
+        };
+        *tallies[input as usize]
+            .missing_ns
+            .entry(name.to_string())
+            .or_default() += ns;
+    }
+    (rows, shape_rows(trace, by_shape), tallies)
 }
 
 /// GPU time of one op name: its own, with the ops it encloses, per bucket, its shapes and the
@@ -460,6 +502,10 @@ struct Call {
     bytes: f64,
     /// The device's dense peak for the call's data type (NaN: unknown).
     peak_tflops: f64,
+    /// The type it computes in (MFU takes the peak of the type with the most FLOPs).
+    dtype: efficiency::Dtype,
+    /// FLOPs as MFU counts them (attention: every query-key pair, causal or not).
+    model_flops: f64,
 }
 
 impl Call {
@@ -495,6 +541,8 @@ fn gemm_call(
         bytes: efficiency::gemm_bytes(trace.names.get(host.name[h]), trace.names.get(dims), dtype)
             .unwrap_or(f64::NAN),
         peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
+        dtype,
+        model_flops: flops,
     })
 }
 
@@ -527,6 +575,12 @@ fn composite_call(
         flops,
         bytes: f64::NAN,
         peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
+        dtype,
+        model_flops: efficiency::attention_model_flops(
+            trace.names.get(name),
+            trace.names.get(dims),
+        )
+        .unwrap_or(flops),
     })
 }
 
@@ -549,7 +603,7 @@ struct CallMap {
     slot: HashMap<(u32, u32), u32>,
     calls: Vec<CallRecord>,
     kinds: Vec<Call>,
-    kind_ids: HashMap<[u64; 5], u32>,
+    kind_ids: HashMap<[u64; 7], u32>,
 }
 
 #[derive(Clone, Copy)]
@@ -559,6 +613,19 @@ struct CallRecord {
     kind: u32,
     /// Index into the spans' union, set when the call's first span is added.
     id: u32,
+    /// Where the call ran: forward, backward, or a forward op inside backward (a candidate for
+    /// activation recomputation).
+    phase: CallPhase,
+}
+
+/// Where a GEMM or composite call ran, for telling recomputed forward work apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallPhase {
+    Forward,
+    Backward,
+    /// A forward op inside backward (`aten::addmm`, SDPA, `aten::convolution`, or a GEMM not
+    /// called by an autograd node): recomputation when forward ran the same shapes.
+    ForwardInBackward,
 }
 
 impl CallRecord {
@@ -566,7 +633,12 @@ impl CallRecord {
 }
 
 impl CallMap {
-    fn entry(&mut self, key: (usize, u32), make: impl FnOnce() -> Option<Call>) -> &mut CallRecord {
+    fn entry(
+        &mut self,
+        key: (usize, u32),
+        phase: CallPhase,
+        make: impl FnOnce() -> Option<Call>,
+    ) -> &mut CallRecord {
         let key = (key.0 as u32, key.1);
         let (calls, kinds, kind_ids) = (&mut self.calls, &mut self.kinds, &mut self.kind_ids);
         let i = *self.slot.entry(key).or_insert_with(|| {
@@ -577,6 +649,8 @@ impl CallMap {
                     c.flops.to_bits(),
                     c.bytes.to_bits(),
                     c.peak_tflops.to_bits(),
+                    c.dtype as u64,
+                    c.model_flops.to_bits(),
                 ];
                 *kind_ids.entry(bits).or_insert_with(|| {
                     kinds.push(c);
@@ -587,6 +661,7 @@ impl CallMap {
                 key,
                 kind,
                 id: u32::MAX,
+                phase,
             });
             calls.len() as u32 - 1
         });
@@ -594,7 +669,7 @@ impl CallMap {
     }
     /// The calls with a count and their ids, in key order (the sums over them are in floating
     /// point: a fixed order keeps them the same bytes).
-    fn into_sorted(self) -> impl Iterator<Item = (Call, u32)> {
+    fn into_sorted(self) -> impl Iterator<Item = (Call, u32, CallRecord)> {
         drop(self.slot);
         let mut calls = self.calls;
         calls.sort_unstable_by_key(|c| c.key);
@@ -602,29 +677,32 @@ impl CallMap {
         calls
             .into_iter()
             .filter(|c| c.kind != CallRecord::NO_FLOPS)
-            .map(move |c| (kinds[c.kind as usize], c.id))
+            .map(move |c| (kinds[c.kind as usize], c.id, c))
     }
 }
 
 impl Calls {
-    /// Adds an activity's span to its GEMM call (made by `make` when first seen).
+    /// Adds an activity's span to its GEMM call (made by `make` when first seen); false when
+    /// that op has no FLOPs.
     fn add_gemm(
         &mut self,
         key: (usize, u32),
+        phase: CallPhase,
         span: (i64, i64),
         make: impl FnOnce() -> Option<Call>,
-    ) {
-        let call = self.gemm.entry(key, make);
-        Self::push(call, &mut self.next_id, &mut self.spans, span);
+    ) -> bool {
+        let call = self.gemm.entry(key, phase, make);
+        Self::push(call, &mut self.next_id, &mut self.spans, span)
     }
     /// Adds an activity's span to a composite call; false when that op has no FLOPs.
     fn add_composite(
         &mut self,
         key: (usize, u32),
+        phase: CallPhase,
         span: (i64, i64),
         make: impl FnOnce() -> Option<Call>,
     ) -> bool {
-        let call = self.composite.entry(key, make);
+        let call = self.composite.entry(key, phase, make);
         Self::push(call, &mut self.next_id, &mut self.spans, span)
     }
     fn push(
@@ -644,30 +722,60 @@ impl Calls {
         true
     }
 
-    /// Each call timed (the union of its spans), its FLOPs added to its op's row; the calls
-    /// summed per (op, shapes).
-    fn rates(mut self, acc: &mut BTreeMap<NameId, Acc>) -> BTreeMap<(NameId, NameId), ShapeAcc> {
+    /// The (input, op, shapes) of the calls forward ran: a forward op inside backward with one
+    /// of them is recomputation.
+    fn forward_signatures(&self, trace: &Trace) -> rustc_hash::FxHashSet<(u32, NameId, NameId)> {
+        let mut out = rustc_hash::FxHashSet::default();
+        for map in [&self.gemm, &self.composite] {
+            for c in map.calls.iter() {
+                if c.phase == CallPhase::Forward && c.kind != CallRecord::NO_FLOPS {
+                    let k = &map.kinds[c.kind as usize];
+                    out.insert((trace.host.input[c.key.0 as usize], k.op, k.dims));
+                }
+            }
+        }
+        out
+    }
+
+    /// Each call timed (the union of its spans), its FLOPs added to its op's row and to its
+    /// input's tally (recomputation apart); the calls summed per (op, shapes).
+    fn rates(
+        mut self,
+        trace: &Trace,
+        acc: &mut BTreeMap<NameId, Acc>,
+        tallies: &mut [FlopTally],
+    ) -> BTreeMap<(NameId, NameId), ShapeAcc> {
         let mut by_shape: BTreeMap<(NameId, NameId), ShapeAcc> = BTreeMap::new();
+        let forward = self.forward_signatures(trace);
         // A call faster than the device's peak (or with no finite count) has shapes that do not
         // describe its kernels: it gets no rate rather than an impossible one.
-        let plausible = |(c, ns): &(Call, i64)| {
+        let plausible = |(c, ns, _): &(Call, i64, CallRecord)| {
             c.flops.is_finite()
                 && c.peak_tflops()
                     .is_none_or(|p| c.flops <= *ns as f64 * p * 1e3)
         };
         let busy = union_per_call(&mut self.spans, self.next_id as usize);
         drop(self.spans);
-        let timed = |(c, id): (Call, u32)| {
+        let timed = |(c, id, rec): (Call, u32, CallRecord)| {
             let ns = busy.get(id as usize).copied().unwrap_or(0);
-            (c, ns)
+            (c, ns, rec)
         };
-        for (c, ns) in self
+        for (c, ns, rec) in self
             .gemm
             .into_sorted()
             .chain(self.composite.into_sorted())
             .map(timed)
             .filter(plausible)
         {
+            let input = trace.host.input[rec.key.0 as usize];
+            let t = &mut tallies[input as usize];
+            t.executed += c.model_flops;
+            *t.by_dtype.entry(c.dtype).or_default() += c.model_flops;
+            if rec.phase == CallPhase::ForwardInBackward && forward.contains(&(input, c.op, c.dims))
+            {
+                t.recomputed += c.model_flops;
+                t.recomputed_calls += 1;
+            }
             let sh = by_shape.entry((c.op, c.dims)).or_default();
             sh.calls += 1;
             sh.ns += ns;
@@ -692,6 +800,23 @@ impl Calls {
         }
         by_shape
     }
+}
+
+/// The FLOPs of one input's GEMM, attention and convolution calls in scope (forward and
+/// backward, as FlopCounterMode counts them: attention's causal mask halves nothing), MFU's
+/// numerator.
+#[derive(Clone, Debug, Default)]
+pub struct FlopTally {
+    /// Every counted call: what the hardware executed.
+    pub executed: f64,
+    /// Forward calls run again inside backward (activation checkpointing).
+    pub recomputed: f64,
+    pub recomputed_calls: u64,
+    /// FLOPs per compute type (the type with the most picks the peak).
+    pub by_dtype: BTreeMap<efficiency::Dtype, f64>,
+    /// GEMM, attention and convolution GPU time whose op gave no FLOPs (no recorded shapes, an
+    /// op the counter does not know, a Triton template), by the launching op's name.
+    pub missing_ns: BTreeMap<String, i64>,
 }
 
 /// The calls of one (op, shapes).

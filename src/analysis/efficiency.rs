@@ -151,6 +151,36 @@ pub fn is_attention_op(op: &str) -> bool {
     ATTENTION_OPS.iter().any(|(name, ..)| *name == op)
 }
 
+/// Counted ops that only forward runs (backward calls `aten::mm`, `aten::bmm` and the
+/// `*_backward` ops): one inside backward is recomputation.
+pub fn is_forward_only_op(op: &str) -> bool {
+    matches!(
+        op,
+        "aten::addmm"
+            | "aten::_addmm_activation"
+            | "aten::baddbmm"
+            | "aten::linear"
+            | "aten::convolution"
+    ) || ATTENTION_OPS
+        .iter()
+        .any(|(name, _, _, factor)| *name == op && *factor == 1.0)
+}
+
+/// FLOPs of one attention call as model FLOPs count them (PaLM's `12·L·H·Q·T`, torch's
+/// FlopCounterMode): every query-key pair, causal or not, backward 2.5 forwards. MFU reads
+/// these; the op's achieved rate reads [`composite_flops`]'s, which skips the masked half.
+pub fn attention_model_flops(op: &str, input_dims: &str) -> Option<f64> {
+    let &(_, q_at, _, factor) = ATTENTION_OPS.iter().find(|(n, ..)| *n == op)?;
+    let dims = dims_of(input_dims)?;
+    let (q, k, v) = (dims.get(q_at)?, dims.get(q_at + 1)?, dims.get(q_at + 2)?);
+    if q.len() < 3 || k.len() < 3 || v.len() < 3 {
+        return None;
+    }
+    let (l, e) = (q[q.len() - 2] as f64, q[q.len() - 1] as f64);
+    let (s, ev) = (k[k.len() - 2] as f64, v[v.len() - 1] as f64);
+    Some(factor * 2.0 * fprod(&q[..q.len() - 2]) * l * s * (e + ev))
+}
+
 /// Ops [`composite_flops`] knows.
 pub fn is_composite(op: &str) -> bool {
     matches!(op, "aten::convolution" | "aten::convolution_backward") || is_attention_op(op)

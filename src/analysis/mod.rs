@@ -12,7 +12,9 @@ pub mod efficiency;
 pub mod hardware;
 pub mod links;
 pub mod memory;
+pub mod mfu;
 pub mod partition;
+pub mod regions;
 pub mod steps;
 pub mod table;
 
@@ -79,6 +81,9 @@ pub struct Summary {
     /// How buckets were decided: `ops` (the launching op where `rules/ops.toml` says, else the
     /// kernel name) or `kernels` (names only: inputs without ops, such as rocprof's).
     pub bucket_view: &'static str,
+    /// Model FLOP utilization (FEED.md `summary.mfu_pct` and its companions).
+    #[serde(flatten)]
+    pub mfu: mfu::Mfu,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -143,6 +148,8 @@ pub struct Analysis {
     pub collectives: collectives::Collectives,
     /// GPU memory per device (traces with `[memory]` events).
     pub memory: Vec<memory::DeviceMemory>,
+    /// The annotated ranges and PyTorch's phases as a tree (pre-order), merged by path.
+    pub regions: Vec<regions::RegionRow>,
     /// GPU time in scope per rule tag (what recommendations gate on; not in the feed).
     #[serde(skip)]
     pub tagged_ns: BTreeMap<crate::classify::KernelTag, i64>,
@@ -648,6 +655,15 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     );
     let devices = device_activities(trace, &links, &activity_buckets, &in_scope);
     let parts = partition_time(trace, &steps, &devices, &timelines, &step_span, &host_span);
+    let regions = regions::analyze(&regions::Inputs {
+        trace,
+        links: &links,
+        steps: &steps,
+        activity_buckets: &activity_buckets,
+        in_scope: &in_scope,
+        devices: &devices,
+        timelines: &timelines,
+    });
     drop(devices);
     let durations: Vec<i64> = parts.step_durations.iter().map(|d| d.1).collect();
     let (step_ns, warmup_in_window) = match steps::step_stats(&durations) {
@@ -672,8 +688,9 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         kernel_ns: tables.kernel_ns,
         unclassified_pct: pct(tables.unclassified_ns, tables.kernel_ns),
         bucket_view: if op_view { "ops" } else { "kernels" },
+        mfu: mfu::Mfu::default(),
     };
-    let (ops, op_shapes) = if opts.attribution {
+    let (ops, op_shapes, flops) = if opts.attribution {
         attribution::ops(
             trace,
             &op_index,
@@ -687,6 +704,26 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     };
     let op_of = op_index.owner_ops();
     drop(op_index);
+    let mut summary = summary;
+    summary.mfu = mfu::compute(
+        trace,
+        &rules.devices,
+        &flops,
+        &mfu::Timing {
+            steps_per_input: (0..trace.inputs.len())
+                .map(|i| steps.kept(i).count())
+                .collect(),
+            step_ns: summary.step_ns.as_ref().map(|s| s.mean),
+            window_ns: summary.window_ns,
+            devices: trace.inputs.iter().map(|i| i.devices.len()).sum(),
+            compute_ns: tables
+                .buckets
+                .iter()
+                .filter(|b| matches!(b.bucket, Bucket::Gemm | Bucket::Attention | Bucket::Conv))
+                .map(|b| b.kernel_ns)
+                .sum(),
+        },
+    );
     let analysis = Analysis {
         inputs: inputs_with_warnings(trace, &overlaps, &unfinished),
         time_partition: partition::rows(&parts.total, parts.window_ns),
@@ -706,6 +743,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         kernel_counters: hardware::kernel_counters(trace, &classified),
         collectives: collectives::Collectives::default(),
         memory: memory::analyze(trace, &steps, &rules.devices),
+        regions,
         tagged_ns,
         skipped_files: trace.skipped.clone(),
     };

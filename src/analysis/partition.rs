@@ -71,6 +71,17 @@ impl Category {
         Category::ALL[bucket_index(b)]
     }
 
+    /// GPU idle time, whatever its cause.
+    pub fn is_idle(self) -> bool {
+        matches!(
+            self,
+            Category::LaunchOverhead
+                | Category::HostIdle
+                | Category::IdleUnattributed
+                | Category::GraphGaps
+        )
+    }
+
     /// Idle time the host causes (launch overhead, host idle).
     pub fn is_host_caused(self) -> bool {
         matches!(self, Category::LaunchOverhead | Category::HostIdle)

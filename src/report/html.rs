@@ -28,6 +28,8 @@ pub fn esc(s: &str) -> String {
 const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1180px;padding:16px 24px;color:#222}
 h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.regions summary,.regions .leaf,.region-head{display:grid;grid-template-columns:minmax(220px,3fr) 4em repeat(4,6em) 2fr 6em;gap:0 8px;padding:2px 0}
+.regions summary{cursor:pointer}.region-head{font-weight:600;border-bottom:1px solid #ddd}.regions span:not(:first-child){text-align:right}.regions span:nth-child(7){text-align:left}
 .headline{font-size:16px;background:#f4f6f8;padding:10px 14px;border-radius:6px}
 table{border-collapse:collapse;width:100%;margin:8px 0}th,td{border:1px solid #ddd;padding:4px 8px;vertical-align:top;text-align:left}
 th{background:#f0f0f0;cursor:pointer;user-select:none}td.n{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
@@ -80,6 +82,8 @@ pub fn render(run: &Run) -> String {
     // Partition, per step.
     render_partition(&mut b, &sections);
     render_memory(&mut b, run);
+    render_mfu(&mut b, run);
+    render_regions(&mut b, run);
     render_compile(&mut b, a);
 
     // Ladder and recommendations.
@@ -440,6 +444,82 @@ fn render_attribution(b: &mut String, a: &Analysis) {
 }
 
 /// Hardware counters per kernel (rocprof-compute workloads): bound labels and fractions of peak.
+/// Model FLOP utilization: the job's line, and each rank's when there are several.
+fn render_mfu(b: &mut String, run: &Run) {
+    let Some(line) = crate::report::sections::mfu_line(run) else {
+        return;
+    };
+    let _ = writeln!(
+        b,
+        "<h2>Model FLOP utilization</h2><p>{}</p><p class=\"muted\">GEMM, attention and convolution FLOPs (forward and backward, from the recorded shapes, counted as torch's FlopCounterMode counts them; recomputed forward calls left out) over the step time times the devices' dense peak for the type most of them compute in.</p>",
+        esc(&line)
+    );
+    let ranks: Vec<String> = run
+        .ranks
+        .iter()
+        .filter_map(|r| {
+            let m = &r.summary.mfu;
+            Some(format!(
+                "<li>rank {}: MFU {:.1}%, HFU {:.1}%</li>",
+                r.rank, m.mfu_pct?, m.hfu_pct?
+            ))
+        })
+        .collect();
+    if !ranks.is_empty() {
+        let _ = writeln!(b, "<ul>{}</ul>", ranks.concat());
+    }
+}
+
+/// Regions as a collapsible tree: each a `<details>` whose summary holds its numbers (per
+/// occurrence), children inside; the top level open.
+fn render_regions(b: &mut String, run: &Run) {
+    use crate::report::sections::{region_cells, REGION_HEADER};
+    let regions = &run.analysis.regions;
+    if regions.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        b,
+        "<h2>Regions</h2><p class=\"muted\">Annotated ranges and PyTorch's phases, merged by path over steps and ranks; times per occurrence. GPU time: the durations of what the range launched (any thread); span: its first activity's start to its last one's end; elapsed: what CUDA/HIP events around the range measure.</p>"
+    );
+    let _ = writeln!(
+        b,
+        "<div class=\"regions\"><div class=\"region-head\">{}</div>",
+        REGION_HEADER
+            .iter()
+            .map(|h| format!("<span>{}</span>", esc(h)))
+            .collect::<String>()
+    );
+    let mut open = 0u32;
+    for (k, r) in regions.iter().enumerate() {
+        while open > r.depth {
+            let _ = writeln!(b, "</details>");
+            open -= 1;
+        }
+        let has_children = regions.get(k + 1).is_some_and(|n| n.depth > r.depth);
+        let cells = region_cells(r)
+            .iter()
+            .map(|c| format!("<span>{}</span>", esc(c)))
+            .collect::<String>();
+        let indent = format!("style=\"padding-left:{}em\"", r.depth);
+        if has_children {
+            let _ = writeln!(
+                b,
+                "<details{}><summary {indent}>{cells}</summary>",
+                if r.depth == 0 { " open" } else { "" }
+            );
+            open += 1;
+        } else {
+            let _ = writeln!(b, "<div class=\"leaf\" {indent}>{cells}</div>");
+        }
+    }
+    while open > 0 {
+        let _ = writeln!(b, "</details>");
+        open -= 1;
+    }
+    let _ = writeln!(b, "</div>");
+}
+
 /// GPU memory: the peaks per device and a timeline chart of the first eight devices.
 fn render_memory(b: &mut String, run: &Run) {
     let lines = crate::report::sections::memory_lines(run);

@@ -49,6 +49,8 @@ struct Feed<'a> {
     collective_arrivals: &'a [crate::analysis::collectives::Arrival],
     /// GPU memory per device (FEED.md `memory`).
     memory: &'a [crate::analysis::memory::DeviceMemory],
+    /// Annotated ranges and PyTorch's phases, a tree in pre-order (FEED.md `regions[]`).
+    regions: &'a [crate::analysis::regions::RegionRow],
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
@@ -81,6 +83,7 @@ pub fn render(run: &Run) -> Vec<u8> {
         collectives: &a.collectives.rows,
         collective_arrivals: &a.collectives.arrivals,
         memory: &a.memory,
+        regions: &a.regions,
     };
     let mut out =
         serde_json::to_vec_pretty(&feed).expect("the feed is plain data and always serializes");

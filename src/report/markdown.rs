@@ -36,6 +36,10 @@ pub fn render(run: &Run) -> String {
     if !memory.is_empty() {
         let _ = writeln!(out, "\nGPU memory: {}", cell(&memory.join("; ")));
     }
+    if let Some(line) = crate::report::sections::mfu_line(run) {
+        let _ = writeln!(out, "\nMFU: {}", cell(&line));
+    }
+    render_regions(&mut out, run);
 
     render_recommendations(&mut out, run);
     render_ladder(&mut out, &sections);
@@ -103,6 +107,34 @@ fn render_partition(out: &mut String, sections: &Sections) {
     );
     for r in &sections.partition {
         let _ = writeln!(out, "| {} | {} | {:.1} |", r.category, fmt_ns(r.ns), r.pct);
+    }
+}
+
+/// The regions' top two levels (per occurrence), at most 20 rows; the HTML report has the tree.
+fn render_regions(out: &mut String, run: &Run) {
+    use crate::report::sections::{region_cells, REGION_HEADER};
+    let rows: Vec<_> = run
+        .analysis
+        .regions
+        .iter()
+        .filter(|r| r.depth <= 1)
+        .take(20)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n| {} |\n|---|---:|---:|---:|---:|---:|---|---:|",
+        REGION_HEADER.join(" | ")
+    );
+    for r in rows {
+        let mut c = region_cells(r);
+        if r.depth > 0 {
+            c[0] = format!("↳ {}", c[0]);
+        }
+        let c: Vec<String> = c.iter().map(|s| cell(s)).collect();
+        let _ = writeln!(out, "| {} |", c.join(" | "));
     }
 }
 

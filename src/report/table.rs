@@ -154,6 +154,12 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
     for line in crate::report::sections::memory_lines(run).iter().take(8) {
         let _ = writeln!(out, "memory   {line}");
     }
+    if let Some(line) = crate::report::sections::mfu_line(run) {
+        let _ = writeln!(out, "mfu      {line}");
+    }
+    if let Some(line) = crate::report::sections::region_line(run) {
+        let _ = writeln!(out, "regions  {line}");
+    }
     let _ = writeln!(
         out,
         "window   {}   GPU busy {} ({:.1}%)   GPU activity {} in {} launches of {} distinct kernels",

@@ -1,0 +1,569 @@
+//! Regions: GPU time by what the user marked (`record_function`, NVTX and ROCTx ranges: Kineto
+//! `user_annotation`) and by the phases PyTorch marks itself (forward, backward, the optimizer,
+//! DDP/FSDP hooks), as a tree merged by path across steps and ranks.
+//!
+//! A region owns the GPU activities launched inside its host time range by any thread of its
+//! process: backward kernels are launched from the autograd thread, outside the main thread's
+//! `backward` range, and still belong to it. Kineto's own `gpu_user_annotation` spans count only
+//! the annotating thread's launches (1 µs for a `backward` range), so they are not read.
+
+use super::links::Links;
+use super::partition::{self, DeviceActivities, HostTimeline, Partition, PartitionRow};
+use super::steps::Steps;
+use crate::classify::Bucket;
+use crate::model::{HostKind, Trace};
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Who marked a region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegionKind {
+    /// A range the user wrote (`record_function`, NVTX, ROCTx).
+    Annotation,
+    /// A range PyTorch marks (optimizer, DDP/FSDP hooks) or one this tool derives from the ops
+    /// (forward: the main thread's ops; backward: the autograd engine's).
+    Phase,
+}
+
+/// GPU time of one bucket inside a region.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RegionBucket {
+    pub bucket: Bucket,
+    pub kernel_ns: i64,
+    pub pct: f64,
+}
+
+/// One region of the tree, merged over its occurrences (every step, every rank).
+#[derive(Clone, Debug, Serialize)]
+pub struct RegionRow {
+    pub name: String,
+    /// The names from the root down to this region, joined by [`PATH_SEPARATOR`].
+    pub path: String,
+    pub kind: RegionKind,
+    /// 0 for top-level regions.
+    pub depth: u32,
+    /// Occurrences merged into this row.
+    pub count: u64,
+    /// Host time inside the range, summed over occurrences.
+    pub cpu_ns: i64,
+    /// Summed durations of the GPU activities launched inside the range (any thread).
+    pub gpu_ns: i64,
+    /// Per occurrence, its first activity's start to its last one's end, summed.
+    pub gpu_span_ns: i64,
+    /// Per occurrence, what a pair of CUDA/HIP events around the range measures, summed: from
+    /// the later of the range's host start and the device's last activity end before the
+    /// region's first activity, to its last activity's end. Above `gpu_span_ns` by the time
+    /// the GPU sat idle waiting for the region's first launch (host work at its start).
+    pub gpu_elapsed_ns: i64,
+    pub launches: u64,
+    /// The ranks the region occurs on (empty for single-process traces without a rank).
+    pub ranks: Vec<u32>,
+    pub buckets: Vec<RegionBucket>,
+    /// The time partition of the region's GPU spans.
+    pub time_partition: Vec<PartitionRow>,
+}
+
+pub const PATH_SEPARATOR: &str = " / ";
+
+/// Annotations PyTorch writes itself: phases, not the user's.
+fn is_pytorch_phase(name: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "Optimizer.",
+        "DistributedDataParallel.",
+        "FullyShardedDataParallel.",
+        "FSDP::",
+        "enumerate(DataLoader)",
+        // Inductor's call of a compiled graph (`## Call CompiledFxGraph f… ##`).
+        "## Call CompiledFxGraph",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Annotations that are not regions: steps (the frame the tree sits in) and the process group's
+/// per-collective ranges (the collectives table reports those).
+fn is_not_a_region(name: &str) -> bool {
+    super::steps::step_number(name).is_some()
+        || ["nccl:", "gloo:", "mpi:", "ucc:", "xccl:"]
+            .iter()
+            .any(|p| name.starts_with(p))
+}
+
+const BACKWARD_OP: &str = "autograd::engine::evaluate_function: ";
+
+/// One occurrence of a region on the host.
+#[derive(Clone, Debug)]
+struct Occurrence {
+    start: i64,
+    end: i64,
+    /// Host thread index (`HostEvents::thread`).
+    thread: u32,
+    name: String,
+    kind: RegionKind,
+}
+
+/// What the regions read from the analysis so far.
+pub struct Inputs<'a> {
+    pub trace: &'a Trace,
+    pub links: &'a Links,
+    pub steps: &'a Steps,
+    pub activity_buckets: &'a [Bucket],
+    pub in_scope: &'a [bool],
+    pub devices: &'a BTreeMap<(u32, u32), DeviceActivities>,
+    pub timelines: &'a [HostTimeline],
+}
+
+/// Per region path: the merged numbers, and where it sits in the tree.
+#[derive(Default)]
+struct Merged {
+    kind: Option<RegionKind>,
+    name: String,
+    depth: u32,
+    parent: Option<String>,
+    /// Ordering among siblings: the earliest occurrence's offset from its input's first one.
+    first_offset: i64,
+    count: u64,
+    cpu_ns: i64,
+    gpu_ns: i64,
+    span_ns: i64,
+    elapsed_ns: i64,
+    launches: u64,
+    ranks: std::collections::BTreeSet<u32>,
+    buckets: [i64; 7],
+    partition: Partition,
+}
+
+/// The region tree, in pre-order (siblings by when they first occur, then by name).
+pub fn analyze(inp: &Inputs) -> Vec<RegionRow> {
+    let trace = inp.trace;
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new(); trace.inputs.len()];
+    for i in 0..trace.host.len() {
+        rows[trace.host.input[i] as usize].push(i);
+    }
+    let mut merged: BTreeMap<String, Merged> = BTreeMap::new();
+    for (input, rows) in rows.iter().enumerate() {
+        let main = main_thread(trace, rows);
+        let occurrences = occurrences(inp, input, rows, main);
+        if occurrences.is_empty() {
+            continue;
+        }
+        merge_input(inp, input, main, occurrences, &mut merged);
+    }
+    tree_rows(merged)
+}
+
+/// Host time ranges of one input that count: inside a kept step's CPU range, or anywhere in an
+/// input without steps.
+fn in_kept_step(steps: &Steps, input: usize) -> impl Fn(i64) -> bool + '_ {
+    // Steps never overlap and are sorted by start.
+    let kept: Vec<(i64, i64)> = steps
+        .kept(input)
+        .map(|(_, s)| (s.cpu_start_ns, s.cpu_end_ns))
+        .collect();
+    let no_steps = steps.per_input[input].is_empty();
+    move |t| {
+        let k = kept.partition_point(|s| s.0 <= t);
+        no_steps || (k > 0 && t < kept[k - 1].1)
+    }
+}
+
+/// The occurrences of one input: its annotations, and forward / backward phases where the user
+/// did not mark them.
+fn occurrences(inp: &Inputs, input: usize, rows: &[usize], main: Option<u32>) -> Vec<Occurrence> {
+    let trace = inp.trace;
+    let host = &trace.host;
+    let names = &trace.names;
+    let in_step = in_kept_step(inp.steps, input);
+    let mut out = Vec::new();
+    let mut user_marks = (false, false); // the user marked forward, backward
+    for &i in rows {
+        if host.kind[i] != HostKind::Annotation || host.dur_ns[i] <= 0 {
+            continue;
+        }
+        let name = names.get(host.name[i]);
+        if is_not_a_region(name) || !in_step(host.ts_ns[i]) {
+            continue;
+        }
+        let kind = if is_pytorch_phase(name) {
+            RegionKind::Phase
+        } else {
+            let lower = name.to_ascii_lowercase();
+            user_marks.0 |= lower.contains("forward");
+            user_marks.1 |= lower.contains("backward");
+            RegionKind::Annotation
+        };
+        out.push(Occurrence {
+            start: host.ts_ns[i],
+            end: host.ts_ns[i].saturating_add(host.dur_ns[i]),
+            thread: host.thread[i],
+            name: name.to_string(),
+            kind,
+        });
+    }
+    if let Some(main) = main {
+        derive_phases(inp, input, rows, main, &mut out, user_marks);
+    }
+    out
+}
+
+/// The main thread: the one with the steps' ranges, else the one with the most cpu_ops among
+/// those that run no autograd engine ops (the backward thread has many of its own).
+fn main_thread(trace: &Trace, rows: &[usize]) -> Option<u32> {
+    let host = &trace.host;
+    let is_backward = trace.names.per_name(|n| n.starts_with(BACKWARD_OP));
+    let mut ops: HashMap<u32, (bool, u64)> = HashMap::default();
+    for &i in rows {
+        if host.kind[i] == HostKind::Annotation
+            && super::steps::step_number(trace.names.get(host.name[i])).is_some()
+        {
+            return Some(host.thread[i]);
+        }
+        if host.kind[i] == HostKind::CpuOp {
+            let e = ops.entry(host.thread[i]).or_default();
+            e.0 |= is_backward[host.name[i].index()];
+            e.1 += 1;
+        }
+    }
+    ops.into_iter()
+        .max_by_key(|&(t, (backward, n))| (!backward, n, std::cmp::Reverse(t)))
+        .map(|(t, _)| t)
+}
+
+/// Forward and backward phases derived from the ops, where the user did not mark them:
+/// backward, each run of `autograd::engine::evaluate_function` ops (on the autograd thread) with
+/// no main-thread op starting between them; forward, each run of the main thread's outermost
+/// ops outside backward and the optimizer, in a step or beside a backward.
+fn derive_phases(
+    inp: &Inputs,
+    input: usize,
+    rows: &[usize],
+    main: u32,
+    out: &mut Vec<Occurrence>,
+    (user_forward, user_backward): (bool, bool),
+) {
+    let trace = inp.trace;
+    let host = &trace.host;
+    let in_step = in_kept_step(inp.steps, input);
+    let is_backward = trace.names.per_name(|n| n.starts_with(BACKWARD_OP));
+    // The main thread's outermost cpu_ops, by start.
+    let mut main_ops: Vec<(i64, i64)> = rows
+        .iter()
+        .filter(|&&i| host.kind[i] == HostKind::CpuOp && host.thread[i] == main)
+        .map(|&i| {
+            (
+                host.ts_ns[i],
+                host.ts_ns[i].saturating_add(host.dur_ns[i].max(0)),
+            )
+        })
+        .collect();
+    main_ops.sort_unstable_by_key(|&(s, e)| (s, std::cmp::Reverse(e)));
+    let mut outermost: Vec<(i64, i64)> = Vec::with_capacity(main_ops.len() / 4);
+    for (s, e) in main_ops {
+        match outermost.last() {
+            Some(&(_, le)) if s < le => {}
+            _ => outermost.push((s, e)),
+        }
+    }
+    let mut backward_ops: Vec<(i64, i64, u32)> = rows
+        .iter()
+        .filter(|&&i| host.kind[i] == HostKind::CpuOp && is_backward[host.name[i].index()])
+        .filter(|&&i| in_step(host.ts_ns[i]))
+        .map(|&i| {
+            let s = host.ts_ns[i];
+            (s, s.saturating_add(host.dur_ns[i].max(0)), host.thread[i])
+        })
+        .collect();
+    backward_ops.sort_unstable();
+    let step_starts: Vec<i64> = inp.steps.per_input[input]
+        .iter()
+        .map(|s| s.cpu_start_ns)
+        .collect();
+    let any_between = |sorted: &[i64], a: i64, b: i64| {
+        let k = sorted.partition_point(|&t| t <= a);
+        k < sorted.len() && sorted[k] < b
+    };
+    let main_starts: Vec<i64> = outermost.iter().map(|o| o.0).collect();
+    // Backward runs.
+    let mut backward: Vec<(i64, i64, u32)> = Vec::new();
+    for (s, e, t) in backward_ops {
+        match backward.last_mut() {
+            Some(run)
+                if !any_between(&main_starts, run.1, s) && !any_between(&step_starts, run.1, s) =>
+            {
+                run.1 = run.1.max(e);
+            }
+            _ => backward.push((s, e, t)),
+        }
+    }
+    if !user_backward {
+        out.extend(backward.iter().map(|&(start, end, thread)| Occurrence {
+            start,
+            end,
+            thread,
+            name: "backward".into(),
+            kind: RegionKind::Phase,
+        }));
+    }
+    if user_forward || (step_starts.is_empty() && backward.is_empty()) {
+        return;
+    }
+    // Forward runs: outermost main-thread ops outside backward runs and optimizer phases, cut
+    // where a step, a backward run or an optimizer phase starts.
+    let optimizer: Vec<(i64, i64)> = out
+        .iter()
+        .filter(|o| o.name.starts_with("Optimizer.") || o.name.starts_with("enumerate(DataLoader)"))
+        .map(|o| (o.start, o.end))
+        .collect();
+    let mut cuts: Vec<i64> = step_starts.clone();
+    cuts.extend(backward.iter().map(|b| b.0));
+    cuts.extend(optimizer.iter().map(|o| o.0));
+    cuts.sort_unstable();
+    let inside =
+        |spans: &[(i64, i64)], s: i64, e: i64| spans.iter().any(|&(a, b)| s >= a && e <= b);
+    let backward_spans: Vec<(i64, i64)> = backward.iter().map(|b| (b.0, b.1)).collect();
+    let mut forward: Vec<(i64, i64)> = Vec::new();
+    for (s, e) in outermost {
+        if !in_step(s) || inside(&optimizer, s, e) || inside(&backward_spans, s, e) {
+            continue;
+        }
+        match forward.last_mut() {
+            // A cut at or after the run's end and at or before this op starts it anew.
+            Some(run) if !any_between(&cuts, run.1 - 1, s + 1) => run.1 = run.1.max(e),
+            _ => forward.push((s, e)),
+        }
+    }
+    // A run takes in the main-thread ranges it cuts through at either end (DDP's
+    // `DistributedDataParallel.forward` starts before the first op and ends before the loss),
+    // so they nest inside it; not those reaching past its other end (a whole-step range).
+    for run in &mut forward {
+        let (s, e) = *run;
+        for o in out.iter().filter(|o| o.thread == main) {
+            if o.start < s && s < o.end && o.end <= e {
+                run.0 = run.0.min(o.start);
+            }
+            if s <= o.start && o.start < e && e < o.end {
+                run.1 = run.1.max(o.end);
+            }
+        }
+    }
+    // In training, forward is the run a backward follows (ops between the optimizer and the
+    // next step's zero_grad, such as logging, are not).
+    if !backward.is_empty() {
+        let backward_starts: Vec<i64> = backward.iter().map(|b| b.0).collect();
+        forward.retain(|&(_, end)| {
+            let k = cuts.partition_point(|&t| t < end);
+            k < cuts.len() && backward_starts.binary_search(&cuts[k]).is_ok()
+        });
+    }
+    out.extend(forward.into_iter().map(|(start, end)| Occurrence {
+        start,
+        end,
+        thread: main,
+        name: "forward".into(),
+        kind: RegionKind::Phase,
+    }));
+}
+
+/// Nests one input's occurrences (a region's parent is the innermost one containing it on its
+/// own thread or on the main thread, which waits while the autograd thread runs) and adds each
+/// occurrence's numbers to the row of its path.
+fn merge_input(
+    inp: &Inputs,
+    input: usize,
+    main: Option<u32>,
+    mut occ: Vec<Occurrence>,
+    merged: &mut BTreeMap<String, Merged>,
+) {
+    let trace = inp.trace;
+    let acts = &trace.activities;
+    let rank = trace.inputs[input].rank;
+    // Phases first among equal spans, so a derived phase holds the annotation that matches it.
+    occ.sort_by(|a, b| {
+        (a.start, std::cmp::Reverse(a.end), b.kind, &a.name).cmp(&(
+            b.start,
+            std::cmp::Reverse(b.end),
+            a.kind,
+            &b.name,
+        ))
+    });
+    // The input's launches in scope, by launch time.
+    let mut launches: Vec<(i64, u32)> = (0..acts.len())
+        .filter(|&a| acts.input[a] as usize == input && inp.in_scope[a])
+        .filter_map(|a| Some((trace.host.ts_ns[inp.links.launch[a]? as usize], a as u32)))
+        .collect();
+    launches.sort_unstable();
+    // Per device, the ends of all its activities (in scope or not: the previous step's tail
+    // keeps the GPU busy), sorted.
+    let mut ends: HashMap<u32, Vec<i64>> = HashMap::default();
+    for a in (0..acts.len()).filter(|&a| acts.input[a] as usize == input) {
+        ends.entry(acts.device[a]).or_default().push(acts.end_ns(a));
+    }
+    for e in ends.values_mut() {
+        e.sort_unstable();
+    }
+    let gpu = Launched {
+        launches: &launches,
+        ends: &ends,
+    };
+    let base = occ.first().map_or(0, |o| o.start);
+    let mut paths: Vec<String> = Vec::with_capacity(occ.len());
+    let mut depths: Vec<u32> = Vec::with_capacity(occ.len());
+    let mut stack: Vec<usize> = Vec::new();
+    for (k, o) in occ.iter().enumerate() {
+        while stack.last().is_some_and(|&p| occ[p].end <= o.start) {
+            stack.pop();
+        }
+        let parent = stack.iter().rev().copied().find(|&p| {
+            let q = &occ[p];
+            q.start <= o.start && o.end <= q.end && (q.thread == o.thread || Some(q.thread) == main)
+        });
+        let (path, depth) = match parent {
+            Some(p) => (
+                format!("{}{PATH_SEPARATOR}{}", paths[p], o.name),
+                depths[p] + 1,
+            ),
+            None => (o.name.clone(), 0),
+        };
+        let m = merged.entry(path.clone()).or_insert_with(|| Merged {
+            first_offset: i64::MAX,
+            ..Default::default()
+        });
+        m.kind = Some(m.kind.map_or(o.kind, |k| k.min(o.kind)));
+        m.name.clone_from(&o.name);
+        m.depth = depth;
+        m.parent = parent.map(|p| paths[p].clone());
+        m.first_offset = m.first_offset.min(o.start - base);
+        m.count += 1;
+        m.cpu_ns = m.cpu_ns.saturating_add(o.end - o.start);
+        m.ranks.extend(rank);
+        add_gpu(inp, input, &gpu, o, m);
+        paths.push(path);
+        depths.push(depth);
+        stack.push(k);
+    }
+}
+
+/// One input's launches in scope by launch time, and per device the sorted ends of all its
+/// activities.
+struct Launched<'a> {
+    launches: &'a [(i64, u32)],
+    ends: &'a HashMap<u32, Vec<i64>>,
+}
+
+impl Launched<'_> {
+    /// The last time before `first` that the device finished something (`None`: never).
+    fn last_end_before(&self, device: u32, first: i64) -> Option<i64> {
+        let e = self.ends.get(&device)?;
+        let k = e.partition_point(|&t| t <= first);
+        (k > 0).then(|| e[k - 1])
+    }
+}
+
+/// Adds the GPU work launched inside one occurrence: durations, per bucket, its span on each
+/// device and that span's time partition.
+fn add_gpu(inp: &Inputs, input: usize, gpu: &Launched, o: &Occurrence, m: &mut Merged) {
+    let acts = &inp.trace.activities;
+    let launches = gpu.launches;
+    let lo = launches.partition_point(|l| l.0 < o.start);
+    let hi = launches.partition_point(|l| l.0 <= o.end);
+    let mut spans: BTreeMap<u32, (i64, i64)> = BTreeMap::new();
+    for &(_, a) in &launches[lo..hi] {
+        let a = a as usize;
+        m.gpu_ns = m.gpu_ns.saturating_add(acts.dur_ns[a]);
+        m.launches += 1;
+        m.buckets[partition::bucket_index(inp.activity_buckets[a])] += acts.dur_ns[a];
+        let span = spans
+            .entry(acts.device[a])
+            .or_insert((acts.ts_ns[a], acts.end_ns(a)));
+        *span = (span.0.min(acts.ts_ns[a]), span.1.max(acts.end_ns(a)));
+    }
+    // Events around the range start timing when the host reaches it or the GPU finishes the
+    // work before it, whichever is later: the GPU's idle time between that and the first
+    // activity is the region's (its host work held the first launch back).
+    if let Some((&device, &(first, end))) = spans.iter().min_by_key(|(d, s)| (s.0, **d)) {
+        let free = gpu.last_end_before(device, first).unwrap_or(i64::MIN);
+        let start = o.start.max(free).min(first);
+        m.elapsed_ns = m.elapsed_ns.saturating_add(end - start);
+    }
+    for (device, (s, e)) in spans {
+        m.span_ns = m.span_ns.saturating_add(e - s);
+        if let Some(dev) = inp.devices.get(&(input as u32, device)) {
+            m.partition.add(&dev.partition(s, e, &inp.timelines[input]));
+        }
+    }
+}
+
+/// The merged rows in pre-order: each region, then its children, siblings by first occurrence.
+fn tree_rows(merged: BTreeMap<String, Merged>) -> Vec<RegionRow> {
+    let mut children: BTreeMap<Option<String>, Vec<(i64, String)>> = BTreeMap::new();
+    for (path, m) in &merged {
+        children
+            .entry(m.parent.clone())
+            .or_default()
+            .push((m.first_offset, path.clone()));
+    }
+    for list in children.values_mut() {
+        list.sort();
+    }
+    let mut out = Vec::with_capacity(merged.len());
+    let mut todo: Vec<String> = children
+        .get(&None)
+        .map(|l| l.iter().rev().map(|c| c.1.clone()).collect())
+        .unwrap_or_default();
+    while let Some(path) = todo.pop() {
+        if let Some(list) = children.get(&Some(path.clone())) {
+            todo.extend(list.iter().rev().map(|c| c.1.clone()));
+        }
+        let m = &merged[&path];
+        let bucket_total: i64 = m.buckets.iter().sum();
+        let mut buckets: Vec<RegionBucket> = Bucket::ALL
+            .iter()
+            .map(|&b| RegionBucket {
+                bucket: b,
+                kernel_ns: m.buckets[partition::bucket_index(b)],
+                pct: super::pct(m.buckets[partition::bucket_index(b)], bucket_total),
+            })
+            .filter(|r| r.kernel_ns > 0)
+            .collect();
+        buckets.sort_by(|a, b| {
+            b.kernel_ns
+                .cmp(&a.kernel_ns)
+                .then(a.bucket.as_str().cmp(b.bucket.as_str()))
+        });
+        out.push(RegionRow {
+            name: m.name.clone(),
+            path,
+            kind: m.kind.unwrap_or(RegionKind::Annotation),
+            depth: m.depth,
+            count: m.count,
+            cpu_ns: m.cpu_ns,
+            gpu_ns: m.gpu_ns,
+            gpu_span_ns: m.span_ns,
+            gpu_elapsed_ns: m.elapsed_ns,
+            launches: m.launches,
+            ranks: m.ranks.iter().copied().collect(),
+            buckets,
+            time_partition: partition::rows(&m.partition, m.span_ns),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pytorch_phases_and_non_regions() {
+        assert!(is_pytorch_phase("Optimizer.step#AdamW.step"));
+        assert!(is_pytorch_phase(
+            "FSDP::post_backward_reduce (transformer.h.5)"
+        ));
+        assert!(is_pytorch_phase("DistributedDataParallel.forward"));
+        assert!(!is_pytorch_phase("forward"));
+        assert!(is_not_a_region("ProfilerStep#3"));
+        assert!(is_not_a_region("nccl:all_reduce"));
+        assert!(!is_not_a_region("layer_0"));
+    }
+}
