@@ -350,6 +350,7 @@ fn config(args: &AnalysisArgs, global: &GlobalArgs, progress: Option<Progress>) 
             steps: args.steps,
             skip_warmup: args.skip_warmup,
             attribution: !args.no_attribution,
+            regions: true,
             dispatch_threshold_ns: (args.dispatch_threshold_us * 1000.0).round() as i64,
         },
         strict: args.strict,

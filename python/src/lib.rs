@@ -101,6 +101,7 @@ impl Options {
                 steps,
                 skip_warmup: self.skip_warmup,
                 attribution: self.attribution,
+                regions: true,
                 dispatch_threshold_ns: (self.dispatch_threshold_us * 1000.0).round() as i64,
             },
             strict: self.strict,

@@ -144,3 +144,18 @@ def test_feed_validates_against_its_schema() -> None:
 
 def test_version_is_the_cli_version() -> None:
     assert cli(["--version"]).stdout.decode().split() == ["rocprof-classify", rc.__version__]
+
+
+def test_regions_and_mfu_reach_python() -> None:
+    # GPT-2 training on an H100 with per-layer record_function ranges.
+    feed = rc.analyze(str(FIXTURES / "kineto" / "h100" / "train_layers.json.gz"))
+    paths = [r["path"] for r in feed["regions"]]
+    assert paths[:2] == ["forward", "forward / layer_0"]
+    forward = feed["regions"][0]
+    assert forward["count"] == 3 and forward["gpu_span_ns"] <= forward["gpu_elapsed_ns"]
+    summary = feed["summary"]
+    # FlopCounterMode's count of one step (regions_truth.json).
+    assert summary["model_flops_per_step"] == 1782948298752
+    seconds = summary["step_ns"]["mean"] / 1e9
+    expect = summary["model_flops_per_step"] / (seconds * summary["peak_flops"]) * 100
+    assert abs(summary["mfu_pct"] - expect) < 1e-3

@@ -341,6 +341,14 @@ pub fn ops(
     let mut calls = Calls::default();
     let mut tallies = vec![FlopTally::default(); trace.inputs.len()];
     let mut missing: BTreeMap<(u32, NameId), i64> = BTreeMap::new();
+    // A kernel that does GEMM, attention or convolution work by its own name (a layout copy
+    // inside a convolution op is conv time, not uncounted FLOPs).
+    let compute_kernel = |a: usize| {
+        matches!(
+            classified.get(trace.activities.name[a]).bucket,
+            Bucket::Gemm | Bucket::Attention | Bucket::Conv
+        )
+    };
     let composite_name = trace.names.per_name(efficiency::is_composite);
     let engine_name = trace
         .names
@@ -363,7 +371,7 @@ pub fn ops(
             no_op.total_ns += dur;
             no_op.launches += 1;
             *no_op.by_bucket.entry(bucket).or_default() += dur;
-            if matches!(bucket, Bucket::Gemm | Bucket::Attention | Bucket::Conv) {
+            if compute_kernel(a) {
                 *missing.entry((acts.input[a], NameId::NONE)).or_default() += dur;
             }
             continue;
@@ -394,15 +402,18 @@ pub fn ops(
             classified.get(acts.name[a]).tag == Some(crate::classify::KernelTag::Fp32Gemm);
         // total_ns: this op and every distinct op name enclosing it.
         let mut seen: Vec<NameId> = Vec::new();
-        let mut composite_chain: Vec<usize> = Vec::new();
+        // The enclosing ops, innermost first, and which of them are composite.
+        let mut chain: Vec<NameId> = Vec::new();
+        let mut composite_chain: Vec<(usize, usize)> = Vec::new();
         let mut in_backward = false;
         let mut cur = Some(k);
         while let Some(i) = cur {
             let name = host.name[t.op(i)];
             in_backward |= engine_name[name.index()];
             if composite_name[name.index()] {
-                composite_chain.push(t.op(i));
+                composite_chain.push((t.op(i), chain.len()));
             }
+            chain.push(name);
             if !seen.contains(&name) {
                 seen.push(name);
                 let e = acc.entry(name).or_default();
@@ -423,21 +434,35 @@ pub fn ops(
         let called_by_node = t
             .parent(k)
             .is_some_and(|p| node_name[host.name[t.op(p)].index()]);
-        let mut counted = calls.add_gemm((h, execution), phase(h, called_by_node), span, || {
-            gemm_call(trace, h, peaks, fp32_kernel)
-        });
+        let context = |pos: usize| context_hash(&chain[pos + 1..], &node_name, &engine_name);
         // A composite op (SDPA, convolution) whose FLOPs its shapes give: its kernels, launched
         // by the ops inside it, are its time. Only the outermost one with a number counts, so
         // eager SDPA around its flash/efficient op is one call, not two.
-        for &outer in composite_chain.iter().rev() {
-            if calls.add_composite((outer, execution), phase(outer, true), span, || {
+        let mut in_composite = false;
+        for &(outer, pos) in composite_chain.iter().rev() {
+            let at = CallContext {
+                phase: phase(outer, true),
+                context: context(pos),
+                nested: false,
+            };
+            if calls.add_composite((outer, execution), at, span, || {
                 composite_call(trace, outer, peaks)
             }) {
-                counted = true;
+                in_composite = true;
                 break;
             }
         }
-        if !counted && matches!(bucket, Bucket::Gemm | Bucket::Attention | Bucket::Conv) {
+        // A GEMM inside a counted composite (SDPA's math backend) keeps its own rate but is not
+        // counted twice in the step's FLOPs.
+        let at = CallContext {
+            phase: phase(h, called_by_node),
+            context: context(0),
+            nested: in_composite,
+        };
+        let counted = calls.add_gemm((h, execution), at, span, || {
+            gemm_call(trace, h, peaks, fp32_kernel)
+        }) || in_composite;
+        if !counted && compute_kernel(a) {
             *missing.entry((acts.input[a], host.name[h])).or_default() += dur;
         }
     }
@@ -594,6 +619,24 @@ struct Calls {
     next_id: u32,
 }
 
+/// The ops around a call up to the autograd node or engine op running it (`chain`: outward from
+/// the call's parent), hashed: a recomputed forward call has forward's (`aten::conv2d` around
+/// `aten::convolution`), a GEMM in a hand-written backward has not.
+fn context_hash(chain: &[NameId], node_name: &[bool], engine_name: &[bool]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = rustc_hash::FxHasher::default();
+    for name in chain {
+        if node_name[name.index()] || engine_name[name.index()] {
+            break;
+        }
+        name.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// What makes a call the same as forward's: (input, op, shapes, the ops around it).
+type Signature = (u32, NameId, NameId, u64);
+
 /// Calls by (host op, execution), in a vector with a hash index, each 16 bytes: what a call is
 /// apart from its time (op, shapes, FLOPs, bytes, peak) is stored once per distinct value (a
 /// model runs the same shapes every step). Millions of GEMM calls in large traces; read back in
@@ -613,9 +656,17 @@ struct CallRecord {
     kind: u32,
     /// Index into the spans' union, set when the call's first span is added.
     id: u32,
-    /// Where the call ran: forward, backward, or a forward op inside backward (a candidate for
-    /// activation recomputation).
+    /// Where and in what the call ran.
+    at: CallContext,
+}
+
+/// Where a call ran: its phase, a hash of the ops around it (up to the autograd node running
+/// it), and whether a counted composite call holds it.
+#[derive(Clone, Copy, Debug)]
+struct CallContext {
     phase: CallPhase,
+    context: u64,
+    nested: bool,
 }
 
 /// Where a GEMM or composite call ran, for telling recomputed forward work apart.
@@ -636,7 +687,7 @@ impl CallMap {
     fn entry(
         &mut self,
         key: (usize, u32),
-        phase: CallPhase,
+        at: CallContext,
         make: impl FnOnce() -> Option<Call>,
     ) -> &mut CallRecord {
         let key = (key.0 as u32, key.1);
@@ -661,7 +712,7 @@ impl CallMap {
                 key,
                 kind,
                 id: u32::MAX,
-                phase,
+                at,
             });
             calls.len() as u32 - 1
         });
@@ -687,22 +738,22 @@ impl Calls {
     fn add_gemm(
         &mut self,
         key: (usize, u32),
-        phase: CallPhase,
+        at: CallContext,
         span: (i64, i64),
         make: impl FnOnce() -> Option<Call>,
     ) -> bool {
-        let call = self.gemm.entry(key, phase, make);
+        let call = self.gemm.entry(key, at, make);
         Self::push(call, &mut self.next_id, &mut self.spans, span)
     }
     /// Adds an activity's span to a composite call; false when that op has no FLOPs.
     fn add_composite(
         &mut self,
         key: (usize, u32),
-        phase: CallPhase,
+        at: CallContext,
         span: (i64, i64),
         make: impl FnOnce() -> Option<Call>,
     ) -> bool {
-        let call = self.composite.entry(key, phase, make);
+        let call = self.composite.entry(key, at, make);
         Self::push(call, &mut self.next_id, &mut self.spans, span)
     }
     fn push(
@@ -724,13 +775,18 @@ impl Calls {
 
     /// The (input, op, shapes) of the calls forward ran: a forward op inside backward with one
     /// of them is recomputation.
-    fn forward_signatures(&self, trace: &Trace) -> rustc_hash::FxHashSet<(u32, NameId, NameId)> {
+    fn forward_signatures(&self, trace: &Trace) -> rustc_hash::FxHashSet<Signature> {
         let mut out = rustc_hash::FxHashSet::default();
         for map in [&self.gemm, &self.composite] {
             for c in map.calls.iter() {
-                if c.phase == CallPhase::Forward && c.kind != CallRecord::NO_FLOPS {
+                if c.at.phase == CallPhase::Forward && c.kind != CallRecord::NO_FLOPS {
                     let k = &map.kinds[c.kind as usize];
-                    out.insert((trace.host.input[c.key.0 as usize], k.op, k.dims));
+                    out.insert((
+                        trace.host.input[c.key.0 as usize],
+                        k.op,
+                        k.dims,
+                        c.at.context,
+                    ));
                 }
             }
         }
@@ -765,16 +821,22 @@ impl Calls {
             .into_sorted()
             .chain(self.composite.into_sorted())
             .map(timed)
-            .filter(plausible)
         {
-            let input = trace.host.input[rec.key.0 as usize];
-            let t = &mut tallies[input as usize];
-            t.executed += c.model_flops;
-            *t.by_dtype.entry(c.dtype).or_default() += c.model_flops;
-            if rec.phase == CallPhase::ForwardInBackward && forward.contains(&(input, c.op, c.dims))
-            {
-                t.recomputed += c.model_flops;
-                t.recomputed_calls += 1;
+            // The step's FLOPs count every call its shapes describe, however fast it looked.
+            if !rec.at.nested && c.model_flops.is_finite() {
+                let input = trace.host.input[rec.key.0 as usize];
+                let t = &mut tallies[input as usize];
+                t.executed += c.model_flops;
+                *t.by_dtype.entry(c.dtype).or_default() += c.model_flops;
+                if rec.at.phase == CallPhase::ForwardInBackward
+                    && forward.contains(&(input, c.op, c.dims, rec.at.context))
+                {
+                    t.recomputed += c.model_flops;
+                    t.recomputed_calls += 1;
+                }
+            }
+            if !plausible(&(c, ns, rec)) {
+                continue;
             }
             let sh = by_shape.entry((c.op, c.dims)).or_default();
             sh.calls += 1;

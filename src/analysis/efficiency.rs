@@ -167,7 +167,8 @@ pub fn is_forward_only_op(op: &str) -> bool {
 }
 
 /// FLOPs of one attention call as model FLOPs count them (PaLM's `12·L·H·Q·T`, torch's
-/// FlopCounterMode): every query-key pair, causal or not, backward 2.5 forwards. MFU reads
+/// FlopCounterMode): every query-key pair, causal or not; backward, its five matmuls (scores
+/// again, dV, dP, dQ, dK: `2·L·S·(3·E + 2·Ev)` per head, 2.5 forwards when E = Ev). MFU reads
 /// these; the op's achieved rate reads [`composite_flops`]'s, which skips the masked half.
 pub fn attention_model_flops(op: &str, input_dims: &str) -> Option<f64> {
     let &(_, q_at, _, factor) = ATTENTION_OPS.iter().find(|(n, ..)| *n == op)?;
@@ -178,7 +179,12 @@ pub fn attention_model_flops(op: &str, input_dims: &str) -> Option<f64> {
     }
     let (l, e) = (q[q.len() - 2] as f64, q[q.len() - 1] as f64);
     let (s, ev) = (k[k.len() - 2] as f64, v[v.len() - 1] as f64);
-    Some(factor * 2.0 * fprod(&q[..q.len() - 2]) * l * s * (e + ev))
+    let per_pair = if factor == 1.0 {
+        e + ev
+    } else {
+        3.0 * e + 2.0 * ev
+    };
+    Some(2.0 * fprod(&q[..q.len() - 2]) * l * s * per_pair)
 }
 
 /// Ops [`composite_flops`] knows.
@@ -276,6 +282,23 @@ pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attention_model_flops_follow_flop_counter_mode() {
+        // q [2,4,128,192], k [2,4,256,192], v [2,4,256,128] (MLA-like head sizes).
+        let fwd = "[[2,4,128,192],[2,4,256,192],[2,4,256,128]]";
+        let bwd = "[[2,4,128,128],[2,4,128,192],[2,4,256,192],[2,4,256,128]]";
+        let pairs = 2.0 * 4.0 * 128.0 * 256.0;
+        assert_eq!(
+            attention_model_flops("aten::_scaled_dot_product_flash_attention", fwd),
+            Some(2.0 * pairs * (192.0 + 128.0))
+        );
+        assert_eq!(
+            attention_model_flops("aten::_scaled_dot_product_flash_attention_backward", bwd),
+            Some(2.0 * pairs * (3.0 * 192.0 + 2.0 * 128.0))
+        );
+        assert_eq!(attention_model_flops("aten::mm", fwd), None);
+    }
 
     #[test]
     fn the_device_table_loads_and_matches() {

@@ -64,7 +64,14 @@ pub fn compute(
     let mut by_dtype: BTreeMap<Dtype, f64> = BTreeMap::new();
     let (mut executed, mut recomputed) = (0.0f64, 0.0f64);
     let mut missing: BTreeMap<&str, i64> = BTreeMap::new();
+    // With steps, an input without any (a rank cut before its first) has no step to divide by.
+    let any_steps = timing.steps_per_input.iter().any(|&s| s > 0);
+    let counts =
+        |input: usize| !any_steps || timing.steps_per_input.get(input).is_some_and(|&s| s > 0);
     for (input, t) in tallies.iter().enumerate() {
+        if !counts(input) {
+            continue;
+        }
         let per = timing
             .steps_per_input
             .get(input)
@@ -111,7 +118,7 @@ pub fn compute(
     out.mfu_dtype = dtype.map(Dtype::as_str);
     // Seconds per step: the mean step, or without steps each device's share of the window.
     let (seconds, basis) = match timing.step_ns {
-        Some(ns) if timing.steps_per_input.iter().any(|&s| s > 0) => (ns / 1e9, "steps"),
+        Some(ns) if any_steps => (ns / 1e9, "steps"),
         _ => (
             timing.window_ns as f64 / timing.devices.max(1) as f64 / 1e9,
             "window",
@@ -120,7 +127,10 @@ pub fn compute(
     out.mfu_basis = Some(basis);
     // Every device with activity, at its dense peak for the dominant type.
     let mut peak = 0.0f64;
-    for meta in &trace.inputs {
+    for (input, meta) in trace.inputs.iter().enumerate() {
+        if !counts(input) {
+            continue;
+        }
         for d in &meta.devices {
             let p = dtype.and_then(|dt| efficiency::find_device(peaks, &d.name)?.peak_tflops(dt));
             match p {

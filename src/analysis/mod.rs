@@ -42,6 +42,8 @@ pub struct AnalysisOptions {
     pub dispatch_threshold_ns: i64,
     /// Attribute GPU time to ops, modules and source lines (op-aware buckets, efficiency).
     pub attribution: bool,
+    /// Build the region tree (the per-rank views leave it out: the feed shows the job's).
+    pub regions: bool,
 }
 
 impl Default for AnalysisOptions {
@@ -52,6 +54,7 @@ impl Default for AnalysisOptions {
             skip_warmup: false,
             dispatch_threshold_ns: 50_000,
             attribution: true,
+            regions: true,
         }
     }
 }
@@ -655,15 +658,19 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     );
     let devices = device_activities(trace, &links, &activity_buckets, &in_scope);
     let parts = partition_time(trace, &steps, &devices, &timelines, &step_span, &host_span);
-    let regions = regions::analyze(&regions::Inputs {
-        trace,
-        links: &links,
-        steps: &steps,
-        activity_buckets: &activity_buckets,
-        in_scope: &in_scope,
-        devices: &devices,
-        timelines: &timelines,
-    });
+    let regions = if opts.regions {
+        regions::analyze(&regions::Inputs {
+            trace,
+            links: &links,
+            steps: &steps,
+            activity_buckets: &activity_buckets,
+            in_scope: &in_scope,
+            devices: &devices,
+            timelines: &timelines,
+        })
+    } else {
+        Vec::new()
+    };
     drop(devices);
     let durations: Vec<i64> = parts.step_durations.iter().map(|d| d.1).collect();
     let (step_ns, warmup_in_window) = match steps::step_stats(&durations) {

@@ -54,8 +54,9 @@ pub struct RegionRow {
     pub gpu_span_ns: i64,
     /// Per occurrence, what a pair of CUDA/HIP events around the range measures, summed: from
     /// the later of the range's host start and the device's last activity end before the
-    /// region's first activity, to its last activity's end. Above `gpu_span_ns` by the time
-    /// the GPU sat idle waiting for the region's first launch (host work at its start).
+    /// region's first activity, to the later of its last activity's end and the range's host
+    /// end. Above `gpu_span_ns` by the time the GPU sat idle for the region's host work at its
+    /// start and end.
     pub gpu_elapsed_ns: i64,
     pub launches: u64,
     /// The ranks the region occurs on (empty for single-process traces without a rank).
@@ -134,21 +135,36 @@ struct Merged {
     partition: Partition,
 }
 
+/// One input's host events and GPU activities, by index.
+struct InputRows {
+    host: Vec<usize>,
+    activities: Vec<usize>,
+}
+
 /// The region tree, in pre-order (siblings by when they first occur, then by name).
 pub fn analyze(inp: &Inputs) -> Vec<RegionRow> {
     let trace = inp.trace;
-    let mut rows: Vec<Vec<usize>> = vec![Vec::new(); trace.inputs.len()];
+    let mut rows: Vec<InputRows> = (0..trace.inputs.len())
+        .map(|_| InputRows {
+            host: Vec::new(),
+            activities: Vec::new(),
+        })
+        .collect();
     for i in 0..trace.host.len() {
-        rows[trace.host.input[i] as usize].push(i);
+        rows[trace.host.input[i] as usize].host.push(i);
     }
+    for a in 0..trace.activities.len() {
+        rows[trace.activities.input[a] as usize].activities.push(a);
+    }
+    let is_backward = trace.names.per_name(|n| n.starts_with(BACKWARD_OP));
     let mut merged: BTreeMap<String, Merged> = BTreeMap::new();
     for (input, rows) in rows.iter().enumerate() {
-        let main = main_thread(trace, rows);
-        let occurrences = occurrences(inp, input, rows, main);
+        let main = main_thread(trace, &rows.host, &is_backward);
+        let occurrences = occurrences(inp, input, &rows.host, main, &is_backward);
         if occurrences.is_empty() {
             continue;
         }
-        merge_input(inp, input, main, occurrences, &mut merged);
+        merge_input(inp, input, main, &rows.activities, occurrences, &mut merged);
     }
     tree_rows(merged)
 }
@@ -168,9 +184,31 @@ fn in_kept_step(steps: &Steps, input: usize) -> impl Fn(i64) -> bool + '_ {
     }
 }
 
+/// Names by which a user marks the whole forward or backward pass (the derived phase would
+/// repeat it); `FeedForward` or `layer3.forward` do not count.
+fn user_marks_phase(name: &str) -> (bool, bool) {
+    let lower = name.trim().to_ascii_lowercase();
+    (
+        matches!(
+            lower.as_str(),
+            "forward" | "fwd" | "forward_pass" | "forward pass"
+        ),
+        matches!(
+            lower.as_str(),
+            "backward" | "bwd" | "backward_pass" | "backward pass"
+        ),
+    )
+}
+
 /// The occurrences of one input: its annotations, and forward / backward phases where the user
 /// did not mark them.
-fn occurrences(inp: &Inputs, input: usize, rows: &[usize], main: Option<u32>) -> Vec<Occurrence> {
+fn occurrences(
+    inp: &Inputs,
+    input: usize,
+    rows: &[usize],
+    main: Option<u32>,
+    is_backward: &[bool],
+) -> Vec<Occurrence> {
     let trace = inp.trace;
     let host = &trace.host;
     let names = &trace.names;
@@ -188,9 +226,9 @@ fn occurrences(inp: &Inputs, input: usize, rows: &[usize], main: Option<u32>) ->
         let kind = if is_pytorch_phase(name) {
             RegionKind::Phase
         } else {
-            let lower = name.to_ascii_lowercase();
-            user_marks.0 |= lower.contains("forward");
-            user_marks.1 |= lower.contains("backward");
+            let (f, b) = user_marks_phase(name);
+            user_marks.0 |= f;
+            user_marks.1 |= b;
             RegionKind::Annotation
         };
         out.push(Occurrence {
@@ -202,16 +240,15 @@ fn occurrences(inp: &Inputs, input: usize, rows: &[usize], main: Option<u32>) ->
         });
     }
     if let Some(main) = main {
-        derive_phases(inp, input, rows, main, &mut out, user_marks);
+        derive_phases(inp, input, rows, main, is_backward, &mut out, user_marks);
     }
     out
 }
 
 /// The main thread: the one with the steps' ranges, else the one with the most cpu_ops among
 /// those that run no autograd engine ops (the backward thread has many of its own).
-fn main_thread(trace: &Trace, rows: &[usize]) -> Option<u32> {
+fn main_thread(trace: &Trace, rows: &[usize], is_backward: &[bool]) -> Option<u32> {
     let host = &trace.host;
-    let is_backward = trace.names.per_name(|n| n.starts_with(BACKWARD_OP));
     let mut ops: HashMap<u32, (bool, u64)> = HashMap::default();
     for &i in rows {
         if host.kind[i] == HostKind::Annotation
@@ -230,23 +267,20 @@ fn main_thread(trace: &Trace, rows: &[usize]) -> Option<u32> {
         .map(|(t, _)| t)
 }
 
-/// Forward and backward phases derived from the ops, where the user did not mark them:
-/// backward, each run of `autograd::engine::evaluate_function` ops (on the autograd thread) with
-/// no main-thread op starting between them; forward, each run of the main thread's outermost
-/// ops outside backward and the optimizer, in a step or beside a backward.
-fn derive_phases(
-    inp: &Inputs,
-    input: usize,
-    rows: &[usize],
-    main: u32,
-    out: &mut Vec<Occurrence>,
-    (user_forward, user_backward): (bool, bool),
-) {
-    let trace = inp.trace;
-    let host = &trace.host;
-    let in_step = in_kept_step(inp.steps, input);
-    let is_backward = trace.names.per_name(|n| n.starts_with(BACKWARD_OP));
-    // The main thread's outermost cpu_ops, by start.
+/// Whether one of the sorted `times` lies in `[a, b]`.
+fn any_in(times: &[i64], a: i64, b: i64) -> bool {
+    let k = times.partition_point(|&t| t < a);
+    k < times.len() && times[k] <= b
+}
+
+/// Whether `[s, e]` lies inside one of the sorted, disjoint `spans`.
+fn inside_any(spans: &[(i64, i64)], s: i64, e: i64) -> bool {
+    let k = spans.partition_point(|x| x.0 <= s);
+    k > 0 && e <= spans[k - 1].1
+}
+
+/// The main thread's outermost cpu_ops, by start.
+fn main_outermost(host: &crate::model::HostEvents, rows: &[usize], main: u32) -> Vec<(i64, i64)> {
     let mut main_ops: Vec<(i64, i64)> = rows
         .iter()
         .filter(|&&i| host.kind[i] == HostKind::CpuOp && host.thread[i] == main)
@@ -265,6 +299,22 @@ fn derive_phases(
             _ => outermost.push((s, e)),
         }
     }
+    outermost
+}
+
+/// The backward runs of one input: runs of autograd engine ops with no main-thread op or step
+/// starting between them, each from the main thread's hand-over to its resumption.
+fn backward_runs(
+    inp: &Inputs,
+    input: usize,
+    rows: &[usize],
+    is_backward: &[bool],
+    outermost: &[(i64, i64)],
+    out: &[Occurrence],
+    main: u32,
+) -> Vec<(i64, i64, u32)> {
+    let host = &inp.trace.host;
+    let in_step = in_kept_step(inp.steps, input);
     let mut backward_ops: Vec<(i64, i64, u32)> = rows
         .iter()
         .filter(|&&i| host.kind[i] == HostKind::CpuOp && is_backward[host.name[i].index()])
@@ -279,23 +329,83 @@ fn derive_phases(
         .iter()
         .map(|s| s.cpu_start_ns)
         .collect();
-    let any_between = |sorted: &[i64], a: i64, b: i64| {
-        let k = sorted.partition_point(|&t| t <= a);
-        k < sorted.len() && sorted[k] < b
-    };
     let main_starts: Vec<i64> = outermost.iter().map(|o| o.0).collect();
-    // Backward runs.
+    // Backward runs: a main-thread op or a step starting between two engine ops splits them.
     let mut backward: Vec<(i64, i64, u32)> = Vec::new();
     for (s, e, t) in backward_ops {
         match backward.last_mut() {
             Some(run)
-                if !any_between(&main_starts, run.1, s) && !any_between(&step_starts, run.1, s) =>
+                if !any_in(&main_starts, run.1, s)
+                    && !any_in(&step_starts, run.1.saturating_add(1), s) =>
             {
                 run.1 = run.1.max(e);
             }
             _ => backward.push((s, e, t)),
         }
     }
+    // Each run starts where the main thread handed over: the end of its last op before it (the
+    // engine thread wakes up after; CUDA events around `loss.backward()` count that wait).
+    let mut prev_end = i64::MIN;
+    for run in &mut backward {
+        let k = main_starts.partition_point(|&t| t < run.0);
+        if k > 0 {
+            let handover = outermost[k - 1].1;
+            if handover <= run.0
+                && handover >= prev_end
+                && !any_in(&step_starts, handover.saturating_add(1), run.0)
+            {
+                run.0 = handover;
+            }
+        }
+        prev_end = run.1;
+    }
+    // ... and ends where the main thread resumed (its next op or range, within the step):
+    // `loss.backward()` returns after the engine's last op, and events around it count the
+    // wait.
+    let mut resumes: Vec<i64> = out
+        .iter()
+        .filter(|o| o.thread == main)
+        .map(|o| o.start)
+        .chain(main_starts.iter().copied())
+        .collect();
+    resumes.sort_unstable();
+    for run in &mut backward {
+        let next = |times: &[i64]| times.get(times.partition_point(|&t| t < run.1)).copied();
+        let step_end = inp.steps.per_input[input]
+            .iter()
+            .find(|s| s.cpu_start_ns <= run.0 && run.0 < s.cpu_end_ns)
+            .map(|s| s.cpu_end_ns);
+        if let Some(resume) = [next(&resumes), step_end].into_iter().flatten().min() {
+            run.1 = run.1.max(resume);
+        }
+    }
+    backward
+}
+
+/// Forward and backward phases derived from the ops, where the user did not mark them:
+/// backward, each run of `autograd::engine::evaluate_function` ops (on the autograd thread) with
+/// no main-thread op starting between them, from where the main thread handed over (the end of
+/// its last op before the run: the `loss.backward()` call); forward, the run of the main
+/// thread's outermost ops that a backward follows (outside the optimizer's ranges), or in an
+/// inference trace with steps, each step's run.
+fn derive_phases(
+    inp: &Inputs,
+    input: usize,
+    rows: &[usize],
+    main: u32,
+    is_backward: &[bool],
+    out: &mut Vec<Occurrence>,
+    (user_forward, user_backward): (bool, bool),
+) {
+    let trace = inp.trace;
+    let host = &trace.host;
+    let in_step = in_kept_step(inp.steps, input);
+    let outermost = main_outermost(host, rows, main);
+    let step_starts: Vec<i64> = inp.steps.per_input[input]
+        .iter()
+        .map(|s| s.cpu_start_ns)
+        .collect();
+    let backward = backward_runs(inp, input, rows, is_backward, &outermost, out, main);
     if !user_backward {
         out.extend(backward.iter().map(|&(start, end, thread)| Occurrence {
             start,
@@ -310,51 +420,71 @@ fn derive_phases(
     }
     // Forward runs: outermost main-thread ops outside backward runs and optimizer phases, cut
     // where a step, a backward run or an optimizer phase starts.
-    let optimizer: Vec<(i64, i64)> = out
+    let mut optimizer: Vec<(i64, i64)> = out
         .iter()
         .filter(|o| o.name.starts_with("Optimizer.") || o.name.starts_with("enumerate(DataLoader)"))
         .map(|o| (o.start, o.end))
         .collect();
+    optimizer.sort_unstable();
+    let optimizer = super::partition::merge(optimizer, 0);
+    let backward_spans: Vec<(i64, i64)> = backward.iter().map(|b| (b.0, b.1)).collect();
     let mut cuts: Vec<i64> = step_starts.clone();
     cuts.extend(backward.iter().map(|b| b.0));
     cuts.extend(optimizer.iter().map(|o| o.0));
     cuts.sort_unstable();
-    let inside =
-        |spans: &[(i64, i64)], s: i64, e: i64| spans.iter().any(|&(a, b)| s >= a && e <= b);
-    let backward_spans: Vec<(i64, i64)> = backward.iter().map(|b| (b.0, b.1)).collect();
     let mut forward: Vec<(i64, i64)> = Vec::new();
     for (s, e) in outermost {
-        if !in_step(s) || inside(&optimizer, s, e) || inside(&backward_spans, s, e) {
+        if !in_step(s) || inside_any(&optimizer, s, e) || inside_any(&backward_spans, s, e) {
             continue;
         }
         match forward.last_mut() {
             // A cut at or after the run's end and at or before this op starts it anew.
-            Some(run) if !any_between(&cuts, run.1 - 1, s + 1) => run.1 = run.1.max(e),
+            Some(run) if !any_in(&cuts, run.1, s) => run.1 = run.1.max(e),
             _ => forward.push((s, e)),
         }
     }
+    // In training, forward is the run a backward follows, with nothing but optimizer ranges
+    // (a `zero_grad` between loss and backward) in between; ops between the optimizer and the
+    // next step's forward, such as logging, are not forward.
+    if !backward.is_empty() {
+        let backward_starts: Vec<i64> = backward.iter().map(|b| b.0).collect();
+        let next_starts: Vec<i64> = forward
+            .iter()
+            .skip(1)
+            .map(|f| f.0)
+            .chain([i64::MAX])
+            .collect();
+        let keep: Vec<bool> = forward
+            .iter()
+            .zip(&next_starts)
+            .map(|(&(_, end), &next)| {
+                let k = backward_starts.partition_point(|&t| t < end);
+                k < backward_starts.len()
+                    && backward_starts[k] < next
+                    && !any_in(&step_starts, end.saturating_add(1), backward_starts[k])
+            })
+            .collect();
+        let mut keep = keep.into_iter();
+        forward.retain(|_| keep.next().unwrap_or(false));
+    }
     // A run takes in the main-thread ranges it cuts through at either end (DDP's
     // `DistributedDataParallel.forward` starts before the first op and ends before the loss),
-    // so they nest inside it; not those reaching past its other end (a whole-step range).
+    // so they nest inside it; not those reaching past the next cut (a range around forward and
+    // backward together) or its other end.
     for run in &mut forward {
         let (s, e) = *run;
+        let next_cut = cuts
+            .get(cuts.partition_point(|&t| t < e))
+            .copied()
+            .unwrap_or(i64::MAX);
         for o in out.iter().filter(|o| o.thread == main) {
             if o.start < s && s < o.end && o.end <= e {
                 run.0 = run.0.min(o.start);
             }
-            if s <= o.start && o.start < e && e < o.end {
+            if s <= o.start && o.start < e && e < o.end && o.end <= next_cut {
                 run.1 = run.1.max(o.end);
             }
         }
-    }
-    // In training, forward is the run a backward follows (ops between the optimizer and the
-    // next step's zero_grad, such as logging, are not).
-    if !backward.is_empty() {
-        let backward_starts: Vec<i64> = backward.iter().map(|b| b.0).collect();
-        forward.retain(|&(_, end)| {
-            let k = cuts.partition_point(|&t| t < end);
-            k < cuts.len() && backward_starts.binary_search(&cuts[k]).is_ok()
-        });
     }
     out.extend(forward.into_iter().map(|(start, end)| Occurrence {
         start,
@@ -372,6 +502,7 @@ fn merge_input(
     inp: &Inputs,
     input: usize,
     main: Option<u32>,
+    activities: &[usize],
     mut occ: Vec<Occurrence>,
     merged: &mut BTreeMap<String, Merged>,
 ) {
@@ -388,15 +519,17 @@ fn merge_input(
         ))
     });
     // The input's launches in scope, by launch time.
-    let mut launches: Vec<(i64, u32)> = (0..acts.len())
-        .filter(|&a| acts.input[a] as usize == input && inp.in_scope[a])
+    let mut launches: Vec<(i64, u32)> = activities
+        .iter()
+        .copied()
+        .filter(|&a| inp.in_scope[a])
         .filter_map(|a| Some((trace.host.ts_ns[inp.links.launch[a]? as usize], a as u32)))
         .collect();
     launches.sort_unstable();
     // Per device, the ends of all its activities (in scope or not: the previous step's tail
     // keeps the GPU busy), sorted.
     let mut ends: HashMap<u32, Vec<i64>> = HashMap::default();
-    for a in (0..acts.len()).filter(|&a| acts.input[a] as usize == input) {
+    for &a in activities {
         ends.entry(acts.device[a]).or_default().push(acts.end_ns(a));
     }
     for e in ends.values_mut() {
@@ -465,8 +598,9 @@ impl Launched<'_> {
 fn add_gpu(inp: &Inputs, input: usize, gpu: &Launched, o: &Occurrence, m: &mut Merged) {
     let acts = &inp.trace.activities;
     let launches = gpu.launches;
+    // Half-open: a launch at the instant one range ends and the next begins is the next's.
     let lo = launches.partition_point(|l| l.0 < o.start);
-    let hi = launches.partition_point(|l| l.0 <= o.end);
+    let hi = launches.partition_point(|l| l.0 < o.end);
     let mut spans: BTreeMap<u32, (i64, i64)> = BTreeMap::new();
     for &(_, a) in &launches[lo..hi] {
         let a = a as usize;
@@ -484,7 +618,8 @@ fn add_gpu(inp: &Inputs, input: usize, gpu: &Launched, o: &Occurrence, m: &mut M
     if let Some((&device, &(first, end))) = spans.iter().min_by_key(|(d, s)| (s.0, **d)) {
         let free = gpu.last_end_before(device, first).unwrap_or(i64::MIN);
         let start = o.start.max(free).min(first);
-        m.elapsed_ns = m.elapsed_ns.saturating_add(end - start);
+        // The closing event fires when the host reaches it or the GPU is done, the later.
+        m.elapsed_ns = m.elapsed_ns.saturating_add(end.max(o.end) - start);
     }
     for (device, (s, e)) in spans {
         m.span_ns = m.span_ns.saturating_add(e - s);

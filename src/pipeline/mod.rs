@@ -273,14 +273,20 @@ fn analyze_all(
         return (a, t, f, Vec::new());
     }
     // The aggregate and each rank's view are independent: compute them in parallel (collect
-    // keeps rank order, so the output does not depend on the thread count).
+    // keeps rank order, so the output does not depend on the thread count). The region tree is
+    // the job's: the views leave it out.
+    let rank_opts = AnalysisOptions {
+        regions: false,
+        ..opts.clone()
+    };
     let ((a, t, f), views) = rayon::join(
         || analyze_one(trace, rules, opts, true),
         || {
             ranks
                 .into_par_iter()
                 .map(|(rank, inputs)| {
-                    let (a, _, findings) = analyze_one(&trace.subset(&inputs), rules, opts, false);
+                    let (a, _, findings) =
+                        analyze_one(&trace.subset(&inputs), rules, &rank_opts, false);
                     RankView {
                         rank,
                         summary: a.summary,

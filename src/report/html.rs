@@ -443,7 +443,6 @@ fn render_attribution(b: &mut String, a: &Analysis) {
     }
 }
 
-/// Hardware counters per kernel (rocprof-compute workloads): bound labels and fractions of peak.
 /// Model FLOP utilization: the job's line, and each rank's when there are several.
 fn render_mfu(b: &mut String, run: &Run) {
     let Some(line) = crate::report::sections::mfu_line(run) else {

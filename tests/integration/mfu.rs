@@ -74,6 +74,36 @@ fn flops_per_step_equal_flop_counter_modes() {
     }
 }
 
+/// torchvision ResNet-18 (convolutions, autocast), timm ViT-B/16 (cuDNN attention, not causal),
+/// transformers Llama with and without grouped K/V heads (causal): FlopCounterMode's FLOPs of
+/// one step (`fixtures/kineto/h200/phases/phases_truth.json`).
+#[test]
+fn flops_equal_flop_counter_modes_on_library_models() {
+    let dir = fixture("kineto/h200/phases");
+    let text = std::fs::read_to_string(dir.join("phases_truth.json")).unwrap();
+    let truth: Value = serde_json::from_str(&text).unwrap();
+    for run in [
+        "resnet18_amp",
+        "vit_b16_bf16",
+        "llama_sdpa_bf16",
+        "llama_gqa_sdpa_bf16",
+    ] {
+        let feed = feed_of(&dir.join(format!("{run}.json.gz")), &[]);
+        let s = &feed["summary"];
+        let expect = num(&truth["runs"][run], "flops_per_step");
+        let ours = num(s, "model_flops_per_step");
+        assert!(
+            (ours - expect).abs() <= 0.001 * expect,
+            "{run}: {ours} vs {expect}"
+        );
+        assert_eq!(s["recompute_flops_per_step"], 0.0, "{run}");
+        assert_eq!(s["mfu_dtype"], "bf16", "{run}");
+        // Layout copies inside convolution ops are conv time, not uncounted FLOPs.
+        assert_eq!(s["mfu_lower_bound"], false, "{run}: {}", s["flops_missing"]);
+        assert_mfu_follows(s);
+    }
+}
+
 #[test]
 fn ops_without_shapes_make_mfu_a_lower_bound() {
     // The same trace with the addmm calls' shapes removed, as a profile without record_shapes
