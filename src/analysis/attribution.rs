@@ -363,6 +363,11 @@ pub fn ops(
     let mut acc: BTreeMap<NameId, Acc> = BTreeMap::new();
     let mut no_op = Acc::default();
     let acts = &trace.activities;
+    let (mut seen, mut chain, mut composite_chain): (
+        Vec<NameId>,
+        Vec<NameId>,
+        Vec<(usize, usize)>,
+    ) = Default::default();
     for a in (0..acts.len()).filter(|&a| in_scope[a]) {
         let dur = acts.dur_ns[a];
         let bucket = buckets[a];
@@ -401,10 +406,11 @@ pub fn ops(
         let fp32_kernel =
             classified.get(acts.name[a]).tag == Some(crate::classify::KernelTag::Fp32Gemm);
         // total_ns: this op and every distinct op name enclosing it.
-        let mut seen: Vec<NameId> = Vec::new();
-        // The enclosing ops, innermost first, and which of them are composite.
-        let mut chain: Vec<NameId> = Vec::new();
-        let mut composite_chain: Vec<(usize, usize)> = Vec::new();
+        // The enclosing ops, innermost first, and which of them are composite (buffers kept
+        // across activities: millions of them).
+        seen.clear();
+        chain.clear();
+        composite_chain.clear();
         let mut in_backward = false;
         let mut cur = Some(k);
         while let Some(i) = cur {
@@ -422,27 +428,31 @@ pub fn ops(
             }
             cur = t.parent(i);
         }
-        let phase = |op: usize, called_by_node: bool| {
+        // In backward, a call is forward work run again when a forward-only op (`addmm`,
+        // `linear`, `convolution`, SDPA) holds it below the autograd node running it: backward
+        // formulas call `mm`, `bmm` and the `*_backward` ops, and a hand-written backward's
+        // `matmul` has no forward op around it.
+        let phase = |pos: usize| {
             if !in_backward {
-                CallPhase::Forward
-            } else if forward_only[host.name[op].index()] || !called_by_node {
+                return CallPhase::Forward;
+            }
+            let forward_op = chain[pos..]
+                .iter()
+                .take_while(|n| !node_name[n.index()] && !engine_name[n.index()])
+                .any(|n| forward_only[n.index()]);
+            if forward_op {
                 CallPhase::ForwardInBackward
             } else {
                 CallPhase::Backward
             }
         };
-        let called_by_node = t
-            .parent(k)
-            .is_some_and(|p| node_name[host.name[t.op(p)].index()]);
-        let context = |pos: usize| context_hash(&chain[pos + 1..], &node_name, &engine_name);
         // A composite op (SDPA, convolution) whose FLOPs its shapes give: its kernels, launched
         // by the ops inside it, are its time. Only the outermost one with a number counts, so
         // eager SDPA around its flash/efficient op is one call, not two.
         let mut in_composite = false;
         for &(outer, pos) in composite_chain.iter().rev() {
             let at = CallContext {
-                phase: phase(outer, true),
-                context: context(pos),
+                phase: phase(pos),
                 nested: false,
             };
             if calls.add_composite((outer, execution), at, span, || {
@@ -455,8 +465,7 @@ pub fn ops(
         // A GEMM inside a counted composite (SDPA's math backend) keeps its own rate but is not
         // counted twice in the step's FLOPs.
         let at = CallContext {
-            phase: phase(h, called_by_node),
-            context: context(0),
+            phase: phase(0),
             nested: in_composite,
         };
         let counted = calls.add_gemm((h, execution), at, span, || {
@@ -619,23 +628,8 @@ struct Calls {
     next_id: u32,
 }
 
-/// The ops around a call up to the autograd node or engine op running it (`chain`: outward from
-/// the call's parent), hashed: a recomputed forward call has forward's (`aten::conv2d` around
-/// `aten::convolution`), a GEMM in a hand-written backward has not.
-fn context_hash(chain: &[NameId], node_name: &[bool], engine_name: &[bool]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = rustc_hash::FxHasher::default();
-    for name in chain {
-        if node_name[name.index()] || engine_name[name.index()] {
-            break;
-        }
-        name.hash(&mut hasher);
-    }
-    hasher.finish()
-}
-
-/// What makes a call the same as forward's: (input, op, shapes, the ops around it).
-type Signature = (u32, NameId, NameId, u64);
+/// What makes a call the same as forward's: (input, op, shapes).
+type Signature = (u32, NameId, NameId);
 
 /// Calls by (host op, execution), in a vector with a hash index, each 16 bytes: what a call is
 /// apart from its time (op, shapes, FLOPs, bytes, peak) is stored once per distinct value (a
@@ -660,12 +654,10 @@ struct CallRecord {
     at: CallContext,
 }
 
-/// Where a call ran: its phase, a hash of the ops around it (up to the autograd node running
-/// it), and whether a counted composite call holds it.
+/// Where a call ran: its phase, and whether a counted composite call holds it.
 #[derive(Clone, Copy, Debug)]
 struct CallContext {
     phase: CallPhase,
-    context: u64,
     nested: bool,
 }
 
@@ -674,8 +666,8 @@ struct CallContext {
 enum CallPhase {
     Forward,
     Backward,
-    /// A forward op inside backward (`aten::addmm`, SDPA, `aten::convolution`, or a GEMM not
-    /// called by an autograd node): recomputation when forward ran the same shapes.
+    /// Under a forward-only op inside backward (`aten::addmm`, `aten::linear`, SDPA,
+    /// `aten::convolution`): recomputation when forward ran the same op on the same shapes.
     ForwardInBackward,
 }
 
@@ -781,12 +773,7 @@ impl Calls {
             for c in map.calls.iter() {
                 if c.at.phase == CallPhase::Forward && c.kind != CallRecord::NO_FLOPS {
                     let k = &map.kinds[c.kind as usize];
-                    out.insert((
-                        trace.host.input[c.key.0 as usize],
-                        k.op,
-                        k.dims,
-                        c.at.context,
-                    ));
+                    out.insert((trace.host.input[c.key.0 as usize], k.op, k.dims));
                 }
             }
         }
@@ -829,7 +816,7 @@ impl Calls {
                 t.executed += c.model_flops;
                 *t.by_dtype.entry(c.dtype).or_default() += c.model_flops;
                 if rec.at.phase == CallPhase::ForwardInBackward
-                    && forward.contains(&(input, c.op, c.dims, rec.at.context))
+                    && forward.contains(&(input, c.op, c.dims))
                 {
                     t.recomputed += c.model_flops;
                     t.recomputed_calls += 1;

@@ -11,7 +11,7 @@ use super::links::Links;
 use super::partition::{self, DeviceActivities, HostTimeline, Partition, PartitionRow};
 use super::steps::Steps;
 use crate::classify::Bucket;
-use crate::model::{HostKind, Trace};
+use crate::model::{HostKind, NameId, Trace};
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -279,24 +279,26 @@ fn inside_any(spans: &[(i64, i64)], s: i64, e: i64) -> bool {
     k > 0 && e <= spans[k - 1].1
 }
 
-/// The main thread's outermost cpu_ops, by start.
-fn main_outermost(host: &crate::model::HostEvents, rows: &[usize], main: u32) -> Vec<(i64, i64)> {
-    let mut main_ops: Vec<(i64, i64)> = rows
+/// The main thread's outermost cpu_ops, by start: (start, end, name).
+fn main_outermost(
+    host: &crate::model::HostEvents,
+    rows: &[usize],
+    main: u32,
+) -> Vec<(i64, i64, NameId)> {
+    let mut main_ops: Vec<(i64, i64, NameId)> = rows
         .iter()
         .filter(|&&i| host.kind[i] == HostKind::CpuOp && host.thread[i] == main)
         .map(|&i| {
-            (
-                host.ts_ns[i],
-                host.ts_ns[i].saturating_add(host.dur_ns[i].max(0)),
-            )
+            let s = host.ts_ns[i];
+            (s, s.saturating_add(host.dur_ns[i].max(0)), host.name[i])
         })
         .collect();
-    main_ops.sort_unstable_by_key(|&(s, e)| (s, std::cmp::Reverse(e)));
-    let mut outermost: Vec<(i64, i64)> = Vec::with_capacity(main_ops.len() / 4);
-    for (s, e) in main_ops {
+    main_ops.sort_unstable_by_key(|&(s, e, n)| (s, std::cmp::Reverse(e), n));
+    let mut outermost: Vec<(i64, i64, NameId)> = Vec::with_capacity(main_ops.len() / 4);
+    for op in main_ops {
         match outermost.last() {
-            Some(&(_, le)) if s < le => {}
-            _ => outermost.push((s, e)),
+            Some(&(_, le, _)) if op.0 < le => {}
+            _ => outermost.push(op),
         }
     }
     outermost
@@ -309,7 +311,7 @@ fn backward_runs(
     input: usize,
     rows: &[usize],
     is_backward: &[bool],
-    outermost: &[(i64, i64)],
+    outermost: &[(i64, i64, NameId)],
     out: &[Occurrence],
     main: u32,
 ) -> Vec<(i64, i64, u32)> {
@@ -344,12 +346,15 @@ fn backward_runs(
         }
     }
     // Each run starts where the main thread handed over: the end of its last op before it (the
-    // engine thread wakes up after; CUDA events around `loss.backward()` count that wait).
+    // engine thread wakes up after; CUDA events around `loss.backward()` count that wait), or
+    // that op's start when it is the gradient seed `loss.backward()` makes (`aten::ones_like`).
+    let seed = inp.trace.names.lookup("aten::ones_like");
     let mut prev_end = i64::MIN;
     for run in &mut backward {
         let k = main_starts.partition_point(|&t| t < run.0);
         if k > 0 {
-            let handover = outermost[k - 1].1;
+            let (op_start, op_end, name) = outermost[k - 1];
+            let handover = if Some(name) == seed { op_start } else { op_end };
             if handover <= run.0
                 && handover >= prev_end
                 && !any_in(&step_starts, handover.saturating_add(1), run.0)
@@ -362,10 +367,11 @@ fn backward_runs(
     // ... and ends where the main thread resumed (its next op or range, within the step):
     // `loss.backward()` returns after the engine's last op, and events around it count the
     // wait.
+    // (the ends of its ranges too: a range around `loss.backward()` closes when it returns).
     let mut resumes: Vec<i64> = out
         .iter()
         .filter(|o| o.thread == main)
-        .map(|o| o.start)
+        .flat_map(|o| [o.start, o.end])
         .chain(main_starts.iter().copied())
         .collect();
     resumes.sort_unstable();
@@ -433,7 +439,7 @@ fn derive_phases(
     cuts.extend(optimizer.iter().map(|o| o.0));
     cuts.sort_unstable();
     let mut forward: Vec<(i64, i64)> = Vec::new();
-    for (s, e) in outermost {
+    for (s, e, _) in outermost {
         if !in_step(s) || inside_any(&optimizer, s, e) || inside_any(&backward_spans, s, e) {
             continue;
         }
@@ -443,29 +449,30 @@ fn derive_phases(
             _ => forward.push((s, e)),
         }
     }
-    // In training, forward is the run a backward follows, with nothing but optimizer ranges
-    // (a `zero_grad` between loss and backward) in between; ops between the optimizer and the
-    // next step's forward, such as logging, are not forward.
+    // In training, forward is the run a backward follows (in the same step; optimizer ranges
+    // such as a `zero_grad` after the loss may sit between), the longest if several do; ops
+    // between the optimizer and the next step's forward, such as logging, are not forward.
     if !backward.is_empty() {
         let backward_starts: Vec<i64> = backward.iter().map(|b| b.0).collect();
-        let next_starts: Vec<i64> = forward
-            .iter()
-            .skip(1)
-            .map(|f| f.0)
-            .chain([i64::MAX])
-            .collect();
-        let keep: Vec<bool> = forward
-            .iter()
-            .zip(&next_starts)
-            .map(|(&(_, end), &next)| {
-                let k = backward_starts.partition_point(|&t| t < end);
-                k < backward_starts.len()
-                    && backward_starts[k] < next
-                    && !any_in(&step_starts, end.saturating_add(1), backward_starts[k])
-            })
-            .collect();
-        let mut keep = keep.into_iter();
-        forward.retain(|_| keep.next().unwrap_or(false));
+        let mut longest: BTreeMap<usize, usize> = BTreeMap::new();
+        for (f, &(start, end)) in forward.iter().enumerate() {
+            let k = backward_starts.partition_point(|&t| t < end);
+            if k == backward_starts.len()
+                || any_in(&step_starts, end.saturating_add(1), backward_starts[k])
+            {
+                continue;
+            }
+            let best = longest.entry(k).or_insert(f);
+            if end - start > forward[*best].1 - forward[*best].0 {
+                *best = f;
+            }
+        }
+        let keep: std::collections::BTreeSet<usize> = longest.into_values().collect();
+        let mut index = 0;
+        forward.retain(|_| {
+            index += 1;
+            keep.contains(&(index - 1))
+        });
     }
     // A run takes in the main-thread ranges it cuts through at either end (DDP's
     // `DistributedDataParallel.forward` starts before the first op and ends before the loss),
@@ -700,5 +707,32 @@ mod tests {
         assert!(is_not_a_region("ProfilerStep#3"));
         assert!(is_not_a_region("nccl:all_reduce"));
         assert!(!is_not_a_region("layer_0"));
+    }
+
+    #[test]
+    fn a_user_marks_a_phase_by_its_whole_name() {
+        assert_eq!(user_marks_phase("forward"), (true, false));
+        assert_eq!(user_marks_phase(" Backward "), (false, true));
+        assert_eq!(user_marks_phase("bwd"), (false, true));
+        assert_eq!(user_marks_phase("FeedForward"), (false, false));
+        assert_eq!(user_marks_phase("layer3.forward"), (false, false));
+        assert_eq!(
+            user_marks_phase("[Strategy]DDPStrategy.backward"),
+            (false, false)
+        );
+    }
+
+    #[test]
+    fn sorted_lookups_are_inclusive_where_they_say() {
+        let times = [10, 20, 30];
+        assert!(any_in(&times, 20, 20));
+        assert!(any_in(&times, 11, 25));
+        assert!(!any_in(&times, 21, 29));
+        assert!(!any_in(&times, 31, i64::MAX));
+        let spans = [(0, 10), (20, 30)];
+        assert!(inside_any(&spans, 20, 30));
+        assert!(inside_any(&spans, 2, 3));
+        assert!(!inside_any(&spans, 5, 25));
+        assert!(!inside_any(&spans, 12, 15));
     }
 }

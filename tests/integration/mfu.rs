@@ -104,6 +104,41 @@ fn flops_equal_flop_counter_modes_on_library_models() {
     }
 }
 
+/// The math SDPA backend (its matmuls inside the counted attention call, once), reentrant
+/// activation checkpointing (recomputation under `CheckpointFunctionBackward`), a hand-written
+/// backward whose matmuls have forward's shapes (not recomputation), and an inference loop.
+#[test]
+fn flops_and_recomputation_on_other_step_orders() {
+    let dir = fixture("kineto/h200/phases");
+    let text = std::fs::read_to_string(dir.join("phases_edge_truth.json")).unwrap();
+    let truth: Value = serde_json::from_str(&text).unwrap();
+    for run in [
+        "zero_grad_after_loss",
+        "math_sdpa",
+        "checkpoint_reentrant",
+        "custom_backward_matmul",
+        "inference_steps",
+    ] {
+        let feed = feed_of(&dir.join(format!("{run}.json.gz")), &[]);
+        let s = &feed["summary"];
+        let t = &truth["runs"][run];
+        let executed = num(t, "flops_per_step");
+        let model = t["flops_per_step_model"].as_f64().unwrap_or(executed);
+        for (ours, theirs) in [
+            ("executed_flops_per_step", executed),
+            ("model_flops_per_step", model),
+            ("recompute_flops_per_step", executed - model),
+        ] {
+            let a = num(s, ours);
+            assert!(
+                (a - theirs).abs() <= 0.001 * executed,
+                "{run} {ours}: {a} vs {theirs}"
+            );
+        }
+        assert_mfu_follows(s);
+    }
+}
+
 #[test]
 fn ops_without_shapes_make_mfu_a_lower_bound() {
     // The same trace with the addmm calls' shapes removed, as a profile without record_shapes

@@ -127,7 +127,7 @@ fn derived_phases_agree_with_cuda_events() {
             let events: f64 = steps.iter().map(|s| s[key].as_f64().unwrap()).sum();
             let elapsed = ns(r, "gpu_elapsed_ns");
             assert!(
-                (elapsed - events).abs() <= 0.03 * events,
+                (elapsed - events).abs() <= 0.05 * events,
                 "{run} {path}: elapsed {elapsed} vs CUDA events {events}"
             );
         }
@@ -137,6 +137,66 @@ fn derived_phases_agree_with_cuda_events() {
             .unwrap()
             .iter()
             .all(|r| r["kind"] == "phase"));
+    }
+}
+
+/// The orders of a training step that trip a phase finder, captured for this
+/// (`make_phase_edge_traces.py`, `phases_edge_truth.json`): `zero_grad()` between the loss and
+/// `backward()`; one range around the loss and `backward()` together; the math SDPA backend;
+/// reentrant activation checkpointing; and an inference loop whose steps are forward alone.
+#[test]
+fn derived_phases_survive_other_step_orders() {
+    let dir = fixture("kineto/h200/phases");
+    let text = std::fs::read_to_string(dir.join("phases_edge_truth.json")).unwrap();
+    let truth: Value = serde_json::from_str(&text).unwrap();
+    let cases: [(&str, &[(&str, &str)]); 5] = [
+        (
+            "zero_grad_after_loss",
+            &[("forward", "forward_ns"), ("backward", "backward_ns")],
+        ),
+        (
+            "loss_and_backward_range",
+            &[
+                ("loss_and_backward / forward", "forward_ns"),
+                ("loss_and_backward / backward", "backward_ns"),
+            ],
+        ),
+        (
+            "math_sdpa",
+            &[("forward", "forward_ns"), ("backward", "backward_ns")],
+        ),
+        (
+            "checkpoint_reentrant",
+            &[("forward", "forward_ns"), ("backward", "backward_ns")],
+        ),
+        ("inference_steps", &[("forward", "forward_ns")]),
+    ];
+    for (run, phases) in cases {
+        let feed = feed_of(&dir.join(format!("{run}.json.gz")), &[]);
+        assert_consistent(&feed, run);
+        let steps: Vec<&Value> = truth["runs"][run]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["profiled"] == true)
+            .collect();
+        for &(path, key) in phases {
+            let r = region(&feed, path);
+            assert_eq!(r["count"], steps.len(), "{run} {path}");
+            let events: f64 = steps.iter().map(|s| s[key].as_f64().unwrap()).sum();
+            let elapsed = ns(r, "gpu_elapsed_ns");
+            assert!(
+                (elapsed - events).abs() <= 0.05 * events,
+                "{run} {path}: elapsed {elapsed} vs CUDA events {events}"
+            );
+        }
+        if run == "inference_steps" {
+            assert!(feed["regions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["name"] != "backward"));
+        }
     }
 }
 
@@ -213,15 +273,15 @@ fn assert_consistent(feed: &Value, what: &str) {
 
 #[test]
 fn pytorch_phases_where_nothing_was_annotated() {
-    // DDP: DistributedDataParallel.forward inside the derived forward, backward from the
-    // autograd thread (the bucket all-reduces launched from its hooks), one of each per step
-    // and rank.
+    // DDP: the derived forward inside DistributedDataParallel.forward (transformers computes
+    // the loss inside the model's forward), backward from the autograd thread (the bucket
+    // all-reduces launched from its hooks), one of each per step and rank.
     let feed = feed_of(&fixture("kineto/h100x2/ddp"), &[]);
     assert_consistent(&feed, "ddp");
     let steps = feed["step_breakdown"].as_array().unwrap().len();
     for path in [
-        "forward",
-        "forward / DistributedDataParallel.forward",
+        "DistributedDataParallel.forward",
+        "DistributedDataParallel.forward / forward",
         "backward",
         "Optimizer.step#SGD.step",
     ] {
