@@ -147,6 +147,12 @@ pub struct TraceOutputArgs {
     #[arg(long, value_name = "PATH")]
     pub export_parquet: Option<PathBuf>,
 
+    /// Write the classified activity table as a Parquet dataset partitioned by rank, Hive style
+    /// (DIR/rank=N/part-0.parquet; inputs without a rank in rank=__HIVE_DEFAULT_PARTITION__),
+    /// so Spark, DuckDB or polars read a whole job as one table.
+    #[arg(long, value_name = "DIR")]
+    pub export_parquet_dir: Option<PathBuf>,
+
     /// Write the classified activity table (the columns of --export-parquet) as CSV.
     #[arg(long, value_name = "PATH")]
     pub export_csv: Option<PathBuf>,
@@ -501,15 +507,28 @@ fn export_tables(cli: &Cli, run: &Run) -> Result<()> {
             eprintln!("export: wrote {} ({rows} GPU activities)", path.display());
         }
     }
+    if let Some(dir) = &cli.trace_output.export_parquet_dir {
+        let files = report::export::write_dataset(run, dir)
+            .with_context(|| format!("writing {}", dir.display()))?;
+        if !cli.global.quiet {
+            let rows: usize = files.iter().map(|f| f.1).sum();
+            eprintln!(
+                "export: wrote {} ({} partitions, {rows} GPU activities)",
+                dir.display(),
+                files.len()
+            );
+        }
+    }
     Ok(())
 }
 
 /// Builds without polars (the fuzzing build) cannot write Parquet or CSV tables.
 #[cfg(not(feature = "polars"))]
 fn export_tables(cli: &Cli, _run: &Run) -> Result<()> {
-    if cli.trace_output.export_parquet.is_some() || cli.trace_output.export_csv.is_some() {
+    let t = &cli.trace_output;
+    if t.export_parquet.is_some() || t.export_csv.is_some() || t.export_parquet_dir.is_some() {
         bail!(
-            "--export-parquet and --export-csv need the `polars` feature, which this build lacks"
+            "--export-parquet, --export-parquet-dir and --export-csv need the `polars` feature, which this build lacks"
         );
     }
     Ok(())

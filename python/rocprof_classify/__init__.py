@@ -179,6 +179,13 @@ class Report:
 
         return pyarrow.table(self._native.activities())
 
+    def write_dataset(self, dir: PathLike) -> List[str]:
+        """Writes the classified activity table as a Parquet dataset partitioned by rank, Hive
+        style (``dir/rank=N/part-0.parquet``; ``--export-parquet-dir``): DuckDB, Spark or polars
+        read a whole job as one table. Each rank's run may write its own partition into the same
+        ``dir``. Returns the files written."""
+        return [str(path) for path, _rows in self._native.write_dataset(str(dir))]
+
     def _repr_html_(self) -> str:
         # The report is a whole HTML document with its own styles: an iframe keeps them off
         # the notebook's page.

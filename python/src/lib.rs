@@ -241,6 +241,19 @@ impl NativeRun {
             .replace("**", "")
     }
 
+    /// Writes the classified activity table as a Parquet dataset partitioned by rank
+    /// (`--export-parquet-dir`); returns each file written and its row count.
+    fn write_dataset(&self, py: Python<'_>, dir: PathBuf) -> PyResult<Vec<(String, usize)>> {
+        let run = Arc::clone(&self.run);
+        let files = py
+            .detach(move || report::export::write_dataset(&run, &dir))
+            .map_err(|e| PyRuntimeError::new_err(format!("writing the dataset: {e}")))?;
+        Ok(files
+            .into_iter()
+            .map(|(path, rows)| (path.display().to_string(), rows))
+            .collect())
+    }
+
     /// The classified activity table as an Arrow C stream (PyCapsule protocol).
     fn activities(&self) -> PyResult<ArrowStream> {
         let stream = report::export::arrow_stream(Arc::clone(&self.run))

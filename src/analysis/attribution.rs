@@ -471,6 +471,11 @@ pub fn ops(
         let counted = calls.add_gemm((h, execution), at, span, || {
             gemm_call(trace, h, peaks, fp32_kernel)
         }) || in_composite;
+        if fp32_kernel {
+            calls
+                .gemm
+                .settle_fp32((h, execution), || gemm_call(trace, h, peaks, true));
+        }
         if !counted && compute_kernel(a) {
             *missing.entry((acts.input[a], host.name[h])).or_default() += dur;
         }
@@ -490,17 +495,7 @@ pub fn ops(
             .then(b.total_ns.cmp(&a.total_ns))
             .then(a.name.cmp(&b.name))
     });
-    for ((input, name), ns) in missing {
-        let name = if name == NameId::NONE {
-            NO_OP
-        } else {
-            trace.names.get(name)
-        };
-        *tallies[input as usize]
-            .missing_ns
-            .entry(name.to_string())
-            .or_default() += ns;
-    }
+    add_missing(trace, missing, &mut tallies);
     (rows, shape_rows(trace, by_shape), tallies)
 }
 
@@ -628,6 +623,22 @@ struct Calls {
     next_id: u32,
 }
 
+/// GEMM/attention/conv kernel time without a FLOP count, by (input, launching op; `NONE`: no
+/// op), into each input's tally.
+fn add_missing(trace: &Trace, missing: BTreeMap<(u32, NameId), i64>, tallies: &mut [FlopTally]) {
+    for ((input, name), ns) in missing {
+        let name = if name == NameId::NONE {
+            NO_OP
+        } else {
+            trace.names.get(name)
+        };
+        *tallies[input as usize]
+            .missing_ns
+            .entry(name.to_string())
+            .or_default() += ns;
+    }
+}
+
 /// What makes a call the same as forward's: (input, op, shapes).
 type Signature = (u32, NameId, NameId);
 
@@ -675,6 +686,23 @@ impl CallRecord {
     const NO_FLOPS: u32 = u32::MAX;
 }
 
+/// The index of `c` among the distinct calls, added when new.
+fn intern(kinds: &mut Vec<Call>, kind_ids: &mut HashMap<[u64; 7], u32>, c: Call) -> u32 {
+    let bits = [
+        u64::from(c.op.0),
+        u64::from(c.dims.0),
+        c.flops.to_bits(),
+        c.bytes.to_bits(),
+        c.peak_tflops.to_bits(),
+        c.dtype as u64,
+        c.model_flops.to_bits(),
+    ];
+    *kind_ids.entry(bits).or_insert_with(|| {
+        kinds.push(c);
+        kinds.len() as u32 - 1
+    })
+}
+
 impl CallMap {
     fn entry(
         &mut self,
@@ -685,21 +713,7 @@ impl CallMap {
         let key = (key.0 as u32, key.1);
         let (calls, kinds, kind_ids) = (&mut self.calls, &mut self.kinds, &mut self.kind_ids);
         let i = *self.slot.entry(key).or_insert_with(|| {
-            let kind = make().map_or(CallRecord::NO_FLOPS, |c| {
-                let bits = [
-                    u64::from(c.op.0),
-                    u64::from(c.dims.0),
-                    c.flops.to_bits(),
-                    c.bytes.to_bits(),
-                    c.peak_tflops.to_bits(),
-                    c.dtype as u64,
-                    c.model_flops.to_bits(),
-                ];
-                *kind_ids.entry(bits).or_insert_with(|| {
-                    kinds.push(c);
-                    kinds.len() as u32 - 1
-                })
-            });
+            let kind = make().map_or(CallRecord::NO_FLOPS, |c| intern(kinds, kind_ids, c));
             calls.push(CallRecord {
                 key,
                 kind,
@@ -709,6 +723,23 @@ impl CallMap {
             calls.len() as u32 - 1
         });
         &mut self.calls[i as usize]
+    }
+    /// A call first seen through a kernel that said nothing of its precision (cuBLAS's split-K
+    /// memset before an fp32 GEMM) was taken as TF32; a later SIMT fp32 kernel of the same call
+    /// makes it fp32 (`make` builds it so).
+    fn settle_fp32(&mut self, key: (usize, u32), make: impl FnOnce() -> Option<Call>) {
+        let Some(&i) = self.slot.get(&(key.0 as u32, key.1)) else {
+            return;
+        };
+        let kind = self.calls[i as usize].kind;
+        if kind == CallRecord::NO_FLOPS
+            || self.kinds[kind as usize].dtype != efficiency::Dtype::Tf32
+        {
+            return;
+        }
+        if let Some(c) = make() {
+            self.calls[i as usize].kind = intern(&mut self.kinds, &mut self.kind_ids, c);
+        }
     }
     /// The calls with a count and their ids, in key order (the sums over them are in floating
     /// point: a fixed order keeps them the same bytes).

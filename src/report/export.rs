@@ -42,20 +42,31 @@ fn batch_ranges(run: &Run) -> impl Iterator<Item = Range<usize>> + 'static {
 
 /// Rows `range` of the classified activity table.
 fn frame(run: &Run, range: Range<usize>) -> Result<DataFrame, PolarsError> {
+    frame_of(run, &range.collect::<Vec<usize>>(), true)
+}
+
+/// The classified activity table's rows `rows` (activity indices), with or without the `rank`
+/// column (a rank-partitioned dataset has it in its directory names).
+fn frame_of(run: &Run, rows: &[usize], with_rank: bool) -> Result<DataFrame, PolarsError> {
     let trace = &run.trace;
     let acts = &trace.activities;
-    let rows: Vec<_> = range
-        .clone()
-        .map(|a| run.activities.get(trace, a))
-        .collect();
-    let columns: Vec<Column> = vec![
-        Series::new(
-            "rank".into(),
-            rows.iter().map(|r| r.rank).collect::<Vec<Option<u32>>>(),
-        ),
-        Series::new("input".into(), acts.input[range.clone()].to_vec()),
-        Series::new("device".into(), acts.device[range.clone()].to_vec()),
-        Series::new("stream".into(), acts.stream[range.clone()].to_vec()),
+    let column = |v: &[u32]| rows.iter().map(|&a| v[a]).collect::<Vec<u32>>();
+    let range = rows.iter().copied();
+    let rows: Vec<_> = rows.iter().map(|&a| run.activities.get(trace, a)).collect();
+    let mut columns: Vec<Column> = Vec::with_capacity(17);
+    if with_rank {
+        columns.push(
+            Series::new(
+                "rank".into(),
+                rows.iter().map(|r| r.rank).collect::<Vec<Option<u32>>>(),
+            )
+            .into_column(),
+        );
+    }
+    let rest: Vec<Column> = vec![
+        Series::new("input".into(), column(&acts.input)),
+        Series::new("device".into(), column(&acts.device)),
+        Series::new("stream".into(), column(&acts.stream)),
         Series::new(
             "kind".into(),
             range
@@ -67,8 +78,14 @@ fn frame(run: &Run, range: Range<usize>) -> Result<DataFrame, PolarsError> {
                 })
                 .collect::<Vec<&str>>(),
         ),
-        Series::new("start_ns".into(), acts.ts_ns[range.clone()].to_vec()),
-        Series::new("dur_ns".into(), acts.dur_ns[range.clone()].to_vec()),
+        Series::new(
+            "start_ns".into(),
+            range.clone().map(|a| acts.ts_ns[a]).collect::<Vec<i64>>(),
+        ),
+        Series::new(
+            "dur_ns".into(),
+            range.clone().map(|a| acts.dur_ns[a]).collect::<Vec<i64>>(),
+        ),
         Series::new(
             "name".into(),
             range
@@ -118,6 +135,7 @@ fn frame(run: &Run, range: Range<usize>) -> Result<DataFrame, PolarsError> {
     .into_iter()
     .map(IntoColumn::into_column)
     .collect();
+    columns.extend(rest);
     DataFrame::new_infer_height(columns)
 }
 
@@ -149,6 +167,54 @@ pub fn write<W: Write + Send>(
         }
     }
     Ok(run.trace.activities.len())
+}
+
+/// The partition directory of a rank: `rank=N`, or Hive's name for a null value when the input
+/// has no rank (a single-process trace).
+pub fn rank_partition(rank: Option<u32>) -> String {
+    match rank {
+        Some(r) => format!("rank={r}"),
+        None => "rank=__HIVE_DEFAULT_PARTITION__".to_string(),
+    }
+}
+
+/// Writes the classified activity table of `run` as a Hive-partitioned Parquet dataset:
+/// `dir/rank=N/part-0.parquet` per rank (the `rank` column lives in the directory names, as
+/// Spark, DuckDB and polars expect), each in row groups of [`BATCH_ROWS`]. Returns the files
+/// written and their row counts, by rank.
+pub fn write_dataset(
+    run: &Run,
+    dir: &std::path::Path,
+) -> Result<Vec<(std::path::PathBuf, usize)>, PolarsError> {
+    let trace = &run.trace;
+    let acts = &trace.activities;
+    let mut by_rank: std::collections::BTreeMap<Option<u32>, Vec<usize>> = Default::default();
+    for a in 0..acts.len() {
+        by_rank
+            .entry(trace.inputs[acts.input[a] as usize].rank)
+            .or_default()
+            .push(a);
+    }
+    if by_rank.is_empty() {
+        // The table's schema, even without rows.
+        by_rank.insert(trace.inputs.first().and_then(|i| i.rank), Vec::new());
+    }
+    let mut written = Vec::new();
+    for (rank, rows) in by_rank {
+        let part = dir.join(rank_partition(rank));
+        std::fs::create_dir_all(&part)?;
+        let path = part.join("part-0.parquet");
+        let file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        let first = frame_of(run, &rows[..rows.len().min(BATCH_ROWS)], false)?;
+        let mut w = ParquetWriter::new(file).batched(first.schema())?;
+        w.write_batch(&first)?;
+        for chunk in rows.chunks(BATCH_ROWS).skip(1) {
+            w.write_batch(&frame_of(run, chunk, false)?)?;
+        }
+        w.finish()?;
+        written.push((path, rows.len()));
+    }
+    Ok(written)
 }
 
 /// The Arrow C stream interface (`ArrowArrayStream`), as consumers such as pyarrow import it.

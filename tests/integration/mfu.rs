@@ -185,8 +185,16 @@ fn each_rank_has_its_own_mfu() {
             ranks[0]["summary"]["model_flops_per_step"]
         );
     }
-    // fp32 GEMMs without TF32 (PyTorch's default) run on the SIMT units: their peak.
+    // fp32 GEMMs without TF32 (PyTorch's default) run on the SIMT units: their peak, for the
+    // step and for every GEMM shape (cuBLAS's split-K calls start with a memset that says
+    // nothing of the precision; their SIMT kernel does).
     assert_eq!(s["mfu_dtype"], "fp32");
+    for row in feed["op_shapes"].as_array().unwrap() {
+        if row["op"] == "aten::mm" || row["op"] == "aten::addmm" {
+            let pct = num(row, "pct_of_peak");
+            assert!((40.0..=100.0).contains(&pct), "{row}");
+        }
+    }
 }
 
 #[test]
