@@ -257,7 +257,9 @@ pub fn conv_layout_transposes(ctx: &Context) -> Vec<Finding> {
 
 /// Per thread, the forward convolutions (start, end, whether their input is channels_last: a
 /// 4-D [N, C, H, W] input whose channel stride is 1, C > 1; None without `Input Strides`).
-type ConvSpans = rustc_hash::FxHashMap<(u64, u64), Vec<(i64, i64, Option<bool>)>>;
+/// Convolution ops by host thread (input, pid, tid: ranks of one job often share pids) with
+/// their span and whether their input was channels_last.
+type ConvSpans = rustc_hash::FxHashMap<(u32, u64, u64), Vec<(i64, i64, Option<bool>)>>;
 
 fn convolution_layouts(ctx: &Context) -> ConvSpans {
     let host = &ctx.trace.host;
@@ -280,11 +282,9 @@ fn convolution_layouts(ctx: &Context) -> ConvSpans {
             )
             .flatten();
         let end = host.ts_ns[h].saturating_add(host.dur_ns[h]);
-        out.entry((host.pid(h), host.tid(h))).or_default().push((
-            host.ts_ns[h],
-            end,
-            channels_last,
-        ));
+        out.entry((host.input[h], host.pid(h), host.tid(h)))
+            .or_default()
+            .push((host.ts_ns[h], end, channels_last));
     }
     for v in out.values_mut() {
         v.sort_unstable_by_key(|c| c.0);
@@ -299,7 +299,7 @@ fn inside_channels_last_convolution(ctx: &Context, convs: &ConvSpans, a: usize) 
         return false;
     };
     let host = &ctx.trace.host;
-    let Some(list) = convs.get(&(host.pid(h), host.tid(h))) else {
+    let Some(list) = convs.get(&(host.input[h], host.pid(h), host.tid(h))) else {
         return false;
     };
     let t = host.ts_ns[h];

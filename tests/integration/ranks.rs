@@ -212,3 +212,54 @@ fn an_amd_run_names_the_same_straggler_from_both_of_its_files() {
         assert!(recommended(&whole).contains(&"env.rank-placement"));
     });
 }
+
+/// Ranks of one job often run with the same pid and thread ids: a transpose of one rank's NCHW
+/// convolution is not excused by another rank's channels_last convolution that happens to run
+/// at the same time on a thread with the same ids.
+#[test]
+fn ranks_sharing_thread_ids_keep_their_own_convolutions() {
+    use crate::common::{feed_of, read_json_gz, write_json_gz};
+    let zoo = fixture("kineto/zoo");
+    let transposes = |feed: &serde_json::Value| -> i64 {
+        feed["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == "conv_layout_transposes")
+            .map(|f| f["time_at_stake_ns"].as_i64().unwrap())
+            .sum()
+    };
+    let alone = feed_of(&zoo.join("deeplabv3_infer_eager.json.gz"), &[]);
+    assert!(transposes(&alone) > 0);
+    // Rank 0: DeepLabV3 in NCHW (its convolutions' transposes are the finding). Rank 1:
+    // ResNet-18 in channels_last, moved onto rank 0's clock and its main thread's ids.
+    let mut nchw = read_json_gz(&zoo.join("deeplabv3_infer_eager.json.gz"));
+    let mut cl = read_json_gz(&zoo.join("resnet18_train_eager.json.gz"));
+    let start = |doc: &serde_json::Value| {
+        doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["ts"].as_f64())
+            .fold(f64::MAX, f64::min)
+    };
+    let shift = start(&nchw) - start(&cl);
+    for e in cl["traceEvents"].as_array_mut().unwrap() {
+        if let Some(ts) = e["ts"].as_f64() {
+            e["ts"] = serde_json::json!(ts + shift);
+        }
+        if e["pid"] == 844 {
+            e["pid"] = serde_json::json!(1263);
+        }
+        if e["tid"] == 844 {
+            e["tid"] = serde_json::json!(1263);
+        }
+    }
+    nchw["distributedInfo"] = serde_json::json!({"rank": 0, "world_size": 2});
+    cl["distributedInfo"] = serde_json::json!({"rank": 1, "world_size": 2});
+    let dir = tempfile::tempdir().unwrap();
+    write_json_gz(&dir.path().join("rank0.json.gz"), &nchw);
+    write_json_gz(&dir.path().join("rank1.json.gz"), &cl);
+    let both = feed_of(dir.path(), &[]);
+    assert_eq!(transposes(&both), transposes(&alone));
+}
