@@ -166,8 +166,8 @@ pub fn is_forward_only_op(op: &str) -> bool {
         .any(|(name, _, _, factor)| *name == op && *factor == 1.0)
 }
 
-/// FLOPs of one attention call as model FLOPs count them (PaLM's `12·L·H·Q·T`, torch's
-/// FlopCounterMode): every query-key pair, causal or not; backward, its five matmuls (scores
+/// FLOPs of one attention call as torch's FlopCounterMode counts them: every query-key pair,
+/// causal or not (as PaLM's `12·L·H·Q·T` does); backward, its five matmuls (scores
 /// again, dV, dP, dQ, dK: `2·L·S·(3·E + 2·Ev)` per head, 2.5 forwards when E = Ev). MFU reads
 /// these; the op's achieved rate reads [`composite_flops`]'s, which skips the masked half.
 pub fn attention_model_flops(op: &str, input_dims: &str) -> Option<f64> {
