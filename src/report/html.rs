@@ -29,7 +29,7 @@ const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1180px;padding:16px 24px;color:#222}
 h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 .regions summary,.regions .leaf,.region-head{display:grid;grid-template-columns:minmax(220px,3fr) 4em repeat(4,6em) 2fr 6em;gap:0 8px;padding:2px 0}
-.regions summary{cursor:pointer}.region-head{font-weight:600;border-bottom:1px solid #ddd}.regions span:not(:first-child){text-align:right}.regions span:nth-child(7){text-align:left}
+.regions summary{cursor:pointer}.regions summary .name::before{content:"\25B8  "}.regions details[open]>summary .name::before{content:"\25BE  "}.regions .leaf .name::before{content:"\00A0\00A0  "}.region-head{font-weight:600;border-bottom:1px solid #ddd}.regions span:not(:first-child){text-align:right}.regions span:nth-child(7){text-align:left}
 .headline{font-size:16px;background:#f4f6f8;padding:10px 14px;border-radius:6px}
 table{border-collapse:collapse;width:100%;margin:8px 0}th,td{border:1px solid #ddd;padding:4px 8px;vertical-align:top;text-align:left}
 th{background:#f0f0f0;cursor:pointer;user-select:none}td.n{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
@@ -496,20 +496,28 @@ fn render_regions(b: &mut String, run: &Run) {
             open -= 1;
         }
         let has_children = regions.get(k + 1).is_some_and(|n| n.depth > r.depth);
+        // The name indented by depth (the other columns stay aligned), the rest as they are.
         let cells = region_cells(r)
             .iter()
-            .map(|c| format!("<span>{}</span>", esc(c)))
+            .enumerate()
+            .map(|(i, c)| match i {
+                0 => format!(
+                    "<span class=\"name\" style=\"padding-left:{}em\">{}</span>",
+                    r.depth,
+                    esc(c)
+                ),
+                _ => format!("<span>{}</span>", esc(c)),
+            })
             .collect::<String>();
-        let indent = format!("style=\"padding-left:{}em\"", r.depth);
         if has_children {
             let _ = writeln!(
                 b,
-                "<details{}><summary {indent}>{cells}</summary>",
+                "<details{}><summary>{cells}</summary>",
                 if r.depth == 0 { " open" } else { "" }
             );
             open += 1;
         } else {
-            let _ = writeln!(b, "<div class=\"leaf\" {indent}>{cells}</div>");
+            let _ = writeln!(b, "<div class=\"leaf\">{cells}</div>");
         }
     }
     while open > 0 {
