@@ -846,6 +846,8 @@ struct KinetoSink<'t> {
     /// The devices the trace describes, by id (their ids are replaced by the activities').
     device_names: BTreeMap<u32, Device>,
     file_rank: Option<u32>,
+    /// The file's `distributedInfo`: what the job's ranks share.
+    distributed: Option<crate::model::Distributed>,
     base_time_ns: Option<i64>,
     vendor_hint: Vendor,
     hip_calls: u64,
@@ -873,6 +875,7 @@ impl<'t> KinetoSink<'t> {
             devices_used: BTreeMap::new(),
             device_names: BTreeMap::new(),
             file_rank: None,
+            distributed: None,
             base_time_ns: None,
             vendor_hint: Vendor::Unknown,
             hip_calls: 0,
@@ -902,6 +905,7 @@ impl<'t> KinetoSink<'t> {
             warnings: Vec::new(),
             hardware: None,
             base_time_ns: None,
+            distributed: None,
         });
         self.inputs.insert(rank, i);
         i
@@ -994,6 +998,7 @@ impl<'t> KinetoSink<'t> {
             let meta = &mut self.trace.inputs[i as usize];
             meta.rank = rank.or(self.file_rank);
             meta.base_time_ns = self.base_time_ns;
+            meta.distributed.clone_from(&self.distributed);
             meta.vendor = vendor;
             meta.truncated = truncated;
             meta.warnings = warnings.clone();
@@ -1071,6 +1076,31 @@ impl DeviceProps {
 struct DistributedInfo {
     #[serde(default)]
     rank: Option<serde_json::Value>,
+    #[serde(default)]
+    backend: Option<serde_json::Value>,
+    #[serde(default)]
+    world_size: Option<serde_json::Value>,
+    #[serde(default)]
+    pg_count: Option<serde_json::Value>,
+    #[serde(default)]
+    nccl_version: Option<serde_json::Value>,
+}
+
+impl DistributedInfo {
+    /// What the job's ranks share; values of another type than the profiler writes are left out.
+    fn job(&self) -> Option<crate::model::Distributed> {
+        let text = |v: &Option<serde_json::Value>| v.as_ref()?.as_str().map(str::to_string);
+        let count = |v: &Option<serde_json::Value>| {
+            v.as_ref()?.as_u64().and_then(|n| u32::try_from(n).ok())
+        };
+        let job = crate::model::Distributed {
+            backend: text(&self.backend),
+            world_size: count(&self.world_size),
+            process_groups: count(&self.pg_count),
+            nccl_version: text(&self.nccl_version),
+        };
+        (job != crate::model::Distributed::default()).then_some(job)
+    }
 }
 
 fn vendor_of_device_name(name: &str) -> Vendor {
@@ -1132,6 +1162,7 @@ impl PieceSink<Chunk> for KinetoSink<'_> {
             }
             "distributedInfo" => {
                 if let Ok(info) = serde_json::from_slice::<DistributedInfo>(value) {
+                    self.distributed = info.job();
                     self.file_rank = info
                         .rank
                         .and_then(|r| to_u64(&r.to_string()))

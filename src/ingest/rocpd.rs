@@ -76,6 +76,7 @@ impl Reader for RocpdReader {
             warnings,
             hardware: None,
             base_time_ns: None,
+            distributed: None,
         });
         Ok(())
     }

@@ -296,6 +296,7 @@ pub(super) fn new_input(trace: &mut Trace, label: &str, format: Format) -> u32 {
         warnings: Vec::new(),
         hardware: None,
         base_time_ns: None,
+        distributed: None,
     });
     (trace.inputs.len() - 1) as u32
 }

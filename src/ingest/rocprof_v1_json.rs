@@ -41,6 +41,7 @@ impl Reader for RocprofV1JsonReader {
             warnings: Vec::new(),
             hardware: None,
             base_time_ns: None,
+            distributed: None,
         });
         let mut sink = Sink {
             trace,

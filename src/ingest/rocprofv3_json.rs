@@ -196,6 +196,7 @@ fn read_tool(tool: &Tool, path: String, trace: &mut Trace) {
         warnings,
         hardware: None,
         base_time_ns: None,
+        distributed: None,
     });
 }
 

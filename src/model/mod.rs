@@ -752,6 +752,26 @@ pub struct InputMeta {
     /// (Kineto `baseTimeNanoseconds`): places the trace on the clock of torch.compile's logs.
     #[serde(skip)]
     pub base_time_ns: Option<i64>,
+    /// The job the rank belongs to, where the input says (Kineto `distributedInfo`): what its
+    /// ranks share, which tells one run's ranks from another's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<Distributed>,
+}
+
+/// What a rank's trace says of its job (Kineto `distributedInfo`).
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Distributed {
+    /// The process group backend (`nccl`, `gloo`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub world_size: Option<u32>,
+    /// Number of process groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process_groups: Option<u32>,
+    /// The NCCL/RCCL version the job ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nccl_version: Option<String>,
 }
 
 /// A file of an input directory that no reader recognized (a config, a note), left out.

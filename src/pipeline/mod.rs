@@ -196,6 +196,7 @@ fn add_log_inputs(trace: &mut Trace, logs: &[CompileLog]) {
             warnings: log.warnings.clone(),
             hardware: None,
             base_time_ns: None,
+            distributed: None,
         });
     }
 }

@@ -121,9 +121,15 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
     let _ = writeln!(out, "rocprof-classify {}", env!("CARGO_PKG_VERSION"));
     for line in &sections.inputs {
         let input = line.meta;
+        let of = input
+            .distributed
+            .as_ref()
+            .and_then(|d| d.world_size)
+            .map(|w| format!(" of {w}"))
+            .unwrap_or_default();
         let rank = input
             .rank
-            .map(|r| format!(", rank {r}"))
+            .map(|r| format!(", rank {r}{of}"))
             .unwrap_or_default();
         let trunc = if input.truncated { " [TRUNCATED]" } else { "" };
         let _ = writeln!(

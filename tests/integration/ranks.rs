@@ -263,3 +263,30 @@ fn ranks_sharing_thread_ids_keep_their_own_convolutions() {
     let both = feed_of(dir.path(), &[]);
     assert_eq!(transposes(&both), transposes(&alone));
 }
+
+/// Each rank says which job it belongs to (Kineto `distributedInfo`): the feed keeps it per
+/// input, and the terminal names the world size beside the rank.
+#[test]
+fn inputs_carry_their_jobs_distributed_info() {
+    let dir = fixture("kineto/h100x2/ddp");
+    let feed = crate::common::feed_of(&dir, &[]);
+    for (i, input) in feed["inputs"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(input["rank"], i);
+        assert_eq!(
+            input["distributed"],
+            serde_json::json!({"backend": "nccl", "world_size": 2, "process_groups": 1, "nccl_version": "2.28.9"})
+        );
+    }
+    let out = bin()
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("rank 1 of 2)"), "{text}");
+    // A single-process trace has none.
+    let single = crate::common::feed_of(&fixture("kineto/h100/train_regions.json.gz"), &[]);
+    assert!(single["inputs"][0].get("distributed").is_none());
+}
