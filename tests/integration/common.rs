@@ -122,16 +122,8 @@ pub fn union_ns(mut iv: Vec<(i64, i64)>, lo: i64, hi: i64) -> i64 {
 
 /// The binary's JSON feed (`--json -`) for `path` with extra `args`, checked against the schema.
 pub fn feed_of(path: &Path, args: &[&str]) -> serde_json::Value {
-    let out = bin()
-        .arg(path)
-        .args(["--json", "-"])
-        .args(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert_valid_feed(&out)
+    let args: Vec<&str> = ["--json", "-"].iter().chain(args).copied().collect();
+    assert_valid_feed(stdout_of(path, &args).as_bytes())
 }
 
 /// A gzipped JSON file (a raw trace), parsed.
@@ -163,4 +155,33 @@ pub fn feed_ids(feed: &serde_json::Value, key: &str) -> Vec<String> {
         .iter()
         .map(|f| f["id"].as_str().unwrap().to_string())
         .collect()
+}
+
+/// A fixture's truth file (what a capture script recorded), parsed.
+pub fn read_truth(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The iterations of `run` in a capture script's truth that the profiler recorded.
+pub fn profiled_steps<'a>(truth: &'a serde_json::Value, run: &str) -> Vec<&'a serde_json::Value> {
+    truth["runs"][run]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["profiled"] == true)
+        .collect()
+}
+
+/// What the binary prints on stdout for `path` with `args`.
+pub fn stdout_of(path: &Path, args: &[&str]) -> String {
+    let out = bin()
+        .arg(path)
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
 }

@@ -5,13 +5,15 @@
 //! and `max_memory_reserved()` of each step after `reset_peak_memory_stats()`; and the corpus's
 //! traces with `[memory]` events (ROCm's among them).
 
-use crate::common::{feed_ids as ids, feed_of, fixture, read_json_gz as read_json, write_json_gz};
+use crate::common::{
+    feed_ids as ids, feed_of, fixture, profiled_steps, read_json_gz as read_json, read_truth,
+    write_json_gz,
+};
 use crate::with_shared;
 use serde_json::Value;
 
 fn truth() -> Value {
-    let text = std::fs::read_to_string(fixture("kineto/h100/regions_truth.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    read_truth(&fixture("kineto/h100/regions_truth.json"))
 }
 
 #[test]
@@ -27,12 +29,7 @@ fn peaks_per_step_equal_the_allocators_own() {
             m["device_bytes"], truth["device_memory_bytes"],
             "{run}: totalGlobalMem"
         );
-        let steps: Vec<&Value> = truth["runs"][run]["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["profiled"] == true)
-            .collect();
+        let steps = profiled_steps(&truth, run);
         let per_step = m["per_step"].as_array().unwrap();
         assert_eq!(per_step.len(), steps.len(), "{run}");
         for (ours, t) in per_step.iter().zip(&steps) {

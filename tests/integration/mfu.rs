@@ -4,13 +4,12 @@
 //! recomputation on the checkpointing fixture and on the corpus's ResNet with activation
 //! checkpointing (MI300X); per rank on the 2-GPU DDP trace.
 
-use crate::common::{feed_of, fixture, read_json_gz, write_json_gz};
+use crate::common::{feed_of, fixture, read_json_gz, read_truth, write_json_gz};
 use crate::with_shared;
 use serde_json::Value;
 
 fn truth() -> Value {
-    let text = std::fs::read_to_string(fixture("kineto/h100/regions_truth.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    read_truth(&fixture("kineto/h100/regions_truth.json"))
 }
 
 fn num(v: &Value, key: &str) -> f64 {
@@ -80,8 +79,7 @@ fn flops_per_step_equal_flop_counter_modes() {
 #[test]
 fn flops_equal_flop_counter_modes_on_library_models() {
     let dir = fixture("kineto/h200/phases");
-    let text = std::fs::read_to_string(dir.join("phases_truth.json")).unwrap();
-    let truth: Value = serde_json::from_str(&text).unwrap();
+    let truth = read_truth(&dir.join("phases_truth.json"));
     for run in [
         "resnet18_amp",
         "vit_b16_bf16",
@@ -110,8 +108,7 @@ fn flops_equal_flop_counter_modes_on_library_models() {
 #[test]
 fn flops_and_recomputation_on_other_step_orders() {
     let dir = fixture("kineto/h200/phases");
-    let text = std::fs::read_to_string(dir.join("phases_edge_truth.json")).unwrap();
-    let truth: Value = serde_json::from_str(&text).unwrap();
+    let truth = read_truth(&dir.join("phases_edge_truth.json"));
     for run in [
         "zero_grad_after_loss",
         "math_sdpa",

@@ -4,13 +4,12 @@
 //! events recorded at each boundary (`regions_truth.json`); PyTorch's own phases on the 2-GPU
 //! DDP and FSDP2 traces and on corpus traces nobody annotated.
 
-use crate::common::{feed_of, fixture};
+use crate::common::{feed_of, fixture, profiled_steps, read_truth, stdout_of};
 use crate::with_shared;
 use serde_json::Value;
 
 fn truth() -> Value {
-    let text = std::fs::read_to_string(fixture("kineto/h100/regions_truth.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    read_truth(&fixture("kineto/h100/regions_truth.json"))
 }
 
 fn region<'a>(feed: &'a Value, path: &str) -> &'a Value {
@@ -31,12 +30,7 @@ fn region_times_agree_with_cuda_events() {
     let truth = truth();
     for run in ["train_regions", "train_layers", "train_checkpoint"] {
         let feed = feed_of(&fixture(&format!("kineto/h100/{run}.json.gz")), &[]);
-        let steps: Vec<&Value> = truth["runs"][run]["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["profiled"] == true)
-            .collect();
+        let steps = profiled_steps(&truth, run);
         for name in ["forward", "backward", "optimizer"] {
             let r = region(&feed, name);
             assert_eq!(r["count"], steps.len(), "{run} {name}");
@@ -100,8 +94,7 @@ fn region_times_agree_with_cuda_events() {
 #[test]
 fn derived_phases_agree_with_cuda_events() {
     let dir = fixture("kineto/h200/phases");
-    let text = std::fs::read_to_string(dir.join("phases_truth.json")).unwrap();
-    let truth: Value = serde_json::from_str(&text).unwrap();
+    let truth = read_truth(&dir.join("phases_truth.json"));
     for run in [
         "resnet18_amp",
         "vit_b16_bf16",
@@ -110,12 +103,7 @@ fn derived_phases_agree_with_cuda_events() {
     ] {
         let feed = feed_of(&dir.join(format!("{run}.json.gz")), &[]);
         assert_consistent(&feed, run);
-        let steps: Vec<&Value> = truth["runs"][run]["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["profiled"] == true)
-            .collect();
+        let steps = profiled_steps(&truth, run);
         for (path, key) in [
             ("forward", "forward_ns"),
             ("backward", "backward_ns"),
@@ -147,8 +135,7 @@ fn derived_phases_agree_with_cuda_events() {
 #[test]
 fn derived_phases_survive_other_step_orders() {
     let dir = fixture("kineto/h200/phases");
-    let text = std::fs::read_to_string(dir.join("phases_edge_truth.json")).unwrap();
-    let truth: Value = serde_json::from_str(&text).unwrap();
+    let truth = read_truth(&dir.join("phases_edge_truth.json"));
     let cases: [(&str, &[(&str, &str)]); 5] = [
         (
             "zero_grad_after_loss",
@@ -174,12 +161,7 @@ fn derived_phases_survive_other_step_orders() {
     for (run, phases) in cases {
         let feed = feed_of(&dir.join(format!("{run}.json.gz")), &[]);
         assert_consistent(&feed, run);
-        let steps: Vec<&Value> = truth["runs"][run]["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["profiled"] == true)
-            .collect();
+        let steps = profiled_steps(&truth, run);
         for &(path, key) in phases {
             let r = region(&feed, path);
             assert_eq!(r["count"], steps.len(), "{run} {path}");
@@ -347,17 +329,7 @@ fn corpus_phases_without_steps_or_annotations() {
 #[test]
 fn reports_show_the_phases_the_tree_and_mfu() {
     let trace = fixture("kineto/h100/train_layers.json.gz");
-    let run = |args: &[&str]| -> String {
-        let out = crate::common::bin()
-            .arg(&trace)
-            .args(args)
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        String::from_utf8(out).unwrap()
-    };
+    let run = |args: &[&str]| stdout_of(&trace, args);
     let feed = feed_of(&trace, &[]);
     let table = run(&[]);
     let line = table.lines().find(|l| l.starts_with("regions")).unwrap();
