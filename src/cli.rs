@@ -12,7 +12,7 @@ use crate::report::{self, table::TableOptions};
 use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -114,6 +114,66 @@ pub struct AnalysisArgs {
     /// given as an input path is recognized too.
     #[arg(long, value_name = "LOG")]
     pub torch_logs: Vec<PathBuf>,
+}
+
+/// What a rank's partial is analyzed with (partials merge only with the same).
+#[derive(Args, Debug, Clone)]
+pub struct PartialArgs {
+    /// Treat a truncated trace as an error instead of analyzing what was written.
+    #[arg(long)]
+    pub strict: bool,
+    /// Read the inputs as this format instead of telling it from their content.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub input_format: InputFormat,
+    /// Analyze only these steps: A..B (B excluded), A..=B, A.., ..B or N.
+    #[arg(long, value_name = "A..B")]
+    pub steps: Option<StepRange>,
+    /// Leave the first step (the warm-up) out of the analysis.
+    #[arg(long)]
+    pub skip_warmup: bool,
+    /// Skip attributing GPU time to ops, modules and source lines.
+    #[arg(long)]
+    pub no_attribution: bool,
+    /// Host gaps shorter than this (µs) count as dispatch (launch overhead).
+    #[arg(long, value_name = "US", default_value_t = 50.0)]
+    pub dispatch_threshold_us: f64,
+    /// Refuse a .gz input that expands to more than this many times its size.
+    #[arg(long, value_name = "RATIO", default_value_t = crate::ingest::MAX_GUNZIP_RATIO)]
+    pub max_gunzip_ratio: u64,
+}
+
+impl PartialArgs {
+    /// As the analysis' options (what a partial does not read left at its default).
+    fn analysis(&self) -> AnalysisArgs {
+        AnalysisArgs {
+            top: 20,
+            strict: self.strict,
+            input_format: self.input_format,
+            steps: self.steps,
+            skip_warmup: self.skip_warmup,
+            no_attribution: self.no_attribution,
+            env: None,
+            dispatch_threshold_us: self.dispatch_threshold_us,
+            max_gunzip_ratio: self.max_gunzip_ratio,
+            torch_logs: Vec::new(),
+        }
+    }
+}
+
+impl AnalysisArgs {
+    /// Every option at its default.
+    fn defaults() -> AnalysisArgs {
+        PartialArgs {
+            strict: false,
+            input_format: InputFormat::Auto,
+            steps: None,
+            skip_warmup: false,
+            no_attribution: false,
+            dispatch_threshold_us: 50.0,
+            max_gunzip_ratio: crate::ingest::MAX_GUNZIP_RATIO,
+        }
+        .analysis()
+    }
 }
 
 /// Where the reports go; `-` is stdout (only one report may go there, and then no table).
@@ -255,6 +315,44 @@ pub enum Command {
         #[arg(long, value_name = "PCT")]
         fail_on_regression: Option<f64>,
     },
+    /// One rank's partial result (JSON), to merge with the other ranks' later, on any machine:
+    /// `rocprof-classify merge` of every rank's partial gives what analyzing the rank files
+    /// together gives.
+    Partial {
+        /// The rank's trace file(s).
+        #[arg(value_name = "PATH", required = true)]
+        paths: Vec<PathBuf>,
+        /// Where to write it (`-`: stdout).
+        #[arg(short, long, value_name = "PATH|-", default_value = "-")]
+        output: PathBuf,
+        /// The rank: of a file holding several, the one to take; of a trace that does not say
+        /// (no `distributedInfo`), the one it is.
+        #[arg(long, value_name = "N")]
+        rank: Option<u32>,
+        #[command(flatten)]
+        analysis: PartialArgs,
+    },
+    /// Merge the ranks' partials into the job's reports (the same as analyzing the rank files
+    /// together); refuses partials of another version, run or settings, and a rank given twice.
+    Merge {
+        /// Partials written by `rocprof-classify partial`.
+        #[arg(value_name = "PARTIAL", required = true)]
+        partials: Vec<PathBuf>,
+        /// Number of kernels in the top-kernels table and feed.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        top: usize,
+        /// The output of `env` on the machines that ran the job: audits the ladder's level-1 settings.
+        #[arg(long, value_name = "FILE")]
+        env: Option<PathBuf>,
+        #[command(flatten)]
+        output: OutputArgs,
+        /// Exit 1 when a finding of this severity or worse, or with this id, fires. Repeatable.
+        #[arg(long, value_name = "SEVERITY|FINDING_ID")]
+        fail_on: Vec<String>,
+        /// Exit 1 when more than this share (%) of GPU time matched no classification rule.
+        #[arg(long, value_name = "P")]
+        max_unclassified_pct: Option<f64>,
+    },
     /// What a finding or recommendation id means: its trigger, savings model, actions and seed.
     Explain {
         /// A finding id (graph_breaks, …) or recommendation id (compile.enable, …); `recommendations`
@@ -327,6 +425,28 @@ pub fn run(cli: Cli) -> Result<Status> {
             Ok(0)
         }
         Some(Command::Explain { id }) => run_explain(&id, &cli.global),
+        Some(Command::Partial {
+            paths,
+            output,
+            rank,
+            analysis,
+        }) => run_partial(&paths, &output, rank, &analysis, &cli.global),
+        Some(Command::Merge {
+            partials,
+            top,
+            env,
+            output,
+            fail_on,
+            max_unclassified_pct,
+        }) => run_merge(
+            &partials,
+            top,
+            env,
+            &output,
+            &fail_on,
+            max_unclassified_pct,
+            &cli.global,
+        ),
         Some(Command::Diff {
             base,
             new,
@@ -624,6 +744,70 @@ fn gates(run: &Run, fail_on: &[String], max_unclassified: Option<f64>) -> Result
         }
     }
     Ok(tripped)
+}
+
+fn run_partial(
+    paths: &[PathBuf],
+    output: &Path,
+    rank: Option<u32>,
+    args: &PartialArgs,
+    global: &GlobalArgs,
+) -> Result<Status> {
+    let config = config(&args.analysis(), global, None)?;
+    let partial = crate::pipeline::partial(paths, &config, rank)?;
+    if !global.quiet {
+        for input in &partial.analysis.inputs {
+            for w in &input.warnings {
+                eprintln!("warning: {}: {w}", input.path);
+            }
+        }
+    }
+    let bytes = partial.to_json();
+    emit(&[(&Some(output.to_path_buf()), &|| bytes.clone())])?;
+    Ok(0)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_merge(
+    paths: &[PathBuf],
+    top: usize,
+    env: Option<PathBuf>,
+    output: &OutputArgs,
+    fail_on: &[String],
+    max_unclassified: Option<f64>,
+    global: &GlobalArgs,
+) -> Result<Status> {
+    let mut partials = Vec::with_capacity(paths.len());
+    for p in paths {
+        let bytes = if p.as_os_str() == "-" {
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut b).context("reading stdin")?;
+            b
+        } else {
+            std::fs::read(p).with_context(|| format!("reading {}", p.display()))?
+        };
+        partials.push((p.display().to_string(), bytes));
+    }
+    let mut config = config(&AnalysisArgs::defaults(), global, None)?;
+    config.analysis.top = top;
+    config.env_file = env;
+    let run = crate::pipeline::merge(&partials, &config)?;
+    let json = || report::json::render(&run);
+    let markdown = || report::markdown::render(&run).into_bytes();
+    let html = || report::html::render(&run).into_bytes();
+    let stdout_used = emit(&[
+        (&output.json, &json),
+        (&output.markdown, &markdown),
+        (&output.html, &html),
+    ])?;
+    if !stdout_used {
+        write_stdout(&report::table::render(&run, &table_options(global)))?;
+    }
+    let tripped = gates(&run, fail_on, max_unclassified)?;
+    for t in &tripped {
+        eprintln!("gate tripped: {t}");
+    }
+    Ok(if tripped.is_empty() { 0 } else { 1 })
 }
 
 fn run_diff(

@@ -167,4 +167,7 @@ pub enum RunError {
     },
     #[error("cancelled")]
     Cancelled,
+    /// A partial that cannot be read or merged with the others.
+    #[error("{path}: {why}")]
+    Partial { path: String, why: String },
 }

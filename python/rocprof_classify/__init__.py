@@ -37,6 +37,9 @@ __all__ = [
     "analyze",
     "diff",
     "explain",
+    "merge",
+    "merge_report",
+    "partial",
     "report",
     "rules",
     "schema",
@@ -145,6 +148,10 @@ class Report:
         if self._feed is None:
             self._feed = _json.loads(self._native.feed_json())
         return self._feed
+
+    def json(self) -> str:
+        """The JSON feed as text, byte for byte what ``rocprof-classify --json -`` writes."""
+        return self._native.feed_json().decode()
 
     @property
     def findings(self) -> List[Dict[str, Any]]:
@@ -267,6 +274,51 @@ diff.__doc__ = f"""Compares two runs (files or directories, any format or vendor
 buckets, time partition, kernels, findings and the ladder, before and after. Returns the dict of
 ``rocprof-classify diff BASE NEW --json -`` (with ``.markdown()`` and ``.html()``).
 {_OPTIONS_DOC.replace("paths:", "base, new:", 1)}"""
+
+
+def partial(paths: Paths, *, rank: Optional[int] = None, **options: Any) -> bytes:
+    return _native.partial(_paths(paths), _options(**options), rank)
+
+
+partial.__doc__ = f"""One rank's partial result (``rocprof-classify partial``): the JSON bytes that
+:func:`merge` reads, with the other ranks' partials, into the job's feed. Write one per rank
+file wherever the file is (a Ray or Dask task per rank) and send only the partials on.
+``rank`` is, of a file holding several ranks, the one to take; of a trace that does not say its
+rank, the one it is. Options that change what a rank computes (``steps``, ``skip_warmup``,
+``attribution``, ``dispatch_threshold_us``, ``rules``) must be the same for every rank.
+{_OPTIONS_DOC}"""
+
+Partials = Sequence[Union[bytes, PathLike, Dict[str, Any]]]
+
+
+def _partials(partials: Partials) -> List[Any]:
+    out = []
+    for i, p in enumerate(partials):
+        if isinstance(p, (bytes, bytearray)):
+            out.append((f"partial {i}", bytes(p)))
+        elif isinstance(p, dict):
+            out.append((f"partial {i}", _json.dumps(p).encode()))
+        else:
+            with open(p, "rb") as f:
+                out.append((os.fsdecode(p), f.read()))
+    if not out:
+        raise ValueError("no partials given")
+    return out
+
+
+def merge_report(partials: Partials, **options: Any) -> Report:
+    """The job's :class:`Report` from its ranks' partials (bytes from :func:`partial`, their
+    files, or their parsed dicts), as analyzing the rank files together gives it
+    (``rocprof-classify merge``). Options: ``top``, ``env``, ``rules`` (the rules the partials
+    were written with). Raises InputError naming the partial for one of another version, run or
+    settings, or a rank given twice."""
+    return Report(_native.merge(_partials(partials), _options(**options)))
+
+
+def merge(partials: Partials, **options: Any) -> Dict[str, Any]:
+    """The job's JSON feed from its ranks' partials: equal to :func:`analyze` of the rank files
+    together (see :func:`merge_report`)."""
+    return merge_report(partials, **options).feed
 
 
 def explain(id: str, *, rules: Optional[Paths] = None) -> str:

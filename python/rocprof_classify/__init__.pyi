@@ -19,6 +19,9 @@ __all__ = [
     "analyze",
     "diff",
     "explain",
+    "merge",
+    "merge_report",
+    "partial",
     "report",
     "rules",
     "schema",
@@ -48,6 +51,7 @@ class Report:
     def __init__(self, native: Any) -> None: ...
     @property
     def feed(self) -> Dict[str, Any]: ...
+    def json(self) -> str: ...
     @property
     def findings(self) -> List[Dict[str, Any]]: ...
     @property
@@ -84,5 +88,22 @@ def diff(
     new: PathLike,
     **options: Unpack[_Options],
 ) -> Diff: ...
+def partial(
+    paths: Paths,
+    *,
+    rank: Optional[int] = None,
+    **options: Unpack[_Options],
+) -> bytes: ...
+
+Partials = Sequence[Union[bytes, PathLike, Dict[str, Any]]]
+
+def merge_report(
+    partials: Partials,
+    **options: Unpack[_Options],
+) -> Report: ...
+def merge(
+    partials: Partials,
+    **options: Unpack[_Options],
+) -> Dict[str, Any]: ...
 def explain(id: str, *, rules: Optional[Paths] = None) -> str: ...
 def schema() -> Dict[str, Any]: ...

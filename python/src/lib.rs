@@ -192,6 +192,7 @@ fn run_error(py: Python<'_>, e: RunError) -> PyErr {
         RunError::Env { path, .. } => (Some(path.clone()), None, None),
         RunError::Rules(_) => return RulesError::new_err(message),
         RunError::Cancelled => return PyKeyboardInterrupt::new_err(message),
+        RunError::Partial { path, .. } => (Some(path.clone()), None, None),
         _ => (None, None, None),
     };
     let err = InputError::new_err(message);
@@ -302,6 +303,40 @@ fn run(py: Python<'_>, paths: Vec<PathBuf>, options: Options) -> PyResult<Native
                 ..config
             },
         )
+    })?;
+    Ok(NativeRun { run: Arc::new(run) })
+}
+
+/// One rank's partial result (`rocprof-classify partial`), as its JSON bytes.
+#[pyfunction]
+#[pyo3(signature = (paths, options, rank=None))]
+fn partial<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    options: Options,
+    rank: Option<u32>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let config = options.config()?;
+    let bytes = without_gil(py, options.threads, |cancel| {
+        let config = Config {
+            cancel: Some(cancel),
+            ..config
+        };
+        Ok(rocprof_classify::pipeline::partial(&paths, &config, rank)?.to_json())
+    })?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// The job from its ranks' partials, `(name, JSON bytes)` each (`rocprof-classify merge`).
+#[pyfunction]
+fn merge(
+    py: Python<'_>,
+    partials: Vec<(String, Vec<u8>)>,
+    options: Options,
+) -> PyResult<NativeRun> {
+    let config = options.config()?;
+    let run = without_gil(py, options.threads, |_| {
+        rocprof_classify::pipeline::merge(&partials, &config)
     })?;
     Ok(NativeRun { run: Arc::new(run) })
 }
@@ -440,6 +475,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ArrowStream>()?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(diff, m)?)?;
+    m.add_function(wrap_pyfunction!(partial, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(explain_rule, m)?)?;
     m.add_function(wrap_pyfunction!(list_rules, m)?)?;
     m.add_function(wrap_pyfunction!(classify_names, m)?)?;

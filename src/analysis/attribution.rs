@@ -7,14 +7,14 @@ use super::links::Links;
 use crate::classify::{Bucket, Classified, RuleSet};
 use crate::model::{ActivityKind, HostKind, NameId, Trace};
 use rustc_hash::FxHashMap as HashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The row activities without a launching op go to.
 pub const NO_OP: &str = "(no op)";
 
 /// One row of the feed's `ops`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OpRow {
     pub name: String,
     pub self_ns: i64,
@@ -335,7 +335,7 @@ pub fn ops(
     classified: &Classified,
     buckets: &[Bucket],
     in_scope: &[bool],
-) -> (Vec<OpRow>, Vec<ShapeRow>, Vec<FlopTally>) {
+) -> (Vec<OpTotals>, Vec<ShapeTotals>, Vec<FlopTally>) {
     let host = &trace.host;
     let threads = &index.threads;
     let mut calls = Calls::default();
@@ -481,22 +481,123 @@ pub fn ops(
         }
     }
     let by_shape = calls.rates(trace, &mut acc, &mut tallies);
-    let mut rows: Vec<OpRow> = acc
-        .iter()
+    add_missing(trace, missing, &mut tallies);
+    let (totals, shapes) = totals(trace, acc, no_op, by_shape);
+    (totals, shapes, tallies)
+}
+
+/// The op and shape accumulators keyed by strings, sorted by key.
+fn totals(
+    trace: &Trace,
+    acc: BTreeMap<NameId, Acc>,
+    no_op: Acc,
+    by_shape: BTreeMap<(NameId, NameId), ShapeAcc>,
+) -> (Vec<OpTotals>, Vec<ShapeTotals>) {
+    let mut totals: Vec<OpTotals> = acc
+        .into_iter()
         .filter(|(_, a)| a.total_ns > 0 || a.launches > 0)
-        .map(|(n, a)| op_row(trace, trace.names.get(*n).to_string(), a))
+        .map(|(n, a)| a.totals(trace, trace.names.get(n).to_string()))
         .collect();
     if no_op.launches > 0 {
-        rows.push(op_row(trace, NO_OP.to_string(), &no_op));
+        totals.push(no_op.totals(trace, NO_OP.to_string()));
     }
+    totals.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut shapes: Vec<ShapeTotals> = by_shape
+        .into_iter()
+        .map(|((op, dims), a)| ShapeTotals {
+            op: trace.names.get(op).to_string(),
+            dims: trace.names.get(dims).to_string(),
+            calls: a.calls,
+            ns: a.ns,
+            flops: a.flops,
+            bytes: a.bytes,
+            flops_at_known_peak: a.flops_at_known_peak,
+            peak_flops: a.peak_flops,
+        })
+        .collect();
+    shapes.sort_by(|a, b| (&a.op, &a.dims).cmp(&(&b.op, &b.dims)));
+    (totals, shapes)
+}
+
+/// GPU time of one op name, keyed by strings so that ranks' totals add up ([`OpTotals::add`]):
+/// what an [`OpRow`] is computed from.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct OpTotals {
+    pub name: String,
+    pub self_ns: i64,
+    pub total_ns: i64,
+    pub launches: u64,
+    pub by_bucket: BTreeMap<Bucket, i64>,
+    pub total_by_bucket: BTreeMap<Bucket, i64>,
+    /// Calls per raw `Input Dims`.
+    pub shapes: BTreeMap<String, u64>,
+    pub flops: f64,
+    pub gemm_ns: i64,
+    pub flops_at_known_peak: f64,
+    pub peak_flops: f64,
+}
+
+impl OpTotals {
+    pub fn add(&mut self, o: &OpTotals) {
+        self.self_ns += o.self_ns;
+        self.total_ns += o.total_ns;
+        self.launches += o.launches;
+        for (b, ns) in &o.by_bucket {
+            *self.by_bucket.entry(*b).or_default() += ns;
+        }
+        for (b, ns) in &o.total_by_bucket {
+            *self.total_by_bucket.entry(*b).or_default() += ns;
+        }
+        for (d, n) in &o.shapes {
+            *self.shapes.entry(d.clone()).or_default() += n;
+        }
+        self.flops += o.flops;
+        self.gemm_ns += o.gemm_ns;
+        self.flops_at_known_peak += o.flops_at_known_peak;
+        self.peak_flops += o.peak_flops;
+    }
+}
+
+/// The calls of one (op, raw shapes), keyed by strings: what a [`ShapeRow`] is computed from.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ShapeTotals {
+    pub op: String,
+    pub dims: String,
+    pub calls: u64,
+    pub ns: i64,
+    pub flops: f64,
+    /// Bytes of operands and results (None once a call's are unknown).
+    pub bytes: Option<f64>,
+    pub flops_at_known_peak: f64,
+    pub peak_flops: f64,
+}
+
+impl ShapeTotals {
+    pub fn add(&mut self, o: &ShapeTotals) {
+        self.bytes = match (self.bytes, o.bytes) {
+            (Some(a), Some(b)) => Some(a + b),
+            (None, b) if self.calls == 0 => b,
+            (a, None) if o.calls == 0 => a,
+            _ => None,
+        };
+        self.calls += o.calls;
+        self.ns += o.ns;
+        self.flops += o.flops;
+        self.flops_at_known_peak += o.flops_at_known_peak;
+        self.peak_flops += o.peak_flops;
+    }
+}
+
+/// The feed's `ops`, largest self time first.
+pub fn op_rows(totals: &[OpTotals]) -> Vec<OpRow> {
+    let mut rows: Vec<OpRow> = totals.iter().map(op_row).collect();
     rows.sort_by(|a, b| {
         b.self_ns
             .cmp(&a.self_ns)
             .then(b.total_ns.cmp(&a.total_ns))
             .then(a.name.cmp(&b.name))
     });
-    add_missing(trace, missing, &mut tallies);
-    (rows, shape_rows(trace, by_shape), tallies)
+    rows
 }
 
 /// GPU time of one op name: its own, with the ops it encloses, per bucket, its shapes and the
@@ -885,7 +986,7 @@ impl Calls {
 /// The FLOPs of one input's GEMM, attention and convolution calls in scope (forward and
 /// backward, as FlopCounterMode counts them: attention's causal mask halves nothing), MFU's
 /// numerator.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FlopTally {
     /// Every counted call: what the hardware executed.
     pub executed: f64,
@@ -910,9 +1011,31 @@ struct ShapeAcc {
     peak_flops: f64,
 }
 
-fn op_row(trace: &Trace, name: String, a: &Acc) -> OpRow {
+impl Acc {
+    fn totals(self, trace: &Trace, name: String) -> OpTotals {
+        OpTotals {
+            name,
+            self_ns: self.self_ns,
+            total_ns: self.total_ns,
+            launches: self.launches,
+            by_bucket: self.by_bucket,
+            total_by_bucket: self.total_by_bucket,
+            shapes: self
+                .shapes
+                .into_iter()
+                .map(|(d, n)| (trace.names.get(d).to_string(), n))
+                .collect(),
+            flops: self.flops,
+            gemm_ns: self.gemm_ns,
+            flops_at_known_peak: self.flops_at_known_peak,
+            peak_flops: self.peak_flops,
+        }
+    }
+}
+
+fn op_row(a: &OpTotals) -> OpRow {
     OpRow {
-        name,
+        name: a.name.clone(),
         self_ns: a.self_ns,
         total_ns: a.total_ns,
         launches: a.launches,
@@ -928,11 +1051,8 @@ fn op_row(trace: &Trace, name: String, a: &Acc) -> OpRow {
         shapes: a
             .shapes
             .iter()
-            .max_by(|x, y| {
-                x.1.cmp(y.1)
-                    .then(trace.names.get(*y.0).cmp(trace.names.get(*x.0)))
-            })
-            .map(|(s, _)| compact_dims(trace.names.get(*s))),
+            .max_by(|x, y| x.1.cmp(y.1).then(y.0.cmp(x.0)))
+            .map(|(s, _)| compact_dims(s)),
         tflops: (a.gemm_ns > 0 && a.flops > 0.0)
             .then(|| (a.flops / a.gemm_ns as f64 / 1e3 * 1e3).round() / 1e3),
         pct_of_peak: (a.peak_flops > 0.0)
@@ -940,13 +1060,14 @@ fn op_row(trace: &Trace, name: String, a: &Acc) -> OpRow {
     }
 }
 
-fn shape_rows(trace: &Trace, by_shape: BTreeMap<(NameId, NameId), ShapeAcc>) -> Vec<ShapeRow> {
-    let mut shapes: Vec<ShapeRow> = by_shape
-        .into_iter()
-        .filter(|(_, a)| a.ns > 0)
-        .map(|((op, dims), a)| ShapeRow {
-            op: trace.names.get(op).to_string(),
-            shapes: compact_dims(trace.names.get(dims)),
+/// The feed's `op_shapes`, most time first.
+pub fn shape_rows(totals: &[ShapeTotals]) -> Vec<ShapeRow> {
+    let mut shapes: Vec<ShapeRow> = totals
+        .iter()
+        .filter(|a| a.ns > 0)
+        .map(|a| ShapeRow {
+            op: a.op.clone(),
+            shapes: compact_dims(&a.dims),
             calls: a.calls,
             ns: a.ns,
             tflops: (a.flops / a.ns as f64 / 1e3 * 1e3).round() / 1e3,
@@ -966,7 +1087,7 @@ fn shape_rows(trace: &Trace, by_shape: BTreeMap<(NameId, NameId), ShapeAcc>) -> 
 
 /// One GEMM or composite op at one shape (the feed's `op_shapes`): its calls, the time of their
 /// kernels, achieved TFLOP/s, share of peak and the GB/s of the operands and result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShapeRow {
     pub op: String,
     pub shapes: String,
@@ -978,12 +1099,12 @@ pub struct ShapeRow {
 }
 
 /// One row of the feed's `modules` or `sources`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FrameRow {
     /// `nn.Module: Name_0` for modules; `file.py(line): function` for sources (as `location`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
     pub self_ns: i64,
     pub total_ns: i64,
@@ -1013,7 +1134,7 @@ pub struct Frames {
 }
 
 /// An outermost `nn.Module` (a model, a text encoder, a VAE decoder) and the GPU time under it.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct RootModule {
     pub name: String,
     pub kernel_ns: i64,

@@ -28,11 +28,11 @@ use crate::classify::Bucket;
 use crate::model::comms::CommArgs;
 use crate::model::{ActivityKind, HostKind, NameId, Trace};
 use rustc_hash::FxHashMap as HashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A collective's type, named as nccl-tests names its tests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CollectiveKind {
     AllReduce,
@@ -190,7 +190,7 @@ pub const CLOCK_OFFSET_NS: i64 = 1_000_000;
 const GPUS_PER_NODE: u32 = 8;
 
 /// One row of `collectives[]`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CollectiveRow {
     pub collective: CollectiveKind,
     /// nccl-tests' size in bytes (null: the trace has no element count or dtype).
@@ -210,7 +210,7 @@ pub struct CollectiveRow {
     pub busbw_gbps: Option<f64>,
     /// `transfer` (several ranks matched: the time after the last rank arrived) or
     /// `kernel_time` (one rank: the kernel time, waiting included: a lower bound).
-    pub bandwidth_basis: &'static str,
+    pub bandwidth_basis: String,
     pub link_peak_gbps: Option<f64>,
     pub pct_of_link_peak: Option<f64>,
     /// Of `total_ns`, waiting for the last rank and moving bytes after it arrived, summed over
@@ -225,7 +225,7 @@ pub struct CollectiveRow {
 }
 
 /// How one rank arrives at the collectives it shares with others.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Arrival {
     pub rank: u32,
     /// Matched collectives it took part in.
@@ -256,7 +256,7 @@ pub struct Arrival {
 pub const LATE_NS: i64 = 20_000;
 
 /// Everything the collectives view holds.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Collectives {
     pub rows: Vec<CollectiveRow>,
     /// Per rank (ranks matched across at least one collective only).
@@ -296,34 +296,48 @@ impl Busy {
         Busy(per)
     }
 
-    /// How much of [s, e) the input's other GPU work covers.
-    fn overlap(&self, input: u32, s: i64, e: i64) -> i64 {
+    /// The input's other GPU work inside [s, e), clipped to it.
+    fn within(&self, input: u32, s: i64, e: i64) -> Vec<(i64, i64)> {
         let Some(v) = self.0.get(&input) else {
-            return 0;
+            return Vec::new();
         };
         let mut k = v.partition_point(|&(_, end)| end <= s);
-        let mut covered = 0;
+        let mut out = Vec::new();
         while k < v.len() && v[k].0 < e {
-            covered += v[k].1.min(e) - v[k].0.max(s);
+            out.push((v[k].0.max(s), v[k].1.min(e)));
             k += 1;
         }
-        covered
+        out
     }
+}
+
+/// How much of [s, e) the sorted disjoint intervals cover.
+fn covered(busy: &[(i64, i64)], s: i64, e: i64) -> i64 {
+    busy.iter()
+        .map(|&(b0, b1)| (b1.min(e) - b0.max(s)).max(0))
+        .sum()
 }
 
 /// A process group: its name and its ranks as written.
 type GroupKey = (String, String);
 
-/// One collective kernel.
-struct Call {
-    activity: usize,
-    input: u32,
-    stream: u32,
-    kind: CollectiveKind,
-    args: Option<CommArgs>,
-    bytes: Option<u64>,
-    ts: i64,
-    dur: i64,
+/// One collective kernel: what matching it across ranks and splitting its time needs, and
+/// nothing of the trace it came from (a rank's partial carries these).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Call {
+    pub input: u32,
+    /// Its index among its input's activities (orders calls that start together).
+    pub order: u32,
+    pub stream: u32,
+    pub kind: CollectiveKind,
+    pub args: Option<CommArgs>,
+    pub bytes: Option<u64>,
+    pub ts: i64,
+    pub dur: i64,
+    /// The profiled step it was launched in.
+    pub step: Option<u64>,
+    /// The input's other GPU work while it ran: sorted disjoint intervals inside [ts, ts + dur).
+    pub busy: Vec<(i64, i64)>,
 }
 
 impl Call {
@@ -336,6 +350,14 @@ impl Call {
             None => Default::default(),
         }
     }
+}
+
+/// What the collectives view reads of the inputs beside their calls.
+pub struct CallInputs<'a> {
+    pub inputs: &'a [crate::model::InputMeta],
+    /// Per input: whether it has profiled steps.
+    pub has_steps: &'a [bool],
+    pub devices: &'a [crate::classify::devices::DevicePeaks],
 }
 
 /// A custom all-reduce outside NCCL (vLLM's and SGLang's custom all-reduce, PyTorch's
@@ -410,7 +432,7 @@ impl ParamComms {
 }
 
 /// The collective kernels in scope, with their arguments.
-fn calls(ctx: &Context) -> Vec<Call> {
+pub fn calls(ctx: &Context) -> Vec<Call> {
     let trace = ctx.trace;
     let acts = &trace.activities;
     let kernels: Vec<usize> = (0..acts.len())
@@ -426,6 +448,10 @@ fn calls(ctx: &Context) -> Vec<Call> {
         .any(|&a| acts.comm(a) == NameId::NONE)
         .then(|| ParamComms::build(trace));
     let mut decoded: HashMap<NameId, Option<CommArgs>> = HashMap::default();
+    let busy = Busy::build(ctx);
+    // A call's position among its own input's activities: the same in a rank's trace as in
+    // the job's (the kernels are visited in activity order).
+    let (mut seen, mut scanned) = (vec![0u32; trace.inputs.len()], 0usize);
     let mut out = Vec::new();
     for a in kernels {
         let mut id = acts.comm(a);
@@ -452,15 +478,24 @@ fn calls(ctx: &Context) -> Vec<Call> {
             .as_ref()
             .and_then(message_bytes)
             .or_else(|| custom_all_reduce_bytes(ctx, a, kind));
+        let input = acts.input[a];
+        for b in scanned..a {
+            seen[acts.input[b] as usize] += 1;
+        }
+        scanned = a;
+        let (ts, dur) = (acts.ts_ns[a], acts.dur_ns[a]);
         out.push(Call {
-            activity: a,
-            input: acts.input[a],
+            input,
+            order: seen[input as usize],
             stream: acts.stream[a],
             kind,
             args,
             bytes,
-            ts: acts.ts_ns[a],
-            dur: acts.dur_ns[a],
+            ts,
+            dur,
+            step: ctx.steps.of_activity[a]
+                .map(|k| ctx.steps.per_input[input as usize][k as usize].number),
+            busy: busy.within(input, ts, ts.saturating_add(dur)),
         });
     }
     out
@@ -469,8 +504,8 @@ fn calls(ctx: &Context) -> Vec<Call> {
 /// Which calls are one collective on several ranks: groups of indices into `calls`, each with
 /// one call per input, all of one type and size. Returns them and how many candidate groups
 /// disagreed in type or size.
-fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
-    let eligible = matchable(ctx, calls);
+fn match_across_ranks(inp: &CallInputs, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
+    let eligible = matchable(inp, calls);
     let mut inputs: Vec<u32> = calls
         .iter()
         .enumerate()
@@ -485,17 +520,15 @@ fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
     // `Seq` orders a group's calls when all of them carry it; else their order, counted per
     // profiled step when every rank has steps (a rank whose window starts a collective later
     // then shifts one step's matches, not all of them).
-    let by_step = inputs
-        .iter()
-        .all(|&i| !ctx.steps.per_input[i as usize].is_empty());
+    let by_step = inputs.iter().all(|&i| inp.has_steps[i as usize]);
     let mut seq_everywhere: HashMap<GroupKey, bool> = HashMap::default();
     for (c, _) in calls.iter().zip(&eligible).filter(|(_, e)| **e) {
         let has = c.args.as_ref().is_some_and(|a| a.seq.is_some());
         *seq_everywhere.entry(c.group_key()).or_insert(true) &= has;
     }
-    let step_of = |c: &Call| step_number(ctx, c).filter(|_| by_step);
+    let step_of = |c: &Call| c.step.filter(|_| by_step);
     let mut order: Vec<usize> = (0..calls.len()).filter(|&i| eligible[i]).collect();
-    order.sort_by_key(|&i| (calls[i].input, calls[i].ts, calls[i].activity));
+    order.sort_by_key(|&i| (calls[i].input, calls[i].ts, calls[i].order));
     type Key = (GroupKey, Option<u64>, u64);
     let mut ordinal: HashMap<(u32, GroupKey, Option<u64>), u64> = HashMap::default();
     let mut instances: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
@@ -548,25 +581,19 @@ fn match_across_ranks(ctx: &Context, calls: &[Call]) -> (Vec<Vec<usize>>, u64) {
     (matched, mismatched)
 }
 
-/// The number of the profiled step a call was launched in.
-fn step_number(ctx: &Context, c: &Call) -> Option<u64> {
-    let k = ctx.steps.of_activity[c.activity]?;
-    Some(ctx.steps.per_input[c.input as usize][k as usize].number)
-}
-
 /// Which calls may be matched across inputs: those of inputs with a rank no other input has;
 /// not point-to-point ones (a send pairs with one peer's recv, not with the group); calls
 /// without arguments only where each input runs them on one stream (their process group is
 /// unknown: TraceLens's "simplified mode").
-fn matchable(ctx: &Context, calls: &[Call]) -> Vec<bool> {
+fn matchable(inp: &CallInputs, calls: &[Call]) -> Vec<bool> {
     let mut ranks: BTreeMap<u32, u32> = BTreeMap::new();
-    for i in &ctx.trace.inputs {
+    for i in inp.inputs {
         if let Some(r) = i.rank {
             *ranks.entry(r).or_default() += 1;
         }
     }
     let unique = |input: u32| {
-        ctx.trace.inputs[input as usize]
+        inp.inputs[input as usize]
             .rank
             .is_some_and(|r| ranks[&r] == 1)
     };
@@ -737,11 +764,11 @@ fn row_key(c: &Call) -> RowKey {
 /// The GPU-to-GPU link peak (GB/s per direction) of an input's first device the table knows,
 /// for a group of `n`: on a mesh (AMD's xGMI, one link per peer) a GPU reaches the others over
 /// `n - 1` links; through NVSwitch every GPU has all its links whatever the group.
-fn link_peak(ctx: &Context, input: u32, n: Option<u32>) -> Option<f64> {
-    let d = ctx.trace.inputs[input as usize]
+fn link_peak(inp: &CallInputs, input: u32, n: Option<u32>) -> Option<f64> {
+    let d = inp.inputs[input as usize]
         .devices
         .iter()
-        .find_map(|d| find_device(&ctx.rules.devices, &d.name).filter(|p| p.link_gbps.is_some()))?;
+        .find_map(|d| find_device(inp.devices, &d.name).filter(|p| p.link_gbps.is_some()))?;
     let all = d.link_gbps.filter(|p| *p > 0.0)?;
     Some(match (d.link_per_peer_gbps, n) {
         (Some(per_peer), Some(n)) if n >= 2 => all.min(per_peer * f64::from(n - 1)),
@@ -753,24 +780,22 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// The collectives view of a trace's analyzed window.
-pub fn analyze(ctx: &Context) -> Collectives {
-    let calls = calls(ctx);
+/// The collectives view of the calls of a trace's analyzed window, or of several ranks' calls
+/// (their inputs numbered as in `inp`).
+pub fn analyze(calls: &[Call], inp: &CallInputs) -> Collectives {
     if calls.is_empty() {
         return Collectives::default();
     }
-    let rank_of = |input: u32| ctx.trace.inputs[input as usize].rank.unwrap_or(input);
-    let (matched, mismatched) = match_across_ranks(ctx, &calls);
-    let offsets = clock_offsets(&calls, &matched);
+    let rank_of = |input: u32| inp.inputs[input as usize].rank.unwrap_or(input);
+    let (matched, mismatched) = match_across_ranks(inp, calls);
+    let offsets = clock_offsets(calls, &matched);
 
-    let busy = Busy::build(ctx);
     let mut split_of: Vec<Option<(i64, i64)>> = vec![None; calls.len()];
     let mut overlapped: Vec<i64> = vec![0; calls.len()];
     let mut sums: BTreeMap<RowKey, RowSum> = BTreeMap::new();
     let mut arrivals: BTreeMap<u32, Arrival> = BTreeMap::new();
-    let step_of = |c: &Call| step_number(ctx, c);
     for members in &matched {
-        let inst = split(&calls, members, &offsets);
+        let inst = split(calls, members, &offsets);
         let first = &calls[members[0]];
         let row = sums.entry(row_key(first)).or_default();
         row.matched += 1;
@@ -779,8 +804,8 @@ pub fn analyze(ctx: &Context) -> Collectives {
         for &(i, wait, transfer) in &inst.per_call {
             let c = &calls[i];
             split_of[i] = Some((wait, transfer));
-            overlapped[i] = busy.overlap(c.input, c.ts + wait, c.ts + c.dur);
-            let exposed = wait - busy.overlap(c.input, c.ts, c.ts + wait);
+            overlapped[i] = covered(&c.busy, c.ts + wait, c.ts + c.dur);
+            let exposed = wait - covered(&c.busy, c.ts, c.ts + wait);
             let rank = rank_of(c.input);
             let arr = arrivals.entry(rank).or_insert_with(|| Arrival {
                 rank,
@@ -797,7 +822,7 @@ pub fn analyze(ctx: &Context) -> Collectives {
                 arr.times_last += 1;
                 let skew = inst.last.map_or(0, |l| l.1);
                 arr.late_ns += skew;
-                let worst = arr.late_by_step.entry(step_of(c)).or_default();
+                let worst = arr.late_by_step.entry(c.step).or_default();
                 *worst = (*worst).max(skew);
             }
         }
@@ -841,7 +866,7 @@ pub fn analyze(ctx: &Context) -> Collectives {
                 .zip(group_size.and_then(|n| kind.busbw_factor(n)))
                 .map(|(a, f)| a * f);
             let spans_hosts = group_size.is_some_and(|n| n > GPUS_PER_NODE);
-            let peak = link_peak(ctx, s.first_input, group_size).filter(|_| !spans_hosts);
+            let peak = link_peak(inp, s.first_input, group_size).filter(|_| !spans_hosts);
             CollectiveRow {
                 collective: kind,
                 bytes,
@@ -854,7 +879,7 @@ pub fn analyze(ctx: &Context) -> Collectives {
                 total_ns: s.total_ns,
                 algbw_gbps: algbw.map(round2),
                 busbw_gbps: busbw.map(round2),
-                bandwidth_basis: basis,
+                bandwidth_basis: basis.to_string(),
                 link_peak_gbps: peak,
                 pct_of_link_peak: busbw.zip(peak).map(|(b, p)| round2(b * 100.0 / p)),
                 wait_ns: (s.matched > 0).then_some(s.wait_ns),

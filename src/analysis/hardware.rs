@@ -5,7 +5,7 @@
 use super::pct;
 use crate::classify::{Bucket, Classified};
 use crate::model::{DeviceSpec, KernelResources, Pipe, Trace};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Below this share of the roofline's attainable performance a kernel is reaching neither roof:
@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 pub const ROOF_NEAR_PCT: f64 = 30.0;
 
 /// What limits a kernel (FEED `kernel_counters[].bound`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bound {
     Compute,
@@ -32,13 +32,13 @@ impl Bound {
 }
 
 /// Theoretical occupancy from the kernel's resources (seeds/003's formula).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Occupancy {
     /// Waves each SIMD (execution unit) can hold for this kernel.
     pub waves_per_simd: f64,
     pub max_waves_per_simd: u32,
     /// `vgpr`, `lds` or `none` (the hardware maximum).
-    pub limiter: &'static str,
+    pub limiter: String,
     /// VGPRs per wave as allocated (rounded up to the allocation granule).
     pub vgprs: u32,
     /// The most VGPRs that still allow one more wave per SIMD (the `waves_per_eu` target).
@@ -48,7 +48,7 @@ pub struct Occupancy {
 }
 
 /// One kernel's counter metrics (FEED `kernel_counters[]`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct KernelCounters {
     pub name: String,
     pub bucket: Bucket,
@@ -56,7 +56,7 @@ pub struct KernelCounters {
     /// Summed duration of the counter passes' dispatches.
     pub total_ns: i64,
     /// The pipe with the most operations (`mfma_bf16`, `valu_f32`, …); null without FLOPs.
-    pub pipe: Option<&'static str>,
+    pub pipe: Option<String>,
     pub tflops: Option<f64>,
     /// Achieved FLOP/s over the peak of `pipe`, at most 100.
     pub pct_of_peak: Option<f64>,
@@ -130,7 +130,7 @@ pub fn occupancy(r: &KernelResources, d: &DeviceSpec) -> Option<Occupancy> {
     Some(Occupancy {
         waves_per_simd,
         max_waves_per_simd: max,
-        limiter,
+        limiter: limiter.to_string(),
         vgprs,
         vgprs_for_next_wave,
         grid_waves_per_simd: grid_waves / simds,
@@ -242,7 +242,7 @@ pub fn kernel_counters(trace: &Trace, classified: &Classified) -> Vec<KernelCoun
                 bucket: classified.get(a.id).bucket,
                 dispatches: a.dispatches,
                 total_ns: a.ns,
-                pipe: pipe.map(Pipe::as_str),
+                pipe: pipe.map(|p| p.as_str().to_string()),
                 tflops: gflops.map(|g| g / 1e3),
                 pct_of_peak,
                 matrix_pct,
@@ -325,7 +325,7 @@ mod tests {
             lds_per_workgroup: 65536,
         };
         let o = occupancy(&r, &mi300x()).unwrap();
-        assert_eq!((o.waves_per_simd, o.limiter), (2.0, "lds"));
+        assert_eq!((o.waves_per_simd, o.limiter.as_str()), (2.0, "lds"));
         let light = KernelResources {
             lds_per_workgroup: 0,
             ..r

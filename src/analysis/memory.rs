@@ -11,13 +11,13 @@
 use super::steps::Steps;
 use crate::classify::devices::{find_device, DevicePeaks};
 use crate::model::Trace;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// At most this many points per device in `timeline`: the largest values of each stretch.
 const TIMELINE_POINTS: usize = 400;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StepMemory {
     pub step: u64,
     pub peak_allocated_bytes: i64,
@@ -25,7 +25,7 @@ pub struct StepMemory {
 }
 
 /// One device of one input (rank).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeviceMemory {
     pub rank: Option<u32>,
     pub device: u32,

@@ -6,19 +6,19 @@
 
 use super::attribution::FlopTally;
 use super::efficiency::{self, DevicePeaks, Dtype};
-use crate::model::Trace;
-use serde::Serialize;
+use crate::model::InputMeta;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// GEMM, attention or convolution GPU time whose FLOPs are unknown, by launching op.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct MissingFlops {
     pub op: String,
     pub gpu_ns: i64,
 }
 
 /// The MFU numbers of one analysis (the whole job, or one rank's view).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Mfu {
     /// FLOPs per step the model needs: executed minus recomputed (summed over ranks).
     pub model_flops_per_step: Option<f64>,
@@ -30,9 +30,9 @@ pub struct Mfu {
     pub mfu_pct: Option<f64>,
     pub hfu_pct: Option<f64>,
     /// The compute type with the most FLOPs (its peak is the denominator).
-    pub mfu_dtype: Option<&'static str>,
+    pub mfu_dtype: Option<String>,
     /// Per step (`steps`) or over the window (`window`: no ProfilerStep).
-    pub mfu_basis: Option<&'static str>,
+    pub mfu_basis: Option<String>,
     /// Some GEMM/attention/conv time has no FLOP count: MFU is a lower bound.
     pub mfu_lower_bound: bool,
     /// That time by op, largest first (at most 10).
@@ -56,7 +56,7 @@ pub struct Timing {
 }
 
 pub fn compute(
-    trace: &Trace,
+    inputs: &[InputMeta],
     peaks: &[DevicePeaks],
     tallies: &[FlopTally],
     timing: &Timing,
@@ -115,7 +115,7 @@ pub fn compute(
     out.model_flops_per_step = Some(model.round());
     out.executed_flops_per_step = Some(executed.round());
     out.recompute_flops_per_step = Some(recomputed.round());
-    out.mfu_dtype = dtype.map(Dtype::as_str);
+    out.mfu_dtype = dtype.map(|d| d.as_str().to_string());
     // Seconds per step: the mean step, or without steps each device's share of the window.
     let (seconds, basis) = match timing.step_ns {
         Some(ns) if any_steps => (ns / 1e9, "steps"),
@@ -124,10 +124,10 @@ pub fn compute(
             "window",
         ),
     };
-    out.mfu_basis = Some(basis);
+    out.mfu_basis = Some(basis.to_string());
     // Every device with activity, at its dense peak for the dominant type.
     let mut peak = 0.0f64;
-    for (input, meta) in trace.inputs.iter().enumerate() {
+    for (input, meta) in inputs.iter().enumerate() {
         if !counts(input) {
             continue;
         }

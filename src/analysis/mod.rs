@@ -12,6 +12,7 @@ pub mod efficiency;
 pub mod hardware;
 pub mod links;
 pub mod memory;
+pub mod merge;
 pub mod mfu;
 pub mod partition;
 pub mod regions;
@@ -24,7 +25,7 @@ use compile::{CompileDetail, CompileSummary};
 use links::Links;
 use partition::{Category, DeviceActivities, HostTimeline, Partition, PartitionRow};
 use rustc_hash::FxHashMap as HashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use steps::{StepRange, StepWindow, Steps};
 pub use table::ActivityTable;
@@ -60,14 +61,14 @@ impl Default for AnalysisOptions {
 }
 
 /// Mean, population standard deviation and coefficient of variation of step times.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct StepStats {
     pub mean: f64,
     pub std: f64,
     pub cv_pct: f64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Summary {
     /// Sum over devices of each device's analysis window (FEED.md "Window").
     pub window_ns: i64,
@@ -83,13 +84,13 @@ pub struct Summary {
     pub unclassified_pct: f64,
     /// How buckets were decided: `ops` (the launching op where `rules/ops.toml` says, else the
     /// kernel name) or `kernels` (names only: inputs without ops, such as rocprof's).
-    pub bucket_view: &'static str,
+    pub bucket_view: String,
     /// Model FLOP utilization (FEED.md `summary.mfu_pct` and its companions).
     #[serde(flatten)]
     pub mfu: mfu::Mfu,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BucketRow {
     pub bucket: Bucket,
     pub kernel_ns: i64,
@@ -98,7 +99,7 @@ pub struct BucketRow {
     pub distinct_kernels: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct KernelRow {
     pub name: String,
     pub bucket: Bucket,
@@ -111,7 +112,7 @@ pub struct KernelRow {
 }
 
 /// One analyzed step: its window and time partition (summed over the input's devices).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StepRow {
     pub rank: Option<u32>,
     pub step: u64,
@@ -122,7 +123,7 @@ pub struct StepRow {
 }
 
 /// Everything the reports need.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Analysis {
     pub inputs: Vec<InputMeta>,
     pub summary: Summary,
@@ -158,6 +159,9 @@ pub struct Analysis {
     pub tagged_ns: BTreeMap<crate::classify::KernelTag, i64>,
     /// Files of input directories left out because they are not traces.
     pub skipped_files: Vec<crate::model::SkippedFile>,
+    /// What merging this analysis with other ranks' needs beyond the above (not in the feed).
+    #[serde(skip)]
+    pub parts: merge::Parts,
 }
 
 impl Analysis {
@@ -326,13 +330,15 @@ fn activities_in_scope(
 }
 
 /// The bucket table, the top kernels and the counts over the activities in scope.
-struct KernelTables {
+pub(crate) struct KernelTables {
     buckets: Vec<BucketRow>,
     top_kernels: Vec<KernelRow>,
     kernel_ns: i64,
     unclassified_ns: i64,
     activities: u64,
     distinct_kernels: u64,
+    /// Every (bucket, name) row, most time first.
+    kernels: Vec<merge::KernelTotals>,
 }
 
 fn kernel_tables(
@@ -344,35 +350,63 @@ fn kernel_tables(
     top: usize,
 ) -> KernelTables {
     let acts = &trace.activities;
-    // Per distinct name: launches and time; per (name, bucket) the same, since the op that
-    // launched a kernel can put one name in several buckets.
-    let mut per_name: HashMap<NameId, (u64, i64)> = HashMap::default();
+    // Per (name, bucket): launches and time (the op that launched a kernel can put one name in
+    // several buckets).
     let mut per_name_bucket: BTreeMap<(Bucket, NameId), (u64, i64)> = BTreeMap::new();
     let mut kernel_ns = 0i64;
     for a in (0..acts.len()).filter(|&a| in_scope[a]) {
-        let e = per_name.entry(acts.name[a]).or_default();
-        // Saturating: a corrupt trace with absurd durations must not overflow.
-        e.0 += 1;
-        e.1 = e.1.saturating_add(acts.dur_ns[a]);
         let e = per_name_bucket
             .entry((activity_buckets[a], acts.name[a]))
             .or_default();
+        // Saturating: a corrupt trace with absurd durations must not overflow.
         e.0 += 1;
         e.1 = e.1.saturating_add(acts.dur_ns[a]);
         kernel_ns = kernel_ns.saturating_add(acts.dur_ns[a]);
     }
+    // One row per (name, bucket): the op that launched a kernel can put one name in two
+    // buckets, and the rows of a bucket then add up to its `buckets` row.
+    let rows: Vec<merge::KernelTotals> = per_name_bucket
+        .iter()
+        .map(|(&(bucket, n), &(launches, ns))| {
+            let c = classified.get(n);
+            merge::KernelTotals {
+                bucket,
+                name: trace.names.get(n).to_string(),
+                class_bucket: c.bucket,
+                tag: c.tag,
+                family: c.family.clone(),
+                library: c.library.clone(),
+                rule_id: c.rule.map(|r| rules.rules[r].def.id.clone()),
+                launches,
+                ns,
+            }
+        })
+        .collect();
+    tables_from_rows(rows, kernel_ns, top)
+}
+
+/// The bucket table, the top kernels and the counts from every (bucket, name) row of one trace
+/// or of several ranks (summed by [`merge`]); `kernel_ns` is their total.
+fn tables_from_rows(
+    mut kernels: Vec<merge::KernelTotals>,
+    kernel_ns: i64,
+    top: usize,
+) -> KernelTables {
     let mut by_bucket: BTreeMap<Bucket, (i64, u64, u64)> =
         Bucket::ALL.iter().map(|&b| (b, (0, 0, 0))).collect();
-    for (&(bucket, _), &(launches, ns)) in &per_name_bucket {
-        let e = by_bucket.entry(bucket).or_default();
-        e.0 = e.0.saturating_add(ns);
-        e.1 += launches;
+    let mut names: std::collections::BTreeSet<&str> = Default::default();
+    let mut unclassified_ns = 0i64;
+    for k in &kernels {
+        let e = by_bucket.entry(k.bucket).or_default();
+        e.0 = e.0.saturating_add(k.ns);
+        e.1 += k.launches;
         e.2 += 1;
+        names.insert(&k.name);
+        if k.unclassified() {
+            unclassified_ns = unclassified_ns.saturating_add(k.ns);
+        }
     }
-    let unclassified_ns = per_name
-        .iter()
-        .filter(|(&name, _)| classified.is_unclassified(name))
-        .fold(0i64, |acc, (_, &(_, ns))| acc.saturating_add(ns));
+    let distinct_kernels = names.len() as u64;
     let mut buckets: Vec<BucketRow> = by_bucket
         .into_iter()
         .map(|(bucket, (ns, launches, distinct))| BucketRow {
@@ -388,33 +422,24 @@ fn kernel_tables(
             .cmp(&a.kernel_ns)
             .then(a.bucket.as_str().cmp(b.bucket.as_str()))
     });
-
-    // One row per (name, bucket): the op that launched a kernel can put one name in two
-    // buckets, and the rows of a bucket then add up to its `buckets` row.
-    let mut kernels: Vec<(Bucket, NameId, u64, i64)> = per_name_bucket
-        .iter()
-        .map(|(&(b, n), &(l, ns))| (b, n, l, ns))
-        .collect();
+    let activities = kernels.iter().map(|k| k.launches).sum();
     kernels.sort_by(|a, b| {
-        b.3.cmp(&a.3)
-            .then_with(|| trace.names.get(a.1).cmp(trace.names.get(b.1)))
-            .then_with(|| a.0.as_str().cmp(b.0.as_str()))
+        b.ns.cmp(&a.ns)
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.bucket.as_str().cmp(b.bucket.as_str()))
     });
     let top_kernels = kernels
         .iter()
         .take(top)
-        .map(|&(bucket, n, launches, ns)| {
-            let c = classified.get(n);
-            KernelRow {
-                name: trace.names.get(n).to_string(),
-                bucket,
-                family: c.family.clone(),
-                library: c.library.clone(),
-                rule_id: c.rule.map(|r| rules.rules[r].def.id.clone()),
-                launches,
-                total_ns: ns,
-                pct: pct(ns, kernel_ns),
-            }
+        .map(|k| KernelRow {
+            name: k.name.clone(),
+            bucket: k.bucket,
+            family: k.family.clone(),
+            library: k.library.clone(),
+            rule_id: k.rule_id.clone(),
+            launches: k.launches,
+            total_ns: k.ns,
+            pct: pct(k.ns, kernel_ns),
         })
         .collect();
     KernelTables {
@@ -422,8 +447,9 @@ fn kernel_tables(
         top_kernels,
         kernel_ns,
         unclassified_ns,
-        activities: per_name.values().map(|v| v.0).sum(),
-        distinct_kernels: per_name.len() as u64,
+        activities,
+        distinct_kernels,
+        kernels,
     }
 }
 
@@ -574,6 +600,65 @@ fn step_rows(
     (rows, by_number.into_iter().collect())
 }
 
+/// MFU from the inputs' FLOP tallies and kept steps per input, the summary's step time and
+/// window, and the compute buckets' time (one trace's, or several ranks' merged).
+pub(crate) fn mfu_of(
+    inputs: &[InputMeta],
+    devices: &[crate::classify::devices::DevicePeaks],
+    (flops, steps_per_input): (&[attribution::FlopTally], &[usize]),
+    summary: &Summary,
+    buckets: &[BucketRow],
+) -> mfu::Mfu {
+    mfu::compute(
+        inputs,
+        devices,
+        flops,
+        &mfu::Timing {
+            steps_per_input: steps_per_input.to_vec(),
+            step_ns: summary.step_ns.as_ref().map(|s| s.mean),
+            window_ns: summary.window_ns,
+            devices: inputs.iter().map(|i| i.devices.len()).sum(),
+            compute_ns: buckets
+                .iter()
+                .filter(|b| matches!(b.bucket, Bucket::Gemm | Bucket::Attention | Bucket::Conv))
+                .map(|b| b.kernel_ns)
+                .sum(),
+        },
+    )
+}
+
+/// Per input, its GPU time per step number (communication and the rest): what the straggler
+/// is found from.
+fn step_loads(
+    trace: &Trace,
+    steps: &Steps,
+    activity_buckets: &[Bucket],
+    in_scope: &[bool],
+) -> Vec<merge::InputLoads> {
+    let mut out: Vec<merge::InputLoads> = (0..trace.inputs.len())
+        .map(|i| merge::InputLoads {
+            kept: steps.kept(i).map(|(_, s)| s.number).collect(),
+            ..Default::default()
+        })
+        .collect();
+    let acts = &trace.activities;
+    for a in (0..acts.len()).filter(|&a| in_scope[a]) {
+        let input = acts.input[a] as usize;
+        let l = match steps.of_activity[a] {
+            Some(k) => {
+                let n = steps.per_input[input][k as usize].number;
+                out[input].per_step.entry(n).or_default()
+            }
+            None => &mut out[input].outside,
+        };
+        match activity_buckets[a] {
+            Bucket::Communication => l.comm_ns += acts.dur_ns[a],
+            _ => l.compute_ns += acts.dur_ns[a],
+        }
+    }
+    out
+}
+
 /// GPU time in scope per rule tag.
 fn tagged_ns(
     trace: &Trace,
@@ -677,8 +762,8 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         Some((s, w)) => (Some(s), w),
         None => (None, false),
     };
-    let (mut compile, compile_detail) =
-        compile::analyze(trace, &links, &steps, &parts.host_windows);
+    let compile_facts = compile::facts(trace, &links, &steps, &parts.host_windows);
+    let (mut compile, compile_detail) = compile::summarize(&compile_facts);
     let tagged_ns = tagged_ns(trace, &classified, &in_scope);
     compile.inductor_kernel_pct = pct(
         tagged_ns
@@ -687,17 +772,17 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
             .unwrap_or(0),
         tables.kernel_ns,
     );
-    let summary = Summary {
+    let mut summary = Summary {
         window_ns: parts.window_ns,
         steps: durations.len(),
         step_ns,
         gpu_busy_ns: parts.busy_ns,
         kernel_ns: tables.kernel_ns,
         unclassified_pct: pct(tables.unclassified_ns, tables.kernel_ns),
-        bucket_view: if op_view { "ops" } else { "kernels" },
+        bucket_view: if op_view { "ops" } else { "kernels" }.to_string(),
         mfu: mfu::Mfu::default(),
     };
-    let (ops, op_shapes, flops) = if opts.attribution {
+    let (op_totals, shape_totals, flops) = if opts.attribution {
         attribution::ops(
             trace,
             &op_index,
@@ -711,25 +796,15 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     };
     let op_of = op_index.owner_ops();
     drop(op_index);
-    let mut summary = summary;
-    summary.mfu = mfu::compute(
-        trace,
+    let steps_per_input: Vec<usize> = (0..trace.inputs.len())
+        .map(|i| steps.kept(i).count())
+        .collect();
+    summary.mfu = mfu_of(
+        &trace.inputs,
         &rules.devices,
-        &flops,
-        &mfu::Timing {
-            steps_per_input: (0..trace.inputs.len())
-                .map(|i| steps.kept(i).count())
-                .collect(),
-            step_ns: summary.step_ns.as_ref().map(|s| s.mean),
-            window_ns: summary.window_ns,
-            devices: trace.inputs.iter().map(|i| i.devices.len()).sum(),
-            compute_ns: tables
-                .buckets
-                .iter()
-                .filter(|b| matches!(b.bucket, Bucket::Gemm | Bucket::Attention | Bucket::Conv))
-                .map(|b| b.kernel_ns)
-                .sum(),
-        },
+        (&flops, &steps_per_input),
+        &summary,
+        &tables.buckets,
     );
     let analysis = Analysis {
         inputs: inputs_with_warnings(trace, &overlaps, &unfinished),
@@ -743,16 +818,28 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         distinct_kernels: tables.distinct_kernels,
         warmup_in_window,
         has_op_shapes: trace.host.has_input_dims(),
-        ops,
-        op_shapes,
+        ops: attribution::op_rows(&op_totals),
+        op_shapes: attribution::shape_rows(&shape_totals),
         modules: Vec::new(),
         sources: Vec::new(),
         kernel_counters: hardware::kernel_counters(trace, &classified),
         collectives: collectives::Collectives::default(),
         memory: memory::analyze(trace, &steps, &rules.devices),
         regions,
-        tagged_ns,
+        tagged_ns: tagged_ns.clone(),
         skipped_files: trace.skipped.clone(),
+        parts: merge::Parts {
+            kernels: tables.kernels,
+            partition: parts.total,
+            step_durations: parts.step_durations.clone(),
+            steps_per_input,
+            compile: compile_facts,
+            ops: op_totals,
+            shapes: shape_totals,
+            flops,
+            tagged_ns,
+            ..Default::default()
+        },
     };
     let mut ctx = Context {
         trace,
@@ -769,8 +856,27 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         op_of,
         analysis,
     };
-    ctx.analysis.collectives = collectives::analyze(&ctx);
+    add_collectives(&mut ctx);
     ctx
+}
+
+/// The collectives view, and what merging ranks needs of the context beyond the analysis.
+fn add_collectives(ctx: &mut Context) {
+    let calls = collectives::calls(ctx);
+    let has_steps: Vec<bool> = ctx.steps.per_input.iter().map(|s| !s.is_empty()).collect();
+    ctx.analysis.collectives = collectives::analyze(
+        &calls,
+        &collectives::CallInputs {
+            inputs: &ctx.trace.inputs,
+            has_steps: &has_steps,
+            devices: &ctx.rules.devices,
+        },
+    );
+    let parts = &mut ctx.analysis.parts;
+    parts.calls = calls;
+    parts.has_steps = has_steps;
+    parts.loads = step_loads(ctx.trace, &ctx.steps, &ctx.activity_buckets, &ctx.in_scope);
+    parts.memory_inputs = ctx.analysis.memory.iter().map(|m| m.input).collect();
 }
 
 /// GPU time by `nn.Module` and by user source line, and each activity's innermost of both
@@ -804,6 +910,7 @@ impl<'a> Context<'a> {
         let compiled = analysis.compile.compiled || analysis.compile.inductor_kernel_pct > 0.0;
         analysis.compile.eager_modules =
             compile::eager_modules(&frames.modules.roots, analysis.summary.kernel_ns, compiled);
+        analysis.parts.roots = frames.modules.roots;
         analysis.modules = frames.modules.rows;
         analysis.sources = frames.sources.rows;
         let table = ActivityTable {

@@ -107,7 +107,7 @@ pub fn bucket_index(b: Bucket) -> usize {
 /// Nanoseconds per category (fractional while accumulating shares of overlapped time), and how
 /// much of `host_idle` the host spent blocked (synchronizing or compiling) rather than outside
 /// any profiled event.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Partition(pub [f64; 11], pub f64);
 
 impl Partition {
@@ -161,7 +161,7 @@ impl Partition {
 }
 
 /// One row of `time_partition`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PartitionRow {
     pub category: Category,
     pub ns: i64,

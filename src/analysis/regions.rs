@@ -13,11 +13,11 @@ use super::steps::Steps;
 use crate::classify::Bucket;
 use crate::model::{HostKind, NameId, Trace};
 use rustc_hash::FxHashMap as HashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Who marked a region.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RegionKind {
     /// A range the user wrote (`record_function`, NVTX, ROCTx).
@@ -28,7 +28,7 @@ pub enum RegionKind {
 }
 
 /// GPU time of one bucket inside a region.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct RegionBucket {
     pub bucket: Bucket,
     pub kernel_ns: i64,
@@ -36,7 +36,7 @@ pub struct RegionBucket {
 }
 
 /// One region of the tree, merged over its occurrences (every step, every rank).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RegionRow {
     pub name: String,
     /// The names from the root down to this region, joined by [`PATH_SEPARATOR`].

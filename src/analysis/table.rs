@@ -47,6 +47,69 @@ pub struct Annotation<'a> {
 }
 
 impl ActivityTable {
+    /// The table of a whole trace from the tables of its parts: `parts` holds each part's table
+    /// with the trace's input indices it was cut from ([`Trace::subset`] keeps the order of
+    /// activities and host events, and the names).
+    pub fn stitch(trace: &Trace, parts: Vec<(ActivityTable, Vec<u32>)>) -> ActivityTable {
+        let n = trace.activities.len();
+        let mut out = ActivityTable {
+            bucket: vec![Bucket::Other; n],
+            step: vec![None; n],
+            step_numbers: vec![Vec::new(); trace.inputs.len()],
+            op: vec![None; n],
+            in_window: vec![false; n],
+            ..Default::default()
+        };
+        let frames = parts.iter().any(|(t, _)| !t.module.is_empty());
+        if frames {
+            out.module = vec![NameId::NONE; n];
+            out.source = vec![NameId::NONE; n];
+        }
+        // Per input of the trace: its part and its index there.
+        let mut place: Vec<Option<(usize, u32)>> = vec![None; trace.inputs.len()];
+        for (p, (_, inputs)) in parts.iter().enumerate() {
+            for (local, &i) in inputs.iter().enumerate() {
+                place[i as usize] = Some((p, local as u32));
+            }
+        }
+        // Host events of each part, in the trace's numbering.
+        let mut host_of: Vec<Vec<u32>> = vec![Vec::new(); parts.len()];
+        for (h, &i) in trace.host.input.iter().enumerate() {
+            if let Some((p, _)) = place[i as usize] {
+                host_of[p].push(h as u32);
+            }
+        }
+        let mut next = vec![0usize; parts.len()];
+        for (a, &i) in trace.activities.input.iter().enumerate() {
+            let Some((p, _)) = place[i as usize] else {
+                continue;
+            };
+            let t = &parts[p].0;
+            let k = next[p];
+            next[p] += 1;
+            out.bucket[a] = t.bucket[k];
+            out.step[a] = t.step[k];
+            out.op[a] = t.op[k].map(|h| host_of[p][h as usize]);
+            out.in_window[a] = t.in_window[k];
+            if frames && !t.module.is_empty() {
+                out.module[a] = t.module[k];
+                out.source[a] = t.source[k];
+            }
+        }
+        for (i, pl) in place.iter().enumerate() {
+            if let Some((p, local)) = pl {
+                out.step_numbers[i] = parts[*p].0.step_numbers[*local as usize].clone();
+            }
+        }
+        for (t, _) in parts {
+            if out.rule_ids.is_empty() {
+                out.rule_ids = t.rule_ids;
+            }
+            out.classified.absorb(t.classified);
+        }
+        out
+    }
+
     pub fn len(&self) -> usize {
         self.bucket.len()
     }

@@ -2,7 +2,7 @@
 //! each GPU's dense peaks per data type and HBM bandwidth, matched on the trace's device name
 //! or gfx arch. Rules data, loaded with the rules; the efficiency analysis reads it.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::sync::LazyLock;
 
 /// One device's dense peaks (TFLOP/s per data type) and HBM bandwidth.
@@ -98,7 +98,7 @@ pub fn find_device<'t>(table: &'t [DevicePeaks], name: &str) -> Option<&'t Devic
 }
 
 /// The data type a GEMM computes in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Dtype {
     Fp32,
     Tf32,

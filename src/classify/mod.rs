@@ -315,6 +315,18 @@ pub struct Classified {
 }
 
 impl Classified {
+    /// Adds the classes of names `other` has and these lack (two parts of one trace, which
+    /// share its names).
+    pub fn absorb(&mut self, other: Classified) {
+        if self.by_name.len() < other.by_name.len() {
+            self.by_name.resize(other.by_name.len(), None);
+        }
+        for (mine, theirs) in self.by_name.iter_mut().zip(other.by_name) {
+            if mine.is_none() {
+                *mine = theirs;
+            }
+        }
+    }
     pub fn get(&self, id: NameId) -> &Class {
         static UNCLASSIFIED: std::sync::OnceLock<Class> = std::sync::OnceLock::new();
         self.by_name

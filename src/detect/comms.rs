@@ -3,7 +3,7 @@
 
 use super::{ms, pct, Finding, FindingId, Severity};
 use crate::analysis::collectives::CollectiveRow;
-use crate::analysis::Context;
+use crate::analysis::Analysis;
 use serde_json::json;
 
 /// Messages from this size (nccl-tests reach their plateau above a few MB on NVLink / xGMI;
@@ -25,8 +25,9 @@ fn slow(row: &CollectiveRow) -> Option<(f64, i64, i64)> {
         .then_some((pct_peak, wait, transfer))
 }
 
-pub fn slow_collective(ctx: &Context) -> Vec<Finding> {
-    let rows = &ctx.analysis.collectives.rows;
+/// The slow collectives of an analysis (one trace's, or several ranks' merged).
+pub fn slow_collective(analysis: &Analysis) -> Vec<Finding> {
+    let rows = &analysis.collectives.rows;
     let mut out = Vec::new();
     for row in rows {
         let Some((pct_peak, wait, transfer)) = slow(row) else {
@@ -50,7 +51,7 @@ pub fn slow_collective(ctx: &Context) -> Vec<Finding> {
         };
         out.push(Finding::new(
             FindingId::SlowCollective,
-            if pct(stake, ctx.window_ns()) >= 1.0 {
+            if pct(stake, analysis.summary.window_ns) >= 1.0 {
                 Severity::Medium
             } else {
                 Severity::Low

@@ -39,7 +39,7 @@ fn evidence_row(r: &KernelCounters, total: i64) -> Value {
         "roofline_pct": r.roofline_pct.map(round2),
         "bound": r.bound.map(Bound::as_str),
         "waves_per_simd": o.map(|o| round2(o.waves_per_simd)),
-        "occupancy_limiter": o.map(|o| o.limiter),
+        "occupancy_limiter": o.map(|o| o.limiter.clone()),
         "vgprs": o.map(|o| o.vgprs),
         "vgprs_for_next_wave": o.and_then(|o| o.vgprs_for_next_wave),
         "lds_per_workgroup": r.resources.lds_per_workgroup,
@@ -88,7 +88,7 @@ pub fn low_occupancy(ctx: &Context) -> Vec<Finding> {
     let hits: Vec<&KernelCounters> = significant(ctx)
         .filter(|r| {
             r.occupancy.as_ref().is_some_and(|o| {
-                matches!(o.limiter, "vgpr" | "lds")
+                matches!(o.limiter.as_str(), "vgpr" | "lds")
                     && o.waves_per_simd <= o.max_waves_per_simd as f64 / 4.0
                     && o.grid_waves_per_simd > o.waves_per_simd
             })

@@ -2,14 +2,31 @@
 //! layout transposes, exposed communication, memcpy weight, unclassified time.
 
 use super::{ms, pct, round2, Finding, FindingId, Severity};
-use crate::analysis::Context;
+use crate::analysis::merge::KernelTotals;
+use crate::analysis::{Analysis, Context};
 use crate::classify::{Bucket, KernelTag};
 use crate::model::{HostKind, NameId};
 use serde_json::json;
 use std::collections::BTreeMap;
 
-/// Sum of in-scope activity time per key.
+/// Time and launches per key, over the kernel table (every (bucket, name) in scope).
 fn time_by<K: Ord>(
+    a: &Analysis,
+    mut key: impl FnMut(&KernelTotals) -> Option<K>,
+) -> BTreeMap<K, (i64, u64)> {
+    let mut out: BTreeMap<K, (i64, u64)> = BTreeMap::new();
+    for k in &a.parts.kernels {
+        if let Some(key) = key(k) {
+            let e = out.entry(key).or_default();
+            e.0 += k.ns;
+            e.1 += k.launches;
+        }
+    }
+    out
+}
+
+/// Sum of in-scope activity time per key (for keys the kernel table does not hold).
+fn activity_time_by<K: Ord>(
     ctx: &Context,
     mut key: impl FnMut(usize) -> Option<K>,
 ) -> BTreeMap<K, (i64, u64)> {
@@ -35,22 +52,20 @@ fn top_names(map: &BTreeMap<String, (i64, u64)>, n: usize) -> Vec<serde_json::Va
         .collect()
 }
 
-pub fn fp32_gemm(ctx: &Context) -> Vec<Finding> {
+pub fn fp32_gemm(a: &Analysis) -> Vec<Finding> {
     // GEMM kernels of the gemm bucket only: an fp32 SIMT GEMM that cuDNN runs inside a
     // convolution is conv time, and the share below is of the gemm bucket.
-    let names = time_by(ctx, |a| {
-        let c = ctx.classified.get(ctx.trace.activities.name[a]);
-        (ctx.bucket_of(a) == Bucket::Gemm
-            && c.bucket == Bucket::Gemm
-            && c.tag == Some(KernelTag::Fp32Gemm))
-        .then(|| ctx.name(ctx.trace.activities.name[a]).to_string())
+    let names = time_by(a, |k| {
+        (k.bucket == Bucket::Gemm
+            && k.class_bucket == Bucket::Gemm
+            && k.tag == Some(KernelTag::Fp32Gemm))
+        .then(|| k.name.clone())
     });
     let ns: i64 = names.values().map(|v| v.0).sum();
     if ns == 0 {
         return vec![];
     }
-    let gemm_ns = ctx
-        .analysis
+    let gemm_ns = a
         .buckets
         .iter()
         .find(|b| b.bucket == Bucket::Gemm)
@@ -112,16 +127,15 @@ fn gemm_library(name: &str, library: &str) -> (String, f64) {
     }
 }
 
-pub fn gemm_backend(ctx: &Context) -> Vec<Finding> {
+pub fn gemm_backend(a: &Analysis) -> Vec<Finding> {
     let mut conf_ns = 0.0f64;
     let mut low_precision_ns = 0i64;
-    let libs = time_by(ctx, |a| {
-        let c = ctx.classified.get(ctx.trace.activities.name[a]);
-        (ctx.bucket_of(a) == Bucket::Gemm && c.bucket == Bucket::Gemm).then(|| {
-            let (lib, conf) = gemm_library(ctx.name(ctx.trace.activities.name[a]), &c.library);
-            conf_ns += conf * ctx.trace.activities.dur_ns[a] as f64;
-            if c.tag == Some(KernelTag::LowPrecisionGemm) {
-                low_precision_ns += ctx.trace.activities.dur_ns[a];
+    let libs = time_by(a, |k| {
+        (k.bucket == Bucket::Gemm && k.class_bucket == Bucket::Gemm).then(|| {
+            let (lib, conf) = gemm_library(&k.name, &k.library);
+            conf_ns += conf * k.ns as f64;
+            if k.tag == Some(KernelTag::LowPrecisionGemm) {
+                low_precision_ns += k.ns;
             }
             lib
         })
@@ -151,26 +165,20 @@ pub fn gemm_backend(ctx: &Context) -> Vec<Finding> {
     )]
 }
 
-pub fn elementwise_heavy(ctx: &Context) -> Vec<Finding> {
-    let ew = ctx
-        .analysis
+pub fn elementwise_heavy(a: &Analysis) -> Vec<Finding> {
+    let ew = a
         .buckets
         .iter()
         .find(|b| b.bucket == Bucket::Elementwise)
         .map_or(0, |b| b.kernel_ns);
-    let share = pct(ew, ctx.analysis.summary.kernel_ns);
+    let share = pct(ew, a.summary.kernel_ns);
     if share < 30.0 {
         return vec![];
     }
-    let families = time_by(ctx, |a| {
-        (ctx.bucket_of(a) == Bucket::Elementwise).then(|| {
-            ctx.classified
-                .get(ctx.trace.activities.name[a])
-                .family
-                .clone()
-        })
+    let families = time_by(a, |k| {
+        (k.bucket == Bucket::Elementwise).then(|| k.family.clone())
     });
-    let compiled = ctx.analysis.compile.compiled;
+    let compiled = a.compile.compiled;
     let advice = if compiled {
         "compiled already: fuse the remaining ops (Triton kernels for RMSNorm, SiLU+Mul, Add+RMSNorm) or check what Inductor left unfused"
     } else {
@@ -195,25 +203,17 @@ const CONV_HEAVY_PCT: f64 = 10.0;
 
 /// Convolutions hold a large share of GPU time: their library's tuning (MIOpen's find mode,
 /// cuDNN's benchmark mode) and layout are worth a look.
-pub fn conv_heavy(ctx: &Context) -> Vec<Finding> {
-    let conv = ctx
-        .analysis
+pub fn conv_heavy(a: &Analysis) -> Vec<Finding> {
+    let conv = a
         .buckets
         .iter()
         .find(|b| b.bucket == Bucket::Conv)
         .map_or(0, |b| b.kernel_ns);
-    let share = pct(conv, ctx.analysis.summary.kernel_ns);
+    let share = pct(conv, a.summary.kernel_ns);
     if share < CONV_HEAVY_PCT {
         return vec![];
     }
-    let libraries = time_by(ctx, |a| {
-        (ctx.bucket_of(a) == Bucket::Conv).then(|| {
-            ctx.classified
-                .get(ctx.trace.activities.name[a])
-                .library
-                .clone()
-        })
-    });
+    let libraries = time_by(a, |k| (k.bucket == Bucket::Conv).then(|| k.library.clone()));
     vec![Finding::new(
         FindingId::ConvHeavy,
         Severity::Low,
@@ -230,7 +230,7 @@ pub fn conv_layout_transposes(ctx: &Context) -> Vec<Finding> {
     // The advice is channels_last: transposes inside convolutions whose input already is
     // channels_last (their `Input Strides` say so) are cuDNN's own, and left out.
     let convs = convolution_layouts(ctx);
-    let names = time_by(ctx, |a| {
+    let names = activity_time_by(ctx, |a| {
         let c = ctx.classified.get(ctx.trace.activities.name[a]);
         (c.tag == Some(KernelTag::LayoutTranspose)
             && !inside_channels_last_convolution(ctx, &convs, a))
@@ -385,24 +385,23 @@ pub fn exposed_communication(ctx: &Context) -> Vec<Finding> {
     )]
 }
 
-pub fn memcpy_heavy(ctx: &Context) -> Vec<Finding> {
-    let mem = ctx
-        .analysis
+pub fn memcpy_heavy(a: &Analysis) -> Vec<Finding> {
+    let mem = a
         .buckets
         .iter()
         .find(|b| b.bucket == Bucket::Memory)
         .map_or(0, |b| b.kernel_ns);
-    let share = pct(mem, ctx.analysis.summary.kernel_ns);
+    let share = pct(mem, a.summary.kernel_ns);
     // Of the window, the copies' time inside it (the partition's): GPU work outside the window
     // (a warm-up step's tail before the first step) is not part of it.
-    let in_window = ctx.partition.0[crate::analysis::partition::bucket_index(Bucket::Memory)];
-    let window_share = pct(in_window.round() as i64, ctx.window_ns());
+    let in_window = a.parts.partition.0[crate::analysis::partition::bucket_index(Bucket::Memory)];
+    let window_share = pct(in_window.round() as i64, a.summary.window_ns);
     if share < 10.0 && window_share < 5.0 {
         return vec![];
     }
-    let kinds = time_by(ctx, |a| {
-        (ctx.bucket_of(a) == Bucket::Memory).then(|| {
-            let n = ctx.name(ctx.trace.activities.name[a]);
+    let kinds = time_by(a, |k| {
+        (k.bucket == Bucket::Memory).then(|| {
+            let n = k.name.as_str();
             ["HtoD", "DtoH", "DtoD", "HtoH", "PtoP"]
                 .iter()
                 .find(|k| n.contains(*k))
@@ -427,17 +426,12 @@ pub fn memcpy_heavy(ctx: &Context) -> Vec<Finding> {
     )]
 }
 
-pub fn unclassified_time(ctx: &Context) -> Vec<Finding> {
-    let share = ctx.analysis.summary.unclassified_pct;
+pub fn unclassified_time(a: &Analysis) -> Vec<Finding> {
+    let share = a.summary.unclassified_pct;
     if share <= 2.0 {
         return vec![];
     }
-    let names = time_by(ctx, |a| {
-        let n = ctx.trace.activities.name[a];
-        ctx.classified
-            .is_unclassified(n)
-            .then(|| ctx.name(n).to_string())
-    });
+    let names = time_by(a, |k| k.unclassified().then(|| k.name.clone()));
     let ns: i64 = names.values().map(|v| v.0).sum();
     vec![Finding::new(
         FindingId::UnclassifiedTime,
@@ -466,20 +460,17 @@ fn kv_cache_dtype(kernel: &str) -> Option<&'static str> {
 /// Paged-attention decode kernels hold a large share of kernel time: their time is reading the
 /// KV cache, which an fp8 cache halves (seeds/003). `evidence.kind`: `not_fp8` when the kernels
 /// say the cache is in the model's dtype, `fp8` when it is already fp8, `unknown` otherwise.
-pub fn paged_attention_heavy(ctx: &Context) -> Vec<Finding> {
-    let names = time_by(ctx, |a| {
-        let id = ctx.trace.activities.name[a];
-        (ctx.classified.get(id).tag == Some(KernelTag::PagedAttention)).then_some(id)
+pub fn paged_attention_heavy(a: &Analysis) -> Vec<Finding> {
+    let by_name = time_by(a, |k| {
+        (k.tag == Some(KernelTag::PagedAttention)).then(|| k.name.clone())
     });
-    let ns: i64 = names.values().map(|v| v.0).sum();
-    let share = pct(ns, ctx.analysis.summary.kernel_ns);
+    let ns: i64 = by_name.values().map(|v| v.0).sum();
+    let share = pct(ns, a.summary.kernel_ns);
     if share < PAGED_ATTENTION_HEAVY_PCT {
         return vec![];
     }
-    let dtypes: std::collections::BTreeSet<&str> = names
-        .keys()
-        .filter_map(|&id| kv_cache_dtype(ctx.name(id)))
-        .collect();
+    let dtypes: std::collections::BTreeSet<&str> =
+        by_name.keys().filter_map(|n| kv_cache_dtype(n)).collect();
     let kind = if dtypes.iter().any(|d| d.starts_with("fp8")) {
         "fp8"
     } else if dtypes.contains("auto") {
@@ -487,10 +478,6 @@ pub fn paged_attention_heavy(ctx: &Context) -> Vec<Finding> {
     } else {
         "unknown"
     };
-    let by_name: BTreeMap<String, (i64, u64)> = names
-        .iter()
-        .map(|(&id, &v)| (ctx.name(id).to_string(), v))
-        .collect();
     vec![Finding::new(
         FindingId::PagedAttentionHeavy,
         Severity::Medium,

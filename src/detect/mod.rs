@@ -18,7 +18,7 @@ use crate::analysis::Context;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     High,
@@ -134,7 +134,7 @@ impl std::fmt::Display for FindingId {
 }
 
 /// One finding of the feed's `findings`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Finding {
     pub id: FindingId,
     pub severity: Severity,
@@ -286,7 +286,8 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
 
 type Detector = fn(&Context) -> Vec<Finding>;
 
-/// Every detector, in no particular order (findings are sorted afterwards).
+/// Every detector that reads the trace, in no particular order (findings are sorted
+/// afterwards).
 const DETECTORS: &[Detector] = &[
     compile::graph_breaks,
     compile::compiled_loop,
@@ -300,19 +301,10 @@ const DETECTORS: &[Detector] = &[
     host::unrepresentative_profile,
     surgery::manual_attention,
     surgery::unfused_projections,
-    kernels::fp32_gemm,
-    kernels::gemm_backend,
-    kernels::elementwise_heavy,
     kernels::conv_layout_transposes,
-    kernels::conv_heavy,
-    kernels::paged_attention_heavy,
     kernels::exposed_communication,
-    kernels::memcpy_heavy,
-    kernels::unclassified_time,
     steps::high_step_variance,
     steps::warmup_in_window,
-    ranks::straggler_rank,
-    comms::slow_collective,
     memory::memory_pressure,
     memory::memory_headroom,
     hardware::low_occupancy,
@@ -321,12 +313,32 @@ const DETECTORS: &[Detector] = &[
     hardware::no_matrix_cores,
 ];
 
+type JobDetector = fn(&crate::analysis::Analysis) -> Vec<Finding>;
+
+/// Detectors that read only the analysis (its kernel table, collectives, steps, modules):
+/// run on one trace's, and on several ranks' merged ([`merge`]).
+const JOB_DETECTORS: &[(FindingId, JobDetector)] = &[
+    (FindingId::Fp32Gemm, kernels::fp32_gemm),
+    (FindingId::GemmBackend, kernels::gemm_backend),
+    (FindingId::ElementwiseHeavy, kernels::elementwise_heavy),
+    (FindingId::ConvHeavy, kernels::conv_heavy),
+    (
+        FindingId::PagedAttentionHeavy,
+        kernels::paged_attention_heavy,
+    ),
+    (FindingId::MemcpyHeavy, kernels::memcpy_heavy),
+    (FindingId::UnclassifiedTime, kernels::unclassified_time),
+    (FindingId::StragglerRank, ranks::straggler_rank),
+    (FindingId::SlowCollective, comms::slow_collective),
+];
+
 /// Runs every detector; findings sorted by severity, then time at stake (descending), then id.
 pub fn run_all(ctx: &Context) -> Vec<Finding> {
     use rayon::prelude::*;
     // Independent detectors run in parallel; collect keeps their order (and the sort below
     // fixes the final one), so the output does not depend on the thread count.
     let mut out: Vec<Finding> = DETECTORS.par_iter().flat_map_iter(|d| d(ctx)).collect();
+    out.extend(JOB_DETECTORS.iter().flat_map(|(_, d)| d(&ctx.analysis)));
     sort(&mut out);
     out
 }
@@ -359,4 +371,126 @@ fn step_count(ctx: &Context) -> f64 {
 
 fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
+}
+
+/// The module findings ([`from_modules`]) read the analysis too.
+const MODULE_FINDINGS: &[FindingId] = &[FindingId::EagerModules, FindingId::NormActivationHeavy];
+
+/// The job's findings from its ranks' (in merge order) and its merged analysis: each rank's
+/// finding of an id (the k-th of that id, where one rank has several) joins the same finding of
+/// the other ranks. The rank with the most time at stake is shown (its summary and evidence);
+/// the severity is the most severe, the time at stake the sum, and `evidence.ranks` lists each
+/// rank's time at stake. The findings of [`JOB_DETECTORS`] and the module findings are found on
+/// the merged analysis instead.
+pub fn merge(ranks: &[(Option<u32>, &[Finding])], job: &crate::analysis::Analysis) -> Vec<Finding> {
+    use std::collections::BTreeMap;
+    // Per (id, k-th of that id on its rank): the rank and its finding.
+    type Members<'a> = Vec<(Option<u32>, &'a Finding)>;
+    let mut groups: BTreeMap<(&str, usize), Members> = BTreeMap::new();
+    for (rank, findings) in ranks {
+        let mut nth: BTreeMap<&str, usize> = BTreeMap::new();
+        let of_job = |id: FindingId| {
+            MODULE_FINDINGS.contains(&id) || JOB_DETECTORS.iter().any(|(j, _)| *j == id)
+        };
+        for f in findings.iter().filter(|f| !of_job(f.id)) {
+            let k = nth.entry(f.id.as_str()).or_default();
+            groups
+                .entry((f.id.as_str(), *k))
+                .or_default()
+                .push((*rank, f));
+            *k += 1;
+        }
+    }
+    let label = |r: Option<u32>| r.map_or_else(|| "(none)".to_string(), |r| r.to_string());
+    let mut out: Vec<Finding> = groups
+        .into_values()
+        .map(|members| {
+            let &(shown_rank, shown) = members
+                .iter()
+                .max_by(|a, b| {
+                    a.1.time_at_stake_ns
+                        .cmp(&b.1.time_at_stake_ns)
+                        .then(b.0.cmp(&a.0))
+                })
+                .expect("a group has a member");
+            let total: i64 = members.iter().map(|m| m.1.time_at_stake_ns).sum();
+            let mut evidence = shown.evidence.clone();
+            if let Value::Object(map) = &mut evidence {
+                map.insert("rank_shown".into(), serde_json::json!(shown_rank));
+                map.insert(
+                    "ranks".into(),
+                    members
+                        .iter()
+                        .map(|(r, f)| serde_json::json!({"rank": r, "time_at_stake_ns": f.time_at_stake_ns}))
+                        .collect(),
+                );
+            }
+            let on: Vec<Option<u32>> = members.iter().map(|m| m.0).collect();
+            let stake = if total > 0 {
+                format!("; {} at stake over {}", ms(total), if on.len() > 1 { "them" } else { "it" })
+            } else {
+                String::new()
+            };
+            let whom = if on.len() == ranks.len() {
+                format!("on all {} ranks, rank {} shown", ranks.len(), label(shown_rank))
+            } else if on.len() == 1 {
+                format!("on rank {} only, of {}", label(shown_rank), ranks.len())
+            } else {
+                format!(
+                    "on {} of {} ranks ({}), rank {} shown",
+                    on.len(),
+                    ranks.len(),
+                    rank_list(&on),
+                    label(shown_rank)
+                )
+            };
+            Finding {
+                id: shown.id,
+                severity: members.iter().map(|m| m.1.severity).min().unwrap_or(shown.severity),
+                summary: format!("{} [{whom}{stake}]", shown.summary),
+                time_at_stake_ns: total,
+                evidence,
+            }
+        })
+        .collect();
+    out.extend(JOB_DETECTORS.iter().flat_map(|(_, d)| d(job)));
+    out.extend(from_modules(job));
+    sort(&mut out);
+    out
+}
+
+/// Ranks as runs: `0-3, 5, 7-9` (inputs without a rank last, as `none`).
+fn rank_list(ranks: &[Option<u32>]) -> String {
+    let mut ids: Vec<u32> = ranks.iter().flatten().copied().collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < ids.len() {
+        let mut j = k;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > k {
+            format!("{}-{}", ids[k], ids[j])
+        } else {
+            ids[k].to_string()
+        });
+        k = j + 1;
+    }
+    if ranks.iter().any(Option::is_none) {
+        parts.push("none".into());
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod merge_tests {
+    #[test]
+    fn rank_lists_are_runs() {
+        let r = |v: &[u32]| super::rank_list(&v.iter().map(|&x| Some(x)).collect::<Vec<_>>());
+        assert_eq!(r(&[0, 1, 2, 3, 5, 7, 8, 9]), "0-3, 5, 7-9");
+        assert_eq!(r(&[4]), "4");
+        assert_eq!(super::rank_list(&[Some(1), None]), "1, none");
+    }
 }

@@ -10,17 +10,11 @@
 use super::{ms, pct, Finding, FindingId, Severity};
 use crate::analysis::collectives::Arrival;
 use crate::analysis::steps::median;
-use crate::analysis::Context;
-use crate::classify::Bucket;
+use crate::analysis::Analysis;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// GPU time of one rank in one step (or the whole window).
-#[derive(Default, Clone, Copy)]
-struct Load {
-    comm_ns: i64,
-    compute_ns: i64,
-}
+use crate::analysis::merge::Load;
 
 /// The straggler must be last in more than half of the compared steps, and the others' wait
 /// must be worth reading about.
@@ -37,38 +31,37 @@ type Loads = BTreeMap<(Option<u64>, u32), Load>;
 /// profiled, else one unit (None), each rank's whole window. Returns the loads, the units and
 /// whether they are steps.
 fn loads_per_unit(
-    ctx: &Context,
+    analysis: &Analysis,
     ranks: &BTreeSet<u32>,
     rank_of: &[Option<u32>],
 ) -> (Loads, Vec<Option<u64>>, bool) {
-    let trace = ctx.trace;
-    // Steps are compared by number when every rank has them; else each rank's whole window.
-    let ranked_steps = |r: u32| -> BTreeSet<u64> {
-        (0..trace.inputs.len())
-            .filter(|&i| rank_of[i] == Some(r))
-            .flat_map(|i| ctx.steps.kept(i).map(|(_, s)| s.number))
-            .collect()
+    let inputs_of = |r: u32| {
+        analysis
+            .parts
+            .loads
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| rank_of[*i] == Some(r))
+            .map(|(_, l)| l)
     };
-    let step_sets: Vec<BTreeSet<u64>> = ranks.iter().map(|&r| ranked_steps(r)).collect();
+    // Steps are compared by number when every rank has them; else each rank's whole window.
+    let step_sets: Vec<BTreeSet<u64>> = ranks
+        .iter()
+        .map(|&r| inputs_of(r).flat_map(|l| l.kept.iter().copied()).collect())
+        .collect();
     let by_step = step_sets.iter().all(|s| !s.is_empty());
 
-    let acts = &trace.activities;
-    let mut load: BTreeMap<(Option<u64>, u32), Load> = BTreeMap::new();
-    for a in (0..acts.len()).filter(|&a| ctx.in_scope[a]) {
-        let input = acts.input[a] as usize;
-        let Some(rank) = rank_of[input] else { continue };
-        let unit = if by_step {
-            match ctx.steps.of_activity[a] {
-                Some(k) => Some(ctx.steps.per_input[input][k as usize].number),
-                None => continue,
+    let mut load: Loads = BTreeMap::new();
+    for &rank in ranks {
+        for l in inputs_of(rank) {
+            for (&n, step) in &l.per_step {
+                load.entry((by_step.then_some(n), rank))
+                    .or_default()
+                    .add(step);
             }
-        } else {
-            None
-        };
-        let l = load.entry((unit, rank)).or_default();
-        match ctx.bucket_of(a) {
-            Bucket::Communication => l.comm_ns += acts.dur_ns[a],
-            _ => l.compute_ns += acts.dur_ns[a],
+            if !by_step {
+                load.entry((None, rank)).or_default().add(&l.outside);
+            }
         }
     }
     let mut common = step_sets[0].clone();
@@ -79,9 +72,7 @@ fn loads_per_unit(
     let by_step = by_step && !common.is_empty();
     if !by_step {
         for ((_, rank), l) in std::mem::take(&mut load) {
-            let whole = load.entry((None, rank)).or_default();
-            whole.comm_ns += l.comm_ns;
-            whole.compute_ns += l.compute_ns;
+            load.entry((None, rank)).or_default().add(&l);
         }
     }
     let units: Vec<Option<u64>> = if by_step {
@@ -137,13 +128,13 @@ struct HostSide {
     spread_ns: i64,
 }
 
-fn host_side(ctx: &Context, straggler: u32) -> HostSide {
+fn host_side(analysis: &Analysis, straggler: u32) -> HostSide {
     // Step times per rank show the spread the straggler causes (they end together when synced).
     // And the GPU idle time each rank's host causes (launch overhead + host idle, FEED.md
     // partition), which points at the host when the straggler has no more GPU work.
     let mut step_ns: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
     let mut host_gaps: BTreeMap<u32, i64> = BTreeMap::new();
-    for row in &ctx.analysis.step_breakdown {
+    for row in &analysis.step_breakdown {
         if let Some(r) = row.rank {
             step_ns.entry(r).or_default().push(row.dur_ns);
             let gap: i64 = row
@@ -179,14 +170,14 @@ fn host_side(ctx: &Context, straggler: u32) -> HostSide {
     }
 }
 
-pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
-    let trace = ctx.trace;
-    let rank_of: Vec<Option<u32>> = trace.inputs.iter().map(|i| i.rank).collect();
+/// The straggler of an analysis of several ranks (one trace's, or the ranks' merged).
+pub fn straggler_rank(analysis: &Analysis) -> Vec<Finding> {
+    let rank_of: Vec<Option<u32>> = analysis.inputs.iter().map(|i| i.rank).collect();
     let ranks: BTreeSet<u32> = rank_of.iter().flatten().copied().collect();
     if ranks.len() < 2 {
         return vec![];
     }
-    let (load, units, by_step) = loads_per_unit(ctx, &ranks, &rank_of);
+    let (load, units, by_step) = loads_per_unit(analysis, &ranks, &rank_of);
 
     let compared = who_was_last(&units, &ranks, &load);
     if compared.is_empty() {
@@ -197,13 +188,13 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
         *times_last.entry(u.last).or_default() += 1;
     }
     let Some((straggler, its_units, wait_ns, skew)) =
-        choose_straggler(&ctx.analysis.collectives.arrivals, &compared, &times_last)
+        choose_straggler(&analysis.collectives.arrivals, &compared, &times_last)
     else {
         return vec![];
     };
-    let arrivals = &ctx.analysis.collectives.arrivals;
+    let arrivals = &analysis.collectives.arrivals;
     let count = its_units.len();
-    if wait_ns < MIN_WAIT_NS || pct(wait_ns, ctx.window_ns()) < MIN_WAIT_PCT {
+    if wait_ns < MIN_WAIT_NS || pct(wait_ns, analysis.summary.window_ns) < MIN_WAIT_PCT {
         return vec![];
     }
 
@@ -241,7 +232,7 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
         others_gap,
         step_medians,
         spread_ns,
-    } = host_side(ctx, straggler);
+    } = host_side(analysis, straggler);
 
     let where_ = if by_step {
         format!("in {count} of {} steps", compared.len())
@@ -282,7 +273,7 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
             ms(others_compute as i64)
         )
     };
-    let severity = if pct(wait_ns, ctx.window_ns()) >= 10.0 {
+    let severity = if pct(wait_ns, analysis.summary.window_ns) >= 10.0 {
         Severity::High
     } else {
         Severity::Medium
@@ -290,7 +281,7 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
     let headline = match &skew {
         Some(sk) => sk.summary(
             wait_ns,
-            pct(wait_ns, ctx.window_ns()),
+            pct(wait_ns, analysis.summary.window_ns),
             (mine.comm_ns, others_comm as i64),
             &cause,
         ),
@@ -299,7 +290,7 @@ pub fn straggler_rank(ctx: &Context) -> Vec<Finding> {
             ms(mine.comm_ns),
             ms(others_comm as i64),
             ms(wait_ns),
-            pct(wait_ns, ctx.window_ns()),
+            pct(wait_ns, analysis.summary.window_ns),
         ),
     };
     vec![Finding::new(

@@ -7,8 +7,10 @@
 //! issues the same few collectives every step, and the tables' appends, subsets and renames of
 //! names carry it with no bookkeeping of their own.
 
+use serde::{Deserialize, Serialize};
+
 /// A collective call's arguments; `None` where the trace does not say.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CommArgs {
     /// `Collective name` as PyTorch writes it: `allreduce`, `_allgather_base`, `all_to_allv`, …
     pub collective: String,

@@ -50,10 +50,10 @@ pub struct LogTime {
 pub struct CodeLocation {
     pub file: String,
     pub line: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,
     /// The source text of the line, when the log prints it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
 
@@ -69,20 +69,20 @@ pub struct GraphBreak {
     /// The reason line (`Unsupported Tensor.item() call with capture_scalar_outputs=False`).
     pub reason: String,
     /// The graph-break-site id (`gb0124`), when the log links one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gb_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
     /// Where in user code it broke.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<CodeLocation>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
     /// A break Dynamo hit while handling this one (`graph break in loop`, gb7000): a
     /// consequence, fixed by fixing this break.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consequence: Option<Box<GraphBreak>>,
 }
 
@@ -126,7 +126,7 @@ pub struct FailedGuard {
     /// The guard as logged.
     pub text: String,
     /// The earlier compile whose guard failed (`- 0/0: …`), when logged.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub of: Option<CompileId>,
     #[serde(flatten)]
     pub kind: GuardKind,
@@ -137,11 +137,11 @@ pub struct FailedGuard {
 pub struct Recompile {
     pub function: String,
     /// `file:line` of the function, as logged.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
     pub guards: Vec<FailedGuard>,
     /// Why, in Dynamo's words, when the log gives a reason instead of guards (TORCH_TRACE).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
@@ -171,11 +171,11 @@ pub enum LogEvent {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LogRecord {
     /// The process id of the glog prefix (the trace's pid on the same run).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<LogTime>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compile_id: Option<CompileId>,
     /// 1-based line of the record's first line in the file.
     pub line: usize,

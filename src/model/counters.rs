@@ -4,7 +4,7 @@
 //! physical quantities the analyses need: FLOPs per pipe and precision, bytes moved, and the
 //! kernel's resource use. Missing counter groups stay `None`, never zero.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The arithmetic pipes and precisions rocprof-compute counts (its `SQ_INSTS_VALU_*` and
 /// `SQ_INSTS_VALU_MFMA_MOPS_*` counters).
@@ -83,7 +83,7 @@ pub struct DispatchCounters {
 }
 
 /// What a dispatch asked of a compute unit (the columns every counter file carries).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelResources {
     /// Work-items in the whole grid.
     pub grid_size: u64,
@@ -95,7 +95,7 @@ pub struct KernelResources {
 }
 
 /// Where the peak numbers came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PeakSource {
     /// `roofline.csv`: rocprof-compute's measured (empirical) peaks.
@@ -105,7 +105,7 @@ pub enum PeakSource {
 }
 
 /// The GPU a counter workload ran on: shape (for occupancy) and peaks (for fractions of peak).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeviceSpec {
     pub model: String,
     /// `gfx942`, …

@@ -13,7 +13,7 @@ pub mod units;
 
 pub use counters::{DeviceSpec, DispatchCounters, KernelResources, PeakSource, Pipe, PipeOps};
 pub use intern::{Interner, NameId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What kind of GPU activity a row of [`GpuActivities`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -611,7 +611,7 @@ impl HostEvents {
 }
 
 /// Input formats, named as in the feed's `inputs[].format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Format {
     #[serde(rename = "kineto")]
     Kineto,
@@ -650,7 +650,7 @@ impl Format {
 }
 
 /// GPU vendor of an input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Vendor {
     Amd,
@@ -686,19 +686,19 @@ pub fn arch_of_amd_name(name: &str) -> Option<&'static str> {
 }
 
 /// A GPU the input describes or uses.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Device {
     pub id: u32,
     /// Marketing name from the trace's device properties (empty when the trace has none).
     pub name: String,
     /// The architecture: `gfx942` (MI300), `gfx950` (MI350), `gfx90a` (MI200), `sm_90` (H100).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arch: Option<String>,
     /// Compute units (AMD) or streaming multiprocessors (NVIDIA).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_units: Option<u32>,
     /// Its memory in bytes (`totalGlobalMem` of the trace's device properties).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
 }
 
@@ -735,7 +735,7 @@ impl Device {
 }
 
 /// One input: a file, or one rank of a file that holds several ranks.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct InputMeta {
     pub path: String,
     pub format: Format,
@@ -746,7 +746,7 @@ pub struct InputMeta {
     pub truncated: bool,
     pub warnings: Vec<String>,
     /// The GPU's shape and peaks, where the input describes them (rocprof-compute `sysinfo.csv`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<DeviceSpec>,
     /// Wall-clock time (ns since the Unix epoch) of timestamp 0, when the input says
     /// (Kineto `baseTimeNanoseconds`): places the trace on the clock of torch.compile's logs.
@@ -754,28 +754,28 @@ pub struct InputMeta {
     pub base_time_ns: Option<i64>,
     /// The job the rank belongs to, where the input says (Kineto `distributedInfo`): what its
     /// ranks share, which tells one run's ranks from another's.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributed: Option<Distributed>,
 }
 
 /// What a rank's trace says of its job (Kineto `distributedInfo`).
-#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Distributed {
     /// The process group backend (`nccl`, `gloo`, …).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub world_size: Option<u32>,
     /// Number of process groups.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_groups: Option<u32>,
     /// The NCCL/RCCL version the job ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl_version: Option<String>,
 }
 
 /// A file of an input directory that no reader recognized (a config, a note), left out.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SkippedFile {
     pub path: String,
     pub reason: String,

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+pub mod partial;
+
 /// What to read and compute: plain data, no command-line types.
 #[derive(Clone, Debug, Default)]
 pub struct Config {
@@ -161,6 +163,118 @@ pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
     Ok(run)
 }
 
+/// One rank's partial result from its trace file(s) (`rank` overrides the rank they carry):
+/// what `rocprof-classify partial` writes and [`merge`] reads.
+pub fn partial(
+    inputs: &[PathBuf],
+    config: &Config,
+    rank: Option<u32>,
+) -> Result<partial::Partial, RunError> {
+    let refuse = |why: String| RunError::Partial {
+        path: inputs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        why,
+    };
+    if !config.torch_logs.is_empty() || inputs.iter().any(|p| ingest::is_compile_log(p)) {
+        return Err(refuse(
+            "torch.compile logs are not read into partials: analyze the rank files together with the logs instead".into(),
+        ));
+    }
+    let rules = RuleSet::load(&config.rule_dirs)?;
+    let mut trace = read_traces(inputs, config)?;
+    if config.cancel.as_ref().is_some_and(Cancel::is_set) {
+        return Err(RunError::Cancelled);
+    }
+    let ranks: std::collections::BTreeSet<Option<u32>> =
+        trace.inputs.iter().map(|i| i.rank).collect();
+    match rank {
+        // A file of several ranks (merged traces): the one asked for.
+        Some(r) if ranks.len() > 1 => {
+            let mine: Vec<u32> = (0..trace.inputs.len() as u32)
+                .filter(|&i| trace.inputs[i as usize].rank == Some(r))
+                .collect();
+            if mine.is_empty() {
+                return Err(refuse(format!("holds no rank {r}")));
+            }
+            trace = trace.subset(&mine);
+        }
+        // A trace that does not say its rank (or says another): the one given.
+        Some(r) => {
+            for i in &mut trace.inputs {
+                i.rank = Some(r);
+            }
+        }
+        None => {}
+    }
+    let ranks: std::collections::BTreeSet<Option<u32>> =
+        trace.inputs.iter().map(|i| i.rank).collect();
+    if ranks.len() > 1 {
+        return Err(refuse(format!(
+            "holds {} ranks: a partial is one rank's (give --rank N to take one)",
+            ranks.len()
+        )));
+    }
+    let rank = ranks.into_iter().next().flatten();
+    let opts = partial_options(&config.analysis);
+    let (analysis, _, findings) = analyze_one(&trace, &rules, &opts, true);
+    Ok(partial::Partial::new(
+        rank,
+        analysis,
+        findings,
+        partial::Settings::of(&config.analysis, &rules),
+    ))
+}
+
+/// The job from its ranks' partials (`(name, bytes)` each, the name for errors), as analyzing
+/// the rank files together gives it; the run holds no trace or activity rows.
+pub fn merge(partials: &[(String, Vec<u8>)], config: &Config) -> Result<Run, RunError> {
+    let started = Instant::now();
+    let env = match &config.env_file {
+        Some(p) => Some(recommend::parse_env(&std::fs::read_to_string(p).map_err(
+            |source| RunError::Env {
+                path: p.display().to_string(),
+                source,
+            },
+        )?)),
+        None => None,
+    };
+    let rules = RuleSet::load(&config.rule_dirs)?;
+    let catalog = Catalog::load(&config.rule_dirs)?;
+    let decoded = partials
+        .iter()
+        .map(|(name, bytes)| partial::Partial::from_json(bytes, name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let settings = partial::Settings::of(&config.analysis, &rules);
+    if let Some((i, _)) = decoded
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.settings.rules != settings.rules)
+    {
+        return Err(RunError::Partial {
+            path: partials[i].0.clone(),
+            why: "analyzed with other rules than this merge: give merge the --rules the partials were written with".into(),
+        });
+    }
+    let names: Vec<String> = partials.iter().map(|p| p.0.clone()).collect();
+    let merged = partial::merge(decoded, &names, &rules, config.analysis.top, Vec::new())?;
+    let plan = recommend::plan(&merged.analysis, &merged.findings, &catalog, env.as_ref());
+    Ok(Run {
+        trace: Trace::default(),
+        activities: ActivityTable::default(),
+        analysis: merged.analysis,
+        findings: merged.findings,
+        plan,
+        ranks: merged.ranks,
+        timings: Timings {
+            read: Duration::ZERO,
+            analysis: started.elapsed(),
+        },
+    })
+}
+
 fn read_traces(paths: &[PathBuf], config: &Config) -> Result<Trace, RunError> {
     if paths.is_empty() {
         // The logs alone: what they say, without a trace to join.
@@ -256,48 +370,51 @@ fn analyze_one(
     (analysis, table, findings)
 }
 
-/// [`analyze_one`] of the whole trace, plus each rank's own view when it holds several ranks.
+/// [`analyze_one`] of the whole trace; when it holds several ranks, each rank's partial (in
+/// parallel) merged into the job ([`partial::merge`]), each partial encoded and decoded as a
+/// file would be, so that merging written partials gives the same bytes.
 fn analyze_all(
     trace: &Trace,
     rules: &RuleSet,
     opts: &AnalysisOptions,
 ) -> (Analysis, ActivityTable, Vec<Finding>, Vec<RankView>) {
     use rayon::prelude::*;
-    let mut ranks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut ranks: BTreeMap<Option<u32>, Vec<u32>> = BTreeMap::new();
     for (i, input) in trace.inputs.iter().enumerate() {
-        if let Some(r) = input.rank {
-            ranks.entry(r).or_default().push(i as u32);
-        }
+        ranks.entry(input.rank).or_default().push(i as u32);
     }
-    if ranks.len() <= 1 {
+    if ranks.keys().flatten().count() <= 1 {
         let (a, t, f) = analyze_one(trace, rules, opts, true);
         return (a, t, f, Vec::new());
     }
-    // The aggregate and each rank's view are independent: compute them in parallel (collect
-    // keeps rank order, so the output does not depend on the thread count). The region tree is
-    // the job's: the views leave it out.
-    let rank_opts = AnalysisOptions {
-        regions: false,
+    // Inputs without a rank (torch.compile logs, a stray trace) are one more part, merged last.
+    let mut groups: Vec<(Option<u32>, Vec<u32>)> = ranks.into_iter().collect();
+    let unranked_first = usize::from(groups[0].0.is_none());
+    groups.rotate_left(unranked_first);
+    let settings = partial::Settings::of(opts, rules);
+    let rank_opts = partial_options(opts);
+    let parts: Vec<(partial::Partial, (ActivityTable, Vec<u32>))> = groups
+        .into_par_iter()
+        .map(|(rank, inputs)| {
+            let (a, table, findings) = analyze_one(&trace.subset(&inputs), rules, &rank_opts, true);
+            let p = partial::Partial::new(rank, a, findings, settings.clone());
+            let p = partial::Partial::from_json(&p.to_json(), "(in memory)")
+                .expect("a partial reads back");
+            (p, (table, inputs))
+        })
+        .collect();
+    let (partials, tables): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+    let merged = partial::merge(partials, &[], rules, opts.top, trace.skipped.clone())
+        .expect("one trace's ranks merge");
+    let table = ActivityTable::stitch(trace, tables);
+    (merged.analysis, table, merged.findings, merged.ranks)
+}
+
+/// What a rank is analyzed with for its partial: with the region tree, which the job's is
+/// merged from.
+pub fn partial_options(opts: &AnalysisOptions) -> AnalysisOptions {
+    AnalysisOptions {
+        regions: true,
         ..opts.clone()
-    };
-    let ((a, t, f), views) = rayon::join(
-        || analyze_one(trace, rules, opts, true),
-        || {
-            ranks
-                .into_par_iter()
-                .map(|(rank, inputs)| {
-                    let (a, _, findings) =
-                        analyze_one(&trace.subset(&inputs), rules, &rank_opts, false);
-                    RankView {
-                        rank,
-                        summary: a.summary,
-                        buckets: a.buckets,
-                        time_partition: a.time_partition,
-                        findings,
-                    }
-                })
-                .collect::<Vec<RankView>>()
-        },
-    );
-    (a, t, f, views)
+    }
 }

@@ -40,7 +40,7 @@ pub struct Recommendation {
     pub finding_ids: Vec<String>,
     pub actions: Vec<ActionOut>,
     /// What can go wrong with it on this vendor (omitted when nothing).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub caveats: Vec<String>,
     /// What the trace shows (the triggering findings' summaries).
     pub evidence: Vec<String>,

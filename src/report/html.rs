@@ -616,7 +616,7 @@ fn render_counters(b: &mut String, a: &Analysis) {
             esc(&k.name),
             esc(&shorten_tail(&display_name(&k.name), 70)),
             k.bound.map_or("-", |x| x.as_str()),
-            k.pipe.unwrap_or("-"),
+            k.pipe.as_deref().unwrap_or("-"),
             opt(k.tflops, 2),
             opt(k.pct_of_peak, 1),
             opt(k.hbm_gbps, 0),

@@ -328,7 +328,7 @@ fn render_counters(out: &mut String, a: &Analysis) {
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 code(&shorten_tail(&display_name(&k.name), 60)),
                 k.bound.map_or("-", |b| b.as_str()),
-                k.pipe.unwrap_or("-"),
+                k.pipe.as_deref().unwrap_or("-"),
                 opt(k.tflops, 2),
                 opt(k.pct_of_peak, 1),
                 opt(k.hbm_gbps, 0),

@@ -292,13 +292,13 @@ pub const REGION_HEADER: [&str; 8] = [
 pub fn mfu_line(run: &Run) -> Option<String> {
     let m = &run.analysis.summary.mfu;
     let model = m.model_flops_per_step?;
-    let per = if m.mfu_basis == Some("window") {
+    let per = if m.mfu_basis.as_deref() == Some("window") {
         "in the window"
     } else {
         "per step"
     };
     let tflop = |f: f64| format!("{:.3} TFLOP", f / 1e12);
-    let mut line = match (m.mfu_pct, m.peak_flops, m.mfu_dtype) {
+    let mut line = match (m.mfu_pct, m.peak_flops, m.mfu_dtype.as_deref()) {
         (Some(pct), Some(peak), Some(dtype)) => format!(
             "{pct:.1}% of the {dtype} dense peak ({} {per} at {:.1} TFLOP/s)",
             tflop(model),

@@ -377,7 +377,7 @@ fn render_counters(out: &mut String, a: &Analysis, opts: &TableOptions) {
         t.add_row(vec![
             Cell::new(shorten_tail(&display_name(&k.name), 40)),
             Cell::new(k.bound.map_or("-", |b| b.as_str())),
-            Cell::new(k.pipe.unwrap_or("-")),
+            Cell::new(k.pipe.as_deref().unwrap_or("-")),
             num(opt(k.tflops, 2)),
             num(opt(k.pct_of_peak, 1)),
             num(opt(k.hbm_gbps, 0)),

@@ -21,6 +21,7 @@ mod invariants;
 mod layers;
 mod memory;
 mod mfu;
+mod partials;
 mod peers;
 mod pipeline;
 mod ranks;

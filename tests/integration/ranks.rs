@@ -137,8 +137,8 @@ fn files_without_ranks_take_them_from_their_names_or_places() {
     }
     assert_eq!(
         ranks(std::slice::from_ref(&named)),
-        [Some(12), Some(5)],
-        "sorted by file name"
+        [Some(5), Some(12)],
+        "listed by rank (the file names sort rank 12 first)"
     );
     // A directory that names none: the files' places.
     let plain = dir.path().join("plain");

@@ -8,24 +8,24 @@ pub mod logs;
 use super::links::{compiled_region, is_compile_event, is_graph_launch, Links};
 use super::steps::Steps;
 use crate::model::{HostKind, Trace};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
-#[derive(Clone, Debug, Serialize, Default)]
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
 pub struct GraphBreaks {
     pub detected: bool,
     pub per_step: f64,
     pub frames: Vec<u32>,
 }
 
-#[derive(Clone, Debug, Serialize, Default)]
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
 pub struct Recompiles {
     pub count: usize,
     pub compile_ids: Vec<String>,
 }
 
 /// The feed's `compile` block.
-#[derive(Clone, Debug, Serialize, Default)]
+#[derive(Clone, Debug, Serialize, Deserialize, Default)]
 pub struct CompileSummary {
     pub compiled: bool,
     pub regions_per_step: f64,
@@ -39,7 +39,7 @@ pub struct CompileSummary {
     /// In a trace that runs compiled code: the outermost modules that run eager and hold at least
     /// [`EAGER_MODULE_MIN_PCT`] of the kernel time (a text encoder or VAE left out of
     /// `torch.compile`), largest first; needs `with_stack=True`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub eager_modules: Vec<EagerModule>,
 }
 
@@ -47,7 +47,7 @@ pub struct CompileSummary {
 pub const EAGER_MODULE_MIN_PCT: f64 = 2.0;
 
 /// An outermost module that runs eager beside compiled code.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct EagerModule {
     /// `nn.Module: T5EncoderModel_0` as the profiler names it.
     pub name: String,
@@ -142,12 +142,12 @@ fn union_ns(mut ranges: Vec<(i64, i64)>) -> i64 {
 }
 
 /// Eager ATen ops between the first and last compiled region of a step, outside every
-/// region: the eight most frequent, with their counts.
+/// region, with their counts.
 fn ops_between_regions(
     trace: &Trace,
     slots: &[(u32, i64, i64)],
     region_spans: &mut [Vec<(i64, i64)>],
-) -> Vec<(String, usize)> {
+) -> BTreeMap<String, usize> {
     let host = &trace.host;
     let mut between: BTreeMap<&str, usize> = BTreeMap::new();
     for spans in region_spans.iter_mut() {
@@ -186,31 +186,59 @@ fn ops_between_regions(
             *between.entry(name).or_default() += 1;
         }
     }
-    let mut between: Vec<(String, usize)> = between
+    between
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    between.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    between.truncate(8);
-    between
+        .collect()
 }
 
-/// Analyzes compile signals over the analyzed steps (the whole trace as one step without any).
-pub fn analyze(
-    trace: &Trace,
-    links: &Links,
-    steps: &Steps,
-    windows: &[(i64, i64)],
-) -> (CompileSummary, CompileDetail) {
+/// What a trace says of torch.compile before it is summed up: per step slot (kept steps in
+/// input order; one slot per input without steps) its compiled regions and host syncs, the
+/// region ids, the eager ops between regions, compile time and graph replays. Ranks' facts
+/// concatenate ([`CompileFacts::append`]) into the job's, which [`summarize`] reads.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CompileFacts {
+    pub step_regions: Vec<Vec<(u32, u32)>>,
+    pub step_item_calls: Vec<usize>,
+    /// Every compiled region's (frame, compile) id, and those that start inside the window.
+    pub all_regions: BTreeSet<(u32, u32)>,
+    pub ids_in_window: BTreeSet<(u32, u32)>,
+    pub ops_between_regions: BTreeMap<String, usize>,
+    pub compile_in_window_ns: i64,
+    pub compile_events_in_window: usize,
+    pub graph_launches: u64,
+    pub graph_kernels: u64,
+    pub graph_kernel_ns: i64,
+}
+
+impl CompileFacts {
+    /// Another rank's facts after these (slots in rank order, ids as a set: every rank compiles
+    /// the same frames).
+    pub fn append(&mut self, other: &CompileFacts) {
+        self.step_regions.extend(other.step_regions.iter().cloned());
+        self.step_item_calls.extend(&other.step_item_calls);
+        self.all_regions.extend(&other.all_regions);
+        self.ids_in_window.extend(&other.ids_in_window);
+        for (op, n) in &other.ops_between_regions {
+            *self.ops_between_regions.entry(op.clone()).or_default() += n;
+        }
+        self.compile_in_window_ns += other.compile_in_window_ns;
+        self.compile_events_in_window += other.compile_events_in_window;
+        self.graph_launches += other.graph_launches;
+        self.graph_kernels += other.graph_kernels;
+        self.graph_kernel_ns += other.graph_kernel_ns;
+    }
+}
+
+/// Reads the compile signals over the analyzed steps (the whole trace as one step without any).
+pub fn facts(trace: &Trace, links: &Links, steps: &Steps, windows: &[(i64, i64)]) -> CompileFacts {
     let host = &trace.host;
-    let mut detail = CompileDetail::default();
+    let mut facts = CompileFacts::default();
     let slots = step_slots(trace, steps);
-    detail.step_regions = vec![Vec::new(); slots.len()];
-    detail.step_item_calls = vec![0; slots.len()];
+    facts.step_regions = vec![Vec::new(); slots.len()];
+    facts.step_item_calls = vec![0; slots.len()];
     let slot_of = |input: u32, t: i64| slot_of(&slots, input, t);
 
-    let mut all_regions: BTreeSet<(u32, u32)> = BTreeSet::new();
-    let mut ids_in_window: BTreeSet<(u32, u32)> = BTreeSet::new();
     let mut compile_iv: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
     let mut region_rows: Vec<(i64, usize, (u32, u32))> = Vec::new();
     let mut region_spans: Vec<Vec<(i64, i64)>> = vec![Vec::new(); slots.len()];
@@ -226,9 +254,9 @@ pub fn analyze(
         let ts = host.ts_ns[i];
         if host.kind[i] == HostKind::CpuOp {
             if let Some(id) = regions[n] {
-                all_regions.insert(id);
+                facts.all_regions.insert(id);
                 if ts >= w0 && ts < w1 {
-                    ids_in_window.insert(id);
+                    facts.ids_in_window.insert(id);
                 }
                 if let Some(slot) = slot_of(input, ts) {
                     region_rows.push((ts, slot, id));
@@ -240,7 +268,7 @@ pub fn analyze(
                 if let Some(slot) = slot_of(input, ts) {
                     // _local_scalar_dense runs inside item: count the outer call once.
                     if name == "aten::item" {
-                        detail.step_item_calls[slot] += 1;
+                        facts.step_item_calls[slot] += 1;
                     }
                 }
             }
@@ -249,31 +277,55 @@ pub fn analyze(
             let (s, e) = (ts.max(w0), ts.saturating_add(host.dur_ns[i]).min(w1));
             if e > s {
                 compile_iv[input as usize].push((s, e));
-                detail.compile_events_in_window += 1;
+                facts.compile_events_in_window += 1;
             }
         }
         if matches!(host.kind[i], HostKind::Runtime | HostKind::Driver) && graph_launches[n] {
-            detail.graph_launches += 1;
+            facts.graph_launches += 1;
         }
     }
     region_rows.sort();
     for (_, slot, id) in region_rows {
-        detail.step_regions[slot].push(id);
+        facts.step_regions[slot].push(id);
     }
-    detail.ops_between_regions = ops_between_regions(trace, &slots, &mut region_spans);
+    facts.ops_between_regions = ops_between_regions(trace, &slots, &mut region_spans);
 
     // Kernels replayed by a graph launch.
     for (a, launch) in links.launch.iter().enumerate() {
         if let Some(h) = launch {
             if is_graph_launch(trace.names.get(host.name[*h as usize])) {
-                detail.graph_kernels += 1;
-                detail.graph_kernel_ns += trace.activities.dur_ns[a];
+                facts.graph_kernels += 1;
+                facts.graph_kernel_ns += trace.activities.dur_ns[a];
             }
         }
     }
 
     // Compile time: the union of compile ranges (they nest) inside the window.
-    let compile_in_window_ns: i64 = compile_iv.into_iter().map(union_ns).sum();
+    facts.compile_in_window_ns = compile_iv.into_iter().map(union_ns).sum();
+    facts
+}
+
+/// The feed's `compile` block and what the detectors read, from the facts of one trace or of
+/// several ranks.
+pub fn summarize(facts: &CompileFacts) -> (CompileSummary, CompileDetail) {
+    let mut between: Vec<(String, usize)> = facts
+        .ops_between_regions
+        .iter()
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    between.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    between.truncate(8);
+    let mut detail = CompileDetail {
+        step_regions: facts.step_regions.clone(),
+        step_item_calls: facts.step_item_calls.clone(),
+        ops_between_regions: between,
+        compile_events_in_window: facts.compile_events_in_window,
+        graph_launches: facts.graph_launches,
+        graph_kernels: facts.graph_kernels,
+        graph_kernel_ns: facts.graph_kernel_ns,
+        ..Default::default()
+    };
+    let all_regions = &facts.all_regions;
 
     // Graph breaks per step.
     let frame0_seen = all_regions.iter().any(|&(f, _)| f == 0);
@@ -322,7 +374,8 @@ pub fn analyze(
         detail.loop_frames.clear();
     }
 
-    let recompiled: Vec<(u32, u32)> = ids_in_window
+    let recompiled: Vec<(u32, u32)> = facts
+        .ids_in_window
         .iter()
         .copied()
         .filter(|&(_, c)| c >= 1)
@@ -345,7 +398,7 @@ pub fn analyze(
             compile_ids: recompiled.iter().map(|(f, c)| format!("{f}/{c}")).collect(),
         },
         cudagraphs: detail.graph_launches > 0,
-        compile_in_window_ns,
+        compile_in_window_ns: facts.compile_in_window_ns,
         // The kernels' share comes with the kernel tables (`analysis::prepare`).
         inductor_kernel_pct: 0.0,
         eager_modules: Vec::new(),

@@ -1,0 +1,430 @@
+//! Several ranks as one job: each rank is analyzed alone, and [`merge`] forms the job's
+//! [`Analysis`] from the ranks' analyses and the few sums beside them ([`Parts`]). What a rank
+//! contributes is bounded by its steps, collectives and distinct names, not by its events, so
+//! the ranks may be analyzed anywhere (`rocprof-classify partial`) and merged later.
+//!
+//! How each block is formed (README "Several ranks"): integers add; the kernel, op, shape,
+//! module and source tables add by name, then sort and truncate; the time partition adds the
+//! ranks' fractional partitions in rank order; steps take the slowest rank per step number;
+//! torch.compile's per-step slots concatenate; collectives are matched across the ranks'
+//! calls exactly as in one trace; regions add by path; inputs, step rows and memory
+//! concatenate in rank order.
+
+use super::attribution::{self, FlopTally, FrameRow, OpTotals, RootModule, ShapeTotals};
+use super::collectives::{self, Call};
+use super::compile::{self, CompileFacts};
+use super::partition::{self, Category, Partition, PartitionRow};
+use super::regions::{RegionBucket, RegionRow};
+use super::{mfu, pct, steps, Analysis, Summary};
+use crate::classify::devices::DevicePeaks;
+use crate::classify::{Bucket, KernelTag};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// GPU time of one rank (or input) in one step: communication and the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Load {
+    pub comm_ns: i64,
+    pub compute_ns: i64,
+}
+
+impl Load {
+    pub fn add(&mut self, o: &Load) {
+        self.comm_ns += o.comm_ns;
+        self.compute_ns += o.compute_ns;
+    }
+}
+
+/// One input's GPU time per profiled step, what the straggler is found from.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct InputLoads {
+    /// Its kept step numbers.
+    pub kept: BTreeSet<u64>,
+    /// Activities in scope launched in a step, by step number.
+    pub per_step: BTreeMap<u64, Load>,
+    /// Activities in scope launched in no step.
+    pub outside: Load,
+}
+
+/// GPU time of one kernel name in one bucket (the launching op's, which can differ from the
+/// name's own class), with the name's class: what the kernel tables and the kernel findings
+/// are computed from.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KernelTotals {
+    pub bucket: Bucket,
+    pub name: String,
+    /// The class of the name itself (its rule's bucket, tag, family, library).
+    pub class_bucket: Bucket,
+    pub tag: Option<KernelTag>,
+    pub family: String,
+    pub library: String,
+    pub rule_id: Option<String>,
+    pub launches: u64,
+    pub ns: i64,
+}
+
+impl KernelTotals {
+    /// No rule matched the name (`Classified::is_unclassified`).
+    pub fn unclassified(&self) -> bool {
+        self.rule_id.is_none() && self.family == "unclassified"
+    }
+}
+
+/// What merging ranks needs of an analysis beyond its feed blocks (not in the feed).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Parts {
+    /// Every (bucket, kernel name) in scope, most time first.
+    pub kernels: Vec<KernelTotals>,
+    /// The time partition before rounding, summed over devices.
+    pub partition: Partition,
+    /// Analyzed step durations (slowest input per step number).
+    pub step_durations: Vec<(u64, i64)>,
+    /// Kept steps per input.
+    pub steps_per_input: Vec<usize>,
+    pub compile: CompileFacts,
+    /// Outermost modules (eager vs compiled time).
+    pub roots: Vec<RootModule>,
+    pub ops: Vec<OpTotals>,
+    pub shapes: Vec<ShapeTotals>,
+    /// Per input.
+    pub flops: Vec<FlopTally>,
+    /// Collective kernels in scope, and per input whether it has steps.
+    pub calls: Vec<Call>,
+    pub has_steps: Vec<bool>,
+    /// Per input.
+    pub loads: Vec<InputLoads>,
+    /// Per `memory` row, its input.
+    pub memory_inputs: Vec<u32>,
+    /// GPU time per rule tag (the analysis' `tagged_ns`).
+    pub tagged_ns: BTreeMap<KernelTag, i64>,
+}
+
+/// The job's analysis from its ranks' (in merge order: by rank); `top` rows of `top_kernels`
+/// are kept.
+pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analysis {
+    let mut inputs = Vec::new();
+    let mut p = Parts::default();
+    let mut durations: BTreeMap<u64, i64> = BTreeMap::new();
+    let (mut window_ns, mut kernel_ns) = (0i64, 0i64);
+    let mut out = Analysis {
+        summary: Summary::default(),
+        buckets: Vec::new(),
+        time_partition: Vec::new(),
+        top_kernels: Vec::new(),
+        compile: Default::default(),
+        step_breakdown: Vec::new(),
+        activities: 0,
+        distinct_kernels: 0,
+        warmup_in_window: false,
+        has_op_shapes: false,
+        ops: Vec::new(),
+        op_shapes: Vec::new(),
+        modules: Vec::new(),
+        sources: Vec::new(),
+        kernel_counters: Vec::new(),
+        collectives: Default::default(),
+        memory: Vec::new(),
+        regions: Vec::new(),
+        tagged_ns: BTreeMap::new(),
+        skipped_files: Vec::new(),
+        inputs: Vec::new(),
+        parts: Parts::default(),
+    };
+    let mut op_view = false;
+    for a in ranks {
+        let offset = inputs.len() as u32;
+        let rp = &a.parts;
+        inputs.extend(a.inputs.iter().cloned());
+        window_ns = window_ns.saturating_add(a.summary.window_ns);
+        kernel_ns = kernel_ns.saturating_add(a.summary.kernel_ns);
+        op_view |= a.summary.bucket_view == "ops";
+        out.has_op_shapes |= a.has_op_shapes;
+        p.partition.add(&rp.partition);
+        for &(n, d) in &rp.step_durations {
+            let e = durations.entry(n).or_insert(0);
+            *e = (*e).max(d);
+        }
+        p.steps_per_input.extend(&rp.steps_per_input);
+        p.compile.append(&rp.compile);
+        p.flops.extend(rp.flops.iter().cloned());
+        p.calls.extend(rp.calls.iter().map(|c| Call {
+            input: c.input + offset,
+            ..c.clone()
+        }));
+        p.has_steps.extend(&rp.has_steps);
+        p.loads.extend(rp.loads.iter().cloned());
+        for (row, &input) in a.memory.iter().zip(&rp.memory_inputs) {
+            out.memory.push(super::memory::DeviceMemory {
+                input: input + offset,
+                ..row.clone()
+            });
+            p.memory_inputs.push(input + offset);
+        }
+        for (tag, ns) in &rp.tagged_ns {
+            *p.tagged_ns.entry(*tag).or_default() += ns;
+        }
+        out.step_breakdown.extend(a.step_breakdown.iter().cloned());
+        out.kernel_counters
+            .extend(a.kernel_counters.iter().cloned());
+    }
+
+    let (kernels, ops, shapes, roots) = sum_tables(ranks);
+    let mut tables = super::tables_from_rows(kernels, kernel_ns, top);
+    p.kernels = std::mem::take(&mut tables.kernels);
+    p.step_durations = durations.into_iter().collect();
+    let durations: Vec<i64> = p.step_durations.iter().map(|d| d.1).collect();
+    let warmup_in_window = steps::step_stats(&durations).is_some_and(|(_, w)| w);
+    let (mut compile, _) = compile::summarize(&p.compile);
+    compile.inductor_kernel_pct = pct(
+        p.tagged_ns.get(&KernelTag::Inductor).copied().unwrap_or(0),
+        tables.kernel_ns,
+    );
+    p.roots = roots;
+    let compiled = compile.compiled || compile.inductor_kernel_pct > 0.0;
+    compile.eager_modules = compile::eager_modules(&p.roots, tables.kernel_ns, compiled);
+    p.ops = ops;
+    p.shapes = shapes;
+
+    let summary = summary(&inputs, &p, &tables, (window_ns, op_view), devices);
+    out.collectives = collectives::analyze(
+        &p.calls,
+        &collectives::CallInputs {
+            inputs: &inputs,
+            has_steps: &p.has_steps,
+            devices,
+        },
+    );
+    out.time_partition = partition::rows(&p.partition, window_ns);
+    out.summary = summary;
+    out.buckets = tables.buckets;
+    out.top_kernels = tables.top_kernels;
+    out.activities = tables.activities;
+    out.distinct_kernels = tables.distinct_kernels;
+    out.compile = compile;
+    out.warmup_in_window = warmup_in_window;
+    out.ops = attribution::op_rows(&p.ops);
+    out.op_shapes = attribution::shape_rows(&p.shapes);
+    out.modules = merge_frames(ranks.iter().map(|a| a.modules.as_slice()));
+    out.sources = merge_frames(ranks.iter().map(|a| a.sources.as_slice()));
+    out.regions = merge_regions(ranks.iter().map(|a| a.regions.as_slice()));
+    out.tagged_ns = p.tagged_ns.clone();
+    out.inputs = inputs;
+    out.parts = p;
+    out
+}
+
+/// The ranks' kernel, op, shape and root-module tables added by name (each sorted by its key;
+/// root modules largest first, as `attribution::frames` lists them).
+fn sum_tables(
+    ranks: &[&Analysis],
+) -> (
+    Vec<KernelTotals>,
+    Vec<OpTotals>,
+    Vec<ShapeTotals>,
+    Vec<RootModule>,
+) {
+    let mut kernels: BTreeMap<(Bucket, &str), KernelTotals> = BTreeMap::new();
+    let mut ops: BTreeMap<&str, OpTotals> = BTreeMap::new();
+    let mut shapes: BTreeMap<(&str, &str), ShapeTotals> = BTreeMap::new();
+    let mut roots: BTreeMap<&str, RootModule> = BTreeMap::new();
+    for rp in ranks.iter().map(|a| &a.parts) {
+        for k in &rp.kernels {
+            let e = kernels
+                .entry((k.bucket, k.name.as_str()))
+                .or_insert_with(|| KernelTotals {
+                    launches: 0,
+                    ns: 0,
+                    ..k.clone()
+                });
+            e.launches += k.launches;
+            e.ns = e.ns.saturating_add(k.ns);
+        }
+        for o in &rp.ops {
+            ops.entry(o.name.as_str())
+                .or_insert_with(|| OpTotals {
+                    name: o.name.clone(),
+                    ..Default::default()
+                })
+                .add(o);
+        }
+        for s in &rp.shapes {
+            shapes
+                .entry((s.op.as_str(), s.dims.as_str()))
+                .or_insert_with(|| ShapeTotals {
+                    op: s.op.clone(),
+                    dims: s.dims.clone(),
+                    ..Default::default()
+                })
+                .add(s);
+        }
+        for r in &rp.roots {
+            let e = roots.entry(r.name.as_str()).or_insert_with(|| RootModule {
+                name: r.name.clone(),
+                kernel_ns: 0,
+                compiled_ns: 0,
+            });
+            e.kernel_ns += r.kernel_ns;
+            e.compiled_ns += r.compiled_ns;
+        }
+    }
+    let mut roots: Vec<RootModule> = roots.into_values().collect();
+    roots.sort_by(|a, b| b.kernel_ns.cmp(&a.kernel_ns).then(a.name.cmp(&b.name)));
+    (
+        kernels.into_values().collect(),
+        ops.into_values().collect(),
+        shapes.into_values().collect(),
+        roots,
+    )
+}
+
+/// The job's summary from its merged parts and kernel tables (`window`: the summed window and
+/// whether any rank's buckets came from ops).
+fn summary(
+    inputs: &[crate::model::InputMeta],
+    p: &Parts,
+    tables: &super::KernelTables,
+    (window_ns, op_view): (i64, bool),
+    devices: &[DevicePeaks],
+) -> Summary {
+    let durations: Vec<i64> = p.step_durations.iter().map(|d| d.1).collect();
+    let step_ns = steps::step_stats(&durations).map(|(s, _)| s);
+    let mut summary = Summary {
+        window_ns,
+        steps: durations.len(),
+        step_ns,
+        gpu_busy_ns: p.partition.busy().round() as i64,
+        kernel_ns: tables.kernel_ns,
+        unclassified_pct: pct(tables.unclassified_ns, tables.kernel_ns),
+        bucket_view: if op_view { "ops" } else { "kernels" }.to_string(),
+        mfu: mfu::Mfu::default(),
+    };
+    summary.mfu = super::mfu_of(
+        inputs,
+        devices,
+        (&p.flops, &p.steps_per_input),
+        &summary,
+        &tables.buckets,
+    );
+    summary
+}
+
+/// The `top` largest rows of the kernel table, as the feed's `top_kernels`.
+pub fn top_kernels(a: &Analysis, top: usize) -> Vec<super::KernelRow> {
+    super::tables_from_rows(a.parts.kernels.clone(), a.summary.kernel_ns, top).top_kernels
+}
+
+/// Module or source rows added by name, in the order `attribution::frames` sorts them.
+fn merge_frames<'a>(ranks: impl Iterator<Item = &'a [FrameRow]>) -> Vec<FrameRow> {
+    let key = |r: &FrameRow| r.name.clone().or(r.location.clone()).unwrap_or_default();
+    let mut by: BTreeMap<String, FrameRow> = BTreeMap::new();
+    for rows in ranks {
+        for r in rows {
+            let e = by.entry(key(r)).or_insert_with(|| FrameRow {
+                self_ns: 0,
+                total_ns: 0,
+                ..r.clone()
+            });
+            e.self_ns += r.self_ns;
+            e.total_ns += r.total_ns;
+        }
+    }
+    let mut rows: Vec<FrameRow> = by.into_values().collect();
+    rows.sort_by(|a, b| {
+        b.self_ns
+            .cmp(&a.self_ns)
+            .then(b.total_ns.cmp(&a.total_ns))
+            .then(key(a).cmp(&key(b)))
+    });
+    rows
+}
+
+/// Region trees added by path: a path's children in the order the ranks first show them, the
+/// rows' integers summed, the shares recomputed from the sums.
+fn merge_regions<'a>(ranks: impl Iterator<Item = &'a [RegionRow]>) -> Vec<RegionRow> {
+    struct Node {
+        row: RegionRow,
+        children: Vec<usize>,
+    }
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut roots: Vec<usize> = Vec::new();
+    let mut at: BTreeMap<String, usize> = BTreeMap::new();
+    for rows in ranks {
+        // The open path from the root down, by depth (rows come in pre-order).
+        let mut open: Vec<usize> = Vec::new();
+        for r in rows {
+            open.truncate(r.depth as usize);
+            let k = match at.get(&r.path) {
+                Some(&k) => {
+                    let m = &mut nodes[k].row;
+                    m.count += r.count;
+                    m.cpu_ns += r.cpu_ns;
+                    m.gpu_ns += r.gpu_ns;
+                    m.gpu_span_ns += r.gpu_span_ns;
+                    m.gpu_elapsed_ns += r.gpu_elapsed_ns;
+                    m.launches += r.launches;
+                    m.ranks.extend(&r.ranks);
+                    m.buckets.extend(r.buckets.iter().cloned());
+                    m.time_partition.extend(r.time_partition.iter().cloned());
+                    k
+                }
+                None => {
+                    nodes.push(Node {
+                        row: r.clone(),
+                        children: Vec::new(),
+                    });
+                    let k = nodes.len() - 1;
+                    match open.last() {
+                        Some(&parent) => nodes[parent].children.push(k),
+                        None => roots.push(k),
+                    }
+                    at.insert(r.path.clone(), k);
+                    k
+                }
+            };
+            open.push(k);
+        }
+    }
+    let mut out = Vec::with_capacity(nodes.len());
+    let mut todo: Vec<usize> = roots.into_iter().rev().collect();
+    while let Some(k) = todo.pop() {
+        todo.extend(nodes[k].children.iter().rev());
+        let mut row = nodes[k].row.clone();
+        row.ranks.sort_unstable();
+        row.ranks.dedup();
+        let mut buckets: BTreeMap<Bucket, i64> = BTreeMap::new();
+        for b in &row.buckets {
+            *buckets.entry(b.bucket).or_default() += b.kernel_ns;
+        }
+        let bucket_total: i64 = buckets.values().sum();
+        row.buckets = buckets
+            .into_iter()
+            .map(|(bucket, kernel_ns)| RegionBucket {
+                bucket,
+                kernel_ns,
+                pct: pct(kernel_ns, bucket_total),
+            })
+            .collect();
+        row.buckets.sort_by(|a, b| {
+            b.kernel_ns
+                .cmp(&a.kernel_ns)
+                .then(a.bucket.as_str().cmp(b.bucket.as_str()))
+        });
+        let mut cats: BTreeMap<Category, i64> = BTreeMap::new();
+        for r in &row.time_partition {
+            *cats.entry(r.category).or_default() += r.ns;
+        }
+        row.time_partition = Category::ALL
+            .into_iter()
+            .map(|category| {
+                let ns = cats.get(&category).copied().unwrap_or(0);
+                PartitionRow {
+                    category,
+                    ns,
+                    pct: pct(ns, row.gpu_span_ns),
+                }
+            })
+            .collect();
+        out.push(row);
+    }
+    out
+}
