@@ -398,14 +398,14 @@ fn analyze_all(
         .map(|(rank, inputs)| {
             let (a, table, findings) = analyze_one(&trace.subset(&inputs), rules, &rank_opts, true);
             let p = partial::Partial::new(rank, a, findings, settings.clone());
-            let p = partial::Partial::from_json(&p.to_json(), "(in memory)")
-                .expect("a partial reads back");
+            // Through JSON, as a file carries it (one holding a non-finite float from a corrupt
+            // counter, which JSON cannot, is kept as it is rather than failing the analysis).
+            let p = partial::Partial::from_json(&p.to_json(), "(in memory)").unwrap_or(p);
             (p, (table, inputs))
         })
         .collect();
     let (partials, tables): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
-    let merged = partial::merge(partials, &[], rules, opts.top, trace.skipped.clone())
-        .expect("one trace's ranks merge");
+    let merged = partial::merge_in_rank_order(partials, rules, opts.top, trace.skipped.clone());
     let table = ActivityTable::stitch(trace, tables);
     (merged.analysis, table, merged.findings, merged.ranks)
 }

@@ -212,14 +212,16 @@ pub fn merge(
     };
     for w in order.windows(2) {
         let (a, b) = (&partials[w[0]], &partials[w[1]]);
-        if a.rank.is_some() && a.rank == b.rank {
+        if a.rank == b.rank {
             return Err(refuse(
                 w[1],
-                format!(
-                    "rank {} is given twice (also {})",
-                    b.rank.unwrap_or(0),
-                    path(w[0])
-                ),
+                match b.rank {
+                    Some(r) => format!("rank {r} is given twice (also {})", path(w[0])),
+                    None => format!(
+                        "has no rank, like {}: write the partials with --rank N",
+                        path(w[0])
+                    ),
+                },
             ));
         }
     }
@@ -258,7 +260,7 @@ pub fn merge(
     for i in order {
         ordered.push(slots[i].take().expect("each partial once"));
     }
-    Ok(merge_ordered(ordered, rules, top, skipped_files))
+    Ok(merge_in_rank_order(ordered, rules, top, skipped_files))
 }
 
 /// The first field of `distributedInfo` two runs differ in.
@@ -281,7 +283,10 @@ fn run_difference(a: Option<&Distributed>, b: Option<&Distributed>) -> Option<&'
     }
 }
 
-fn merge_ordered(
+/// [`merge`] of partials already in rank order (one without a rank last), unchecked: the
+/// ranks of traces read together in one process, which are analyzed together whatever their
+/// runs.
+pub(crate) fn merge_in_rank_order(
     mut partials: Vec<Partial>,
     rules: &RuleSet,
     top: usize,

@@ -367,6 +367,18 @@ fn partials_of_other_versions_runs_settings_or_a_rank_twice_are_refused() {
     let feed = t.join("feed.json");
     std::fs::write(&feed, stdout(bin().arg(&files[0]).args(["--json", "-"]))).unwrap();
     assert_refused(&[feed], "not a partial");
+    // Two traces without a rank are two runs, not two ranks.
+    let single_dir = t.join("single");
+    std::fs::create_dir(&single_dir).unwrap();
+    let single = write_partials(
+        &[
+            fixture("kineto/h100/eager_manual_attn.json.gz"),
+            fixture("kineto/h100/eager_sdpa_fused.json.gz"),
+        ],
+        &single_dir,
+        &[],
+    );
+    assert_refused(&single, "has no rank");
     // A partial is one rank's: a directory of two is refused, and --rank takes one of them.
     let dir = fixture("kineto/h100x2/ddp");
     let out = bin().arg("partial").arg(&dir).assert().code(2);
