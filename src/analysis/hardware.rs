@@ -137,30 +137,59 @@ pub fn occupancy(r: &KernelResources, d: &DeviceSpec) -> Option<Occupancy> {
     })
 }
 
-/// Per-kernel counter metrics over all inputs with counters, by total time descending.
-pub fn kernel_counters(trace: &Trace, classified: &Classified) -> Vec<KernelCounters> {
-    struct Acc {
-        dispatches: u64,
-        ns: i64,
-        ops: Option<[f64; 9]>,
-        hbm: Option<f64>,
-        l2: Option<f64>,
-        resources: KernelResources,
-        input: u32,
-        id: crate::model::NameId,
+/// One kernel's counter sums over its dispatches: what its [`KernelCounters`] row is
+/// computed from (and what ranks' partials add by name).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CounterSums {
+    pub name: String,
+    pub bucket: Bucket,
+    pub dispatches: u64,
+    pub ns: i64,
+    /// Operations per pipe.
+    pub ops: Option<[f64; 9]>,
+    pub hbm: Option<f64>,
+    pub l2: Option<f64>,
+    /// Of its first dispatch, and the input it ran in (whose device rates it).
+    pub resources: KernelResources,
+    pub input: u32,
+}
+
+impl CounterSums {
+    /// Another rank's sums of the same kernel.
+    pub fn add(&mut self, o: &CounterSums) {
+        self.dispatches += o.dispatches;
+        self.ns = self.ns.saturating_add(o.ns);
+        if let Some(ops) = o.ops {
+            for (s, x) in self.ops.get_or_insert([0.0; 9]).iter_mut().zip(ops) {
+                *s += x;
+            }
+        }
+        if let Some(b) = o.hbm {
+            *self.hbm.get_or_insert(0.0) += b;
+        }
+        if let Some(b) = o.l2 {
+            *self.l2.get_or_insert(0.0) += b;
+        }
     }
-    let mut per: BTreeMap<&str, Acc> = BTreeMap::new();
+}
+
+/// Per kernel name, the counter sums over all inputs with counters, by name.
+pub fn counter_sums(trace: &Trace, classified: &Classified) -> Vec<CounterSums> {
+    let mut per: BTreeMap<&str, CounterSums> = BTreeMap::new();
     for c in &trace.counters {
-        let a = per.entry(trace.names.get(c.name)).or_insert(Acc {
-            dispatches: 0,
-            ns: 0,
-            ops: None,
-            hbm: None,
-            l2: None,
-            resources: c.resources,
-            input: c.input,
-            id: c.name,
-        });
+        let a = per
+            .entry(trace.names.get(c.name))
+            .or_insert_with(|| CounterSums {
+                name: trace.names.get(c.name).to_string(),
+                bucket: classified.get(c.name).bucket,
+                dispatches: 0,
+                ns: 0,
+                ops: None,
+                hbm: None,
+                l2: None,
+                resources: c.resources,
+                input: c.input,
+            });
         a.dispatches += 1;
         a.ns = a.ns.saturating_add(c.dur_ns);
         if let Some(ops) = c.ops {
@@ -176,10 +205,21 @@ pub fn kernel_counters(trace: &Trace, classified: &Classified) -> Vec<KernelCoun
             *a.l2.get_or_insert(0.0) += b;
         }
     }
-    let mut rows: Vec<KernelCounters> = per
-        .into_iter()
-        .map(|(name, a)| {
-            let device = trace.inputs[a.input as usize].hardware.as_ref();
+    per.into_values().collect()
+}
+
+/// Per-kernel counter metrics from the sums (`inputs` their devices), by total time
+/// descending.
+pub fn kernel_counters(
+    sums: &[CounterSums],
+    inputs: &[crate::model::InputMeta],
+) -> Vec<KernelCounters> {
+    let mut rows: Vec<KernelCounters> = sums
+        .iter()
+        .map(|a| {
+            let device = inputs
+                .get(a.input as usize)
+                .and_then(|i| i.hardware.as_ref());
             let secs = a.ns as f64 / 1e9;
             let rate = |x: f64| (secs > 0.0).then(|| x / secs / 1e9); // per second, in G
             let flops: Option<f64> = a.ops.map(|o| o.iter().sum());
@@ -238,8 +278,8 @@ pub fn kernel_counters(trace: &Trace, classified: &Classified) -> Vec<KernelCoun
                 })
             });
             KernelCounters {
-                name: name.to_string(),
-                bucket: classified.get(a.id).bucket,
+                name: a.name.clone(),
+                bucket: a.bucket,
                 dispatches: a.dispatches,
                 total_ns: a.ns,
                 pipe: pipe.map(|p| p.as_str().to_string()),

@@ -75,6 +75,8 @@ impl KernelTotals {
 pub struct Parts {
     /// Every (bucket, kernel name) in scope, most time first.
     pub kernels: Vec<KernelTotals>,
+    /// Hardware counters per kernel name (rocprof-compute workloads).
+    pub counters: Vec<super::hardware::CounterSums>,
     /// The time partition before rounding, summed over devices.
     pub partition: Partition,
     /// Analyzed step durations (slowest input per step number).
@@ -105,6 +107,7 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     let mut inputs = Vec::new();
     let mut p = Parts::default();
     let mut durations: BTreeMap<u64, i64> = BTreeMap::new();
+    let mut counters: BTreeMap<&str, super::hardware::CounterSums> = BTreeMap::new();
     let (mut window_ns, mut kernel_ns) = (0i64, 0i64);
     let mut out = Analysis {
         summary: Summary::default(),
@@ -164,8 +167,20 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
             *p.tagged_ns.entry(*tag).or_default() += ns;
         }
         out.step_breakdown.extend(a.step_breakdown.iter().cloned());
-        out.kernel_counters
-            .extend(a.kernel_counters.iter().cloned());
+        for c in &rp.counters {
+            match counters.get_mut(c.name.as_str()) {
+                Some(sum) => sum.add(c),
+                None => {
+                    counters.insert(
+                        c.name.as_str(),
+                        super::hardware::CounterSums {
+                            input: c.input + offset,
+                            ..c.clone()
+                        },
+                    );
+                }
+            }
+        }
     }
 
     let (kernels, ops, shapes, roots) = sum_tables(ranks);
@@ -207,6 +222,8 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     out.modules = merge_frames(ranks.iter().map(|a| a.modules.as_slice()));
     out.sources = merge_frames(ranks.iter().map(|a| a.sources.as_slice()));
     out.regions = merge_regions(ranks.iter().map(|a| a.regions.as_slice()));
+    p.counters = counters.into_values().collect();
+    out.kernel_counters = super::hardware::kernel_counters(&p.counters, &inputs);
     out.tagged_ns = p.tagged_ns.clone();
     out.inputs = inputs;
     out.parts = p;

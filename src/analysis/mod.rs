@@ -822,7 +822,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         op_shapes: attribution::shape_rows(&shape_totals),
         modules: Vec::new(),
         sources: Vec::new(),
-        kernel_counters: hardware::kernel_counters(trace, &classified),
+        kernel_counters: Vec::new(),
         collectives: collectives::Collectives::default(),
         memory: memory::analyze(trace, &steps, &rules.devices),
         regions,
@@ -856,12 +856,16 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         op_of,
         analysis,
     };
-    add_collectives(&mut ctx);
+    add_collectives_and_counters(&mut ctx);
     ctx
 }
 
-/// The collectives view, and what merging ranks needs of the context beyond the analysis.
-fn add_collectives(ctx: &mut Context) {
+/// The collectives and hardware-counter views, and what merging ranks needs of the context
+/// beyond the analysis.
+fn add_collectives_and_counters(ctx: &mut Context) {
+    let counters = hardware::counter_sums(ctx.trace, &ctx.classified);
+    ctx.analysis.kernel_counters = hardware::kernel_counters(&counters, &ctx.trace.inputs);
+    ctx.analysis.parts.counters = counters;
     let calls = collectives::calls(ctx);
     let has_steps: Vec<bool> = ctx.steps.per_input.iter().map(|s| !s.is_empty()).collect();
     ctx.analysis.collectives = collectives::analyze(

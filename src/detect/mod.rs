@@ -303,8 +303,6 @@ const DETECTORS: &[Detector] = &[
     surgery::unfused_projections,
     kernels::conv_layout_transposes,
     kernels::exposed_communication,
-    steps::high_step_variance,
-    steps::warmup_in_window,
     memory::memory_pressure,
     memory::memory_headroom,
     hardware::low_occupancy,
@@ -328,6 +326,8 @@ const JOB_DETECTORS: &[(FindingId, JobDetector)] = &[
     ),
     (FindingId::MemcpyHeavy, kernels::memcpy_heavy),
     (FindingId::UnclassifiedTime, kernels::unclassified_time),
+    (FindingId::HighStepVariance, steps::high_step_variance),
+    (FindingId::WarmupInWindow, steps::warmup_in_window),
     (FindingId::StragglerRank, ranks::straggler_rank),
     (FindingId::SlowCollective, comms::slow_collective),
 ];
@@ -402,6 +402,8 @@ pub fn merge(ranks: &[(Option<u32>, &[Finding])], job: &crate::analysis::Analysi
         }
     }
     let label = |r: Option<u32>| r.map_or_else(|| "(none)".to_string(), |r| r.to_string());
+    // Inputs without a rank (torch.compile logs beside the ranks) are no rank of the job.
+    let job_ranks = ranks.iter().filter(|r| r.0.is_some()).count();
     let mut out: Vec<Finding> = groups
         .into_values()
         .map(|members| {
@@ -431,15 +433,14 @@ pub fn merge(ranks: &[(Option<u32>, &[Finding])], job: &crate::analysis::Analysi
             } else {
                 String::new()
             };
-            let whom = if on.len() == ranks.len() {
-                format!("on all {} ranks, rank {} shown", ranks.len(), label(shown_rank))
+            let whom = if on.len() == job_ranks && on.iter().all(Option::is_some) {
+                format!("on all {job_ranks} ranks, rank {} shown", label(shown_rank))
             } else if on.len() == 1 {
-                format!("on rank {} only, of {}", label(shown_rank), ranks.len())
+                format!("on rank {} only, of {job_ranks}", label(shown_rank))
             } else {
                 format!(
-                    "on {} of {} ranks ({}), rank {} shown",
+                    "on {} of {job_ranks} ranks ({}), rank {} shown",
                     on.len(),
-                    ranks.len(),
                     rank_list(&on),
                     label(shown_rank)
                 )

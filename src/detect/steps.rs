@@ -3,20 +3,21 @@
 
 use super::{pct, round2, Finding, FindingId, Severity};
 use crate::analysis::steps::{is_warmup, median};
-use crate::analysis::Context;
+use crate::analysis::Analysis;
 use serde_json::json;
 
-pub fn high_step_variance(ctx: &Context) -> Vec<Finding> {
-    let Some(stats) = &ctx.analysis.summary.step_ns else {
+pub fn high_step_variance(a: &Analysis) -> Vec<Finding> {
+    let step_durations = &a.parts.step_durations;
+    let Some(stats) = &a.summary.step_ns else {
         return vec![];
     };
-    if stats.cv_pct <= 10.0 || ctx.step_durations.len() < 2 {
+    if stats.cv_pct <= 10.0 || step_durations.len() < 2 {
         return vec![];
     }
-    let steps: &[(u64, i64)] = if ctx.analysis.warmup_in_window {
-        &ctx.step_durations[1..]
+    let steps: &[(u64, i64)] = if a.warmup_in_window {
+        &step_durations[1..]
     } else {
-        &ctx.step_durations
+        step_durations
     };
     let durs: Vec<i64> = steps.iter().map(|s| s.1).collect();
     let med = median(&durs);
@@ -42,8 +43,9 @@ pub fn high_step_variance(ctx: &Context) -> Vec<Finding> {
     )]
 }
 
-pub fn warmup_in_window(ctx: &Context) -> Vec<Finding> {
-    let durs: Vec<i64> = ctx.step_durations.iter().map(|s| s.1).collect();
+pub fn warmup_in_window(a: &Analysis) -> Vec<Finding> {
+    let step_durations = &a.parts.step_durations;
+    let durs: Vec<i64> = step_durations.iter().map(|s| s.1).collect();
     if !is_warmup(&durs) {
         return vec![];
     }
@@ -54,10 +56,10 @@ pub fn warmup_in_window(ctx: &Context) -> Vec<Finding> {
         Severity::Low,
         format!(
             "step {} takes {:.1}x the median step: a warm-up inside the profiled window; it is left out of the step statistics (use --skip-warmup, or schedule(warmup=...) when profiling)",
-            ctx.step_durations[0].0,
+            step_durations[0].0,
             durs[0] as f64 / med
         ),
         extra,
-        json!({"step": ctx.step_durations[0].0, "dur_ns": durs[0], "median_ns": med, "ratio": round2(durs[0] as f64 / med), "extra_pct": pct(extra, ctx.window_ns())}),
+        json!({"step": step_durations[0].0, "dur_ns": durs[0], "median_ns": med, "ratio": round2(durs[0] as f64 / med), "extra_pct": pct(extra, a.summary.window_ns)}),
     )]
 }

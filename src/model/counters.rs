@@ -118,7 +118,7 @@ pub struct DeviceSpec {
     pub num_xcd: u32,
     /// Peak FLOP/s per pipe in GFLOP/s (`None`: unknown for this device); in the feed as
     /// `peak_gflops: {"mfma_bf16": …}` with the known pipes only.
-    #[serde(serialize_with = "known_peaks")]
+    #[serde(serialize_with = "known_peaks", deserialize_with = "read_peaks")]
     pub peak_gflops: [Option<f64>; 9],
     pub peak_hbm_gbps: Option<f64>,
     pub peak_l2_gbps: Option<f64>,
@@ -134,6 +134,20 @@ fn known_peaks<S: serde::Serializer>(p: &[Option<f64>; 9], s: S) -> Result<S::Ok
         }
     }
     m.end()
+}
+
+/// [`known_peaks`]'s map read back (a rank's partial carries it).
+fn read_peaks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[Option<f64>; 9], D::Error> {
+    let map: std::collections::BTreeMap<String, f64> = serde::Deserialize::deserialize(d)?;
+    let mut out = [None; 9];
+    for (name, v) in map {
+        let pipe = Pipe::ALL
+            .into_iter()
+            .find(|p| p.as_str() == name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown pipe {name:?}")))?;
+        out[pipe.index()] = Some(v);
+    }
+    Ok(out)
 }
 
 impl DeviceSpec {

@@ -29,29 +29,25 @@ pub struct Settings {
     pub skip_warmup: bool,
     pub dispatch_threshold_ns: i64,
     pub attribution: bool,
-    /// FNV-1a over the loaded classification rules (ids, buckets, families, patterns) and the
-    /// device table.
+    /// FNV-1a over the loaded rules: classification, op and library rules, device table.
     pub rules: String,
 }
 
 impl Settings {
     pub fn of(opts: &AnalysisOptions, rules: &RuleSet) -> Settings {
+        // Everything the rules decide with: each rule as loaded (pattern, bucket, priority, tag,
+        // library …) in load order, the op rules, the library table, the device peaks (MFU, the
+        // collectives' link bandwidth). Their files' paths are left out: the same rules read from
+        // another directory are the same rules.
+        let defs: Vec<&crate::classify::rules::RuleDef> =
+            rules.rules.iter().map(|r| &r.def).collect();
+        let libraries: Vec<_> = rules.libraries.iter().map(|l| &l.def).collect();
+        let text = format!(
+            "{defs:?}{:?}{libraries:?}{:?}",
+            rules.ops.rules, rules.devices
+        );
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for r in &rules.rules {
-            for part in [
-                r.def.id.as_str(),
-                r.def.bucket.as_str(),
-                r.def.family.as_str(),
-                r.def.pattern.as_str(),
-            ] {
-                for b in part.bytes().chain([0u8]) {
-                    h ^= u64::from(b);
-                    h = h.wrapping_mul(0x100_0000_01b3);
-                }
-            }
-        }
-        // The device table too: peaks enter MFU and the collectives' link bandwidth.
-        for b in format!("{:?}", rules.devices).bytes() {
+        for b in text.bytes() {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x100_0000_01b3);
         }
@@ -155,11 +151,52 @@ impl Partial {
                 byte_offset(bytes, e.line(), e.column())
             ))
         })?;
+        p.check()
+            .map_err(|why| bad(format!("inconsistent partial: {why}")))?;
         for (row, &input) in p.analysis.memory.iter_mut().zip(&p.parts.memory_inputs) {
             row.input = input;
         }
         p.analysis.tagged_ns = p.parts.tagged_ns.clone();
         Ok(p)
+    }
+}
+
+impl Partial {
+    /// What the merge indexes by is in range: per-input lists have one entry per input, and
+    /// every input a row names exists (an edited or damaged file is refused, not trusted).
+    fn check(&self) -> Result<(), String> {
+        let n = self.analysis.inputs.len();
+        let p = &self.parts;
+        for (name, len) in [
+            ("parts.loads", p.loads.len()),
+            ("parts.has_steps", p.has_steps.len()),
+            ("parts.steps_per_input", p.steps_per_input.len()),
+        ] {
+            if len != n {
+                return Err(format!("{name} has {len} entries for {n} inputs"));
+            }
+        }
+        if !p.flops.is_empty() && p.flops.len() != n {
+            return Err(format!(
+                "parts.flops has {} entries for {n} inputs",
+                p.flops.len()
+            ));
+        }
+        if p.memory_inputs.len() != self.analysis.memory.len() {
+            return Err("parts.memory_inputs does not match analysis.memory".into());
+        }
+        let inputs = p
+            .memory_inputs
+            .iter()
+            .chain(p.calls.iter().map(|c| &c.input))
+            .chain(p.counters.iter().map(|c| &c.input));
+        if let Some(bad) = inputs.copied().find(|&i| i as usize >= n) {
+            return Err(format!("a row names input {bad} of {n}"));
+        }
+        if p.compile.step_regions.len() != p.compile.step_item_calls.len() {
+            return Err("parts.compile's step lists differ in length".into());
+        }
+        Ok(())
     }
 }
 

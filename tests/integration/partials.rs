@@ -367,6 +367,16 @@ fn partials_of_other_versions_runs_settings_or_a_rank_twice_are_refused() {
     let feed = t.join("feed.json");
     std::fs::write(&feed, stdout(bin().arg(&files[0]).args(["--json", "-"]))).unwrap();
     assert_refused(&[feed], "not a partial");
+    // A damaged partial whose lists disagree is refused, not indexed out of range.
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&p[1]).unwrap()).unwrap();
+    doc["parts"]["calls"][0]["input"] = 7.into();
+    let damaged = t.join("damaged.json");
+    std::fs::write(&damaged, serde_json::to_vec(&doc).unwrap()).unwrap();
+    assert_refused(
+        &[p[0].clone(), damaged],
+        "inconsistent partial: a row names input 7 of 1",
+    );
     // Two traces without a rank are two runs, not two ranks.
     let single_dir = t.join("single");
     std::fs::create_dir(&single_dir).unwrap();
@@ -418,6 +428,41 @@ fn corpus_ranks_of_one_file_and_of_a_sampled_job_merge_as_they_analyze() {
             assert_merge_equals_analysis(&hta, &partials, &[]);
         } else {
             eprintln!("skipped: HTA's sampled ranks are absent");
+        }
+    });
+}
+
+#[test]
+fn a_counter_workload_merges_its_kernel_counters_by_name() {
+    crate::with_shared!(shared => {
+        let w = shared.join("corpus/rocprof_compute/dispatch_0_1/MI300X_A1");
+        let tmp = tempfile::tempdir().unwrap();
+        // Alone, it is its own job (its device's peaks travel in the partial).
+        let one = tmp.path().join("one.json");
+        bin().arg("partial").arg(&w).arg("-o").arg(&one).arg("-q").assert().success();
+        assert_merge_equals_analysis(std::slice::from_ref(&w), &[one], &["-q"]);
+        // As two ranks: one row per kernel, its dispatches and bytes summed, its rates unchanged.
+        let ranks: Vec<PathBuf> = (0..2)
+            .map(|r| {
+                let p = tmp.path().join(format!("r{r}.json"));
+                bin().arg("partial").arg(&w).args(["-q", "--rank", &r.to_string(), "-o"])
+                    .arg(&p).assert().success();
+                p
+            })
+            .collect();
+        let merged: serde_json::Value = serde_json::from_slice(&stdout(
+            bin().arg("merge").args(&ranks).args(["--json", "-"]),
+        ))
+        .unwrap();
+        let alone: serde_json::Value =
+            serde_json::from_slice(&stdout(bin().arg(&w).args(["-q", "--json", "-"]))).unwrap();
+        let (m, a) = (&merged["kernel_counters"], &alone["kernel_counters"]);
+        assert_eq!(m.as_array().unwrap().len(), a.as_array().unwrap().len());
+        for (m, a) in m.as_array().unwrap().iter().zip(a.as_array().unwrap()) {
+            assert_eq!(m["name"], a["name"]);
+            assert_eq!(m["dispatches"].as_u64().unwrap(), 2 * a["dispatches"].as_u64().unwrap());
+            let (mg, ag) = (m["hbm_gbps"].as_f64().unwrap(), a["hbm_gbps"].as_f64().unwrap());
+            assert!((mg - ag).abs() < 1e-6 * ag, "{mg} vs {ag}");
         }
     });
 }
