@@ -14,10 +14,10 @@
 //! | [`model`] | the normalized columnar [`model::Trace`] (GPU activities, host events, interned names, counters, collectives' arguments, the allocator's memory events), what torch.compile logs say, durations for people |
 //! | [`ingest`] | files, directories, stdin, gzip; sniffing; one reader per format (Kineto, rocprof v1/v2/v3 CSV and JSON, rocpd, rocprof-compute, torch.compile logs) behind one trait |
 //! | [`classify`] | rule files (`rules/*.toml`), the regex engine, demangling, the device table |
-//! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals from traces and logs ([`analysis::compile`]), attribution, counters, collectives (size, bus bandwidth, wait vs transfer across ranks: [`analysis::collectives`]), GPU memory ([`analysis::memory`]); the per-activity [`analysis::ActivityTable`]; the before/after comparison |
+//! | [`analysis`] | steps and window, buckets, time partition, torch.compile signals from traces and logs ([`analysis::compile`]), attribution, counters, collectives (size, bus bandwidth, wait vs transfer across ranks: [`analysis::collectives`]), GPU memory ([`analysis::memory`]); the job from its ranks' analyses ([`analysis::merge`]); the per-activity [`analysis::ActivityTable`]; the before/after comparison |
 //! | [`detect`] | one function per finding ([`detect::FindingId`]), reading the analysis [`analysis::Context`]; torch.compile's in `detect::compile` |
 //! | [`recommend`] | the ladder catalog (`rules/ladder.toml`: levels and what their statuses say, recommendations, the fixes of torch.compile's causes): triggers, savings, ranking, status |
-//! | [`pipeline`] | [`run`]: read → analyze → detect → plan, into a [`Run`] |
+//! | [`pipeline`] | [`run`]: read → analyze → detect → plan, into a [`Run`]; several ranks as one partial per rank merged into the job ([`pipeline::partial`], also across machines) |
 //! | [`report`] | renderers of a [`Run`] (table, JSON feed, Markdown, HTML, diff; the human-facing three lay out the same [`report::sections`]) and writers of its activities (Perfetto, Parquet/CSV, an Arrow C stream) |
 //! | [`cli`] | clap definitions; parses arguments, calls [`run`] and the renderers, routes outputs, applies gates |
 //!
