@@ -1084,9 +1084,29 @@ struct DistributedInfo {
     pg_count: Option<serde_json::Value>,
     #[serde(default)]
     nccl_version: Option<serde_json::Value>,
+    #[serde(default)]
+    pg_config: Option<serde_json::Value>,
 }
 
 impl DistributedInfo {
+    /// The default process group's entry of `pg_config` (`pg_name` "0").
+    fn default_group(&self) -> Option<crate::model::ProcessGroup> {
+        let groups = self.pg_config.as_ref()?.as_array()?;
+        let g = groups.iter().find(|g| g["pg_name"].as_str() == Some("0"))?;
+        let text = |k: &str| g[k].as_str().map(str::to_string);
+        Some(crate::model::ProcessGroup {
+            name: "0".into(),
+            desc: text("pg_desc"),
+            backend_config: text("backend_config"),
+            size: g["pg_size"].as_u64().and_then(|n| u32::try_from(n).ok()),
+            ranks: match &g["ranks"] {
+                serde_json::Value::Null => None,
+                serde_json::Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            },
+        })
+    }
+
     /// What the job's ranks share; values of another type than the profiler writes are left out.
     fn job(&self) -> Option<crate::model::Distributed> {
         let text = |v: &Option<serde_json::Value>| v.as_ref()?.as_str().map(str::to_string);
@@ -1098,6 +1118,7 @@ impl DistributedInfo {
             world_size: count(&self.world_size),
             process_groups: count(&self.pg_count),
             nccl_version: text(&self.nccl_version),
+            default_group: self.default_group(),
         };
         (job != crate::model::Distributed::default()).then_some(job)
     }

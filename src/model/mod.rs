@@ -772,6 +772,25 @@ pub struct Distributed {
     /// The NCCL/RCCL version the job ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl_version: Option<String>,
+    /// The default process group's `pg_config` entry (`pg_name` "0"), which every rank of a job
+    /// writes alike (a rank's other groups are the ones it belongs to, which differ by rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_group: Option<ProcessGroup>,
+}
+
+/// One entry of Kineto's `distributedInfo.pg_config`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProcessGroup {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desc: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_config: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u32>,
+    /// Its ranks as written (`[0, 1, 2, 3]`; long lists may be cut).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<String>,
 }
 
 /// A file of an input directory that no reader recognized (a config, a note), left out.

@@ -307,14 +307,16 @@ fn run_difference(a: Option<&Distributed>, b: Option<&Distributed>) -> Option<&'
         (Some(a), Some(b)) => (a, b),
         _ => return Some("(present on one only)"),
     };
+    // Not `pg_count`: a rank counts the groups it belongs to, which differ by rank (tensor and
+    // pipeline groups); the default group every rank writes alike.
     if a.backend != b.backend {
         Some("backend")
     } else if a.world_size != b.world_size {
         Some("world_size")
-    } else if a.process_groups != b.process_groups {
-        Some("pg_count")
     } else if a.nccl_version != b.nccl_version {
         Some("nccl_version")
+    } else if a.default_group != b.default_group {
+        Some("pg_config (the default group)")
     } else {
         None
     }

@@ -352,6 +352,18 @@ fn partials_of_other_versions_runs_settings_or_a_rank_twice_are_refused() {
         s.replacen("\"nccl_version\":\"2.", "\"nccl_version\":\"9.", 1)
     });
     assert_refused(&[p[0].clone(), nccl], "another run");
+    let group = edited(&p[1], &t.join("g.json"), |s| {
+        s.replacen("\"ranks\":\"[0,1]\"", "\"ranks\":\"[0,2]\"", 1)
+    });
+    assert_refused(
+        &[p[0].clone(), group],
+        "pg_config (the default group) differs",
+    );
+    // A rank counts only the process groups it belongs to: their number may differ by rank.
+    let count = edited(&p[1], &t.join("c.json"), |s| {
+        s.replacen("\"process_groups\":1", "\"process_groups\":3", 1)
+    });
+    bin().arg("merge").arg(&p[0]).arg(&count).assert().success();
     assert_refused(&[p[0].clone(), p[0].clone()], "rank 0 is given twice");
     let steps_dir = t.join("steps");
     std::fs::create_dir(&steps_dir).unwrap();

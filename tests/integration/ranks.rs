@@ -274,7 +274,8 @@ fn inputs_carry_their_jobs_distributed_info() {
         assert_eq!(input["rank"], i);
         assert_eq!(
             input["distributed"],
-            serde_json::json!({"backend": "nccl", "world_size": 2, "process_groups": 1, "nccl_version": "2.28.9"})
+            serde_json::json!({"backend": "nccl", "world_size": 2, "process_groups": 1, "nccl_version": "2.28.9",
+                "default_group": {"name": "0", "desc": "default_pg", "backend_config": "cuda:nccl", "size": 2, "ranks": "[0,1]"}})
         );
     }
     let out = bin()
