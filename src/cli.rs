@@ -74,6 +74,24 @@ pub struct AnalysisArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
 
+    #[command(flatten)]
+    pub compute: ComputeArgs,
+
+    /// The output of `env` on the machine that ran the trace: audits the ladder's level-1 settings.
+    #[arg(long, value_name = "FILE")]
+    pub env: Option<PathBuf>,
+
+    /// torch.compile's log of the same run (TORCH_LOGS="graph_breaks,recompiles" stderr):
+    /// graph breaks and recompiles get their reason, user-code line and fix. Repeatable; a log
+    /// given as an input path is recognized too.
+    #[arg(long, value_name = "LOG")]
+    pub torch_logs: Vec<PathBuf>,
+}
+
+/// The options that change what a trace (or a rank's partial) computes: partials merge only
+/// with the same.
+#[derive(Args, Debug, Clone)]
+pub struct ComputeArgs {
     /// Treat a truncated trace as an error instead of analyzing what was written.
     #[arg(long)]
     pub strict: bool,
@@ -95,10 +113,6 @@ pub struct AnalysisArgs {
     #[arg(long)]
     pub no_attribution: bool,
 
-    /// The output of `env` on the machine that ran the trace: audits the ladder's level-1 settings.
-    #[arg(long, value_name = "FILE")]
-    pub env: Option<PathBuf>,
-
     /// Host gaps shorter than this (µs) between profiled host events count as dispatch
     /// (launch overhead); longer gaps are host idle.
     #[arg(long, value_name = "US", default_value_t = 50.0)]
@@ -108,72 +122,6 @@ pub struct AnalysisArgs {
     /// decompression bomb.
     #[arg(long, value_name = "RATIO", default_value_t = crate::ingest::MAX_GUNZIP_RATIO)]
     pub max_gunzip_ratio: u64,
-
-    /// torch.compile's log of the same run (TORCH_LOGS="graph_breaks,recompiles" stderr):
-    /// graph breaks and recompiles get their reason, user-code line and fix. Repeatable; a log
-    /// given as an input path is recognized too.
-    #[arg(long, value_name = "LOG")]
-    pub torch_logs: Vec<PathBuf>,
-}
-
-/// What a rank's partial is analyzed with (partials merge only with the same).
-#[derive(Args, Debug, Clone)]
-pub struct PartialArgs {
-    /// Treat a truncated trace as an error instead of analyzing what was written.
-    #[arg(long)]
-    pub strict: bool,
-    /// Read the inputs as this format instead of telling it from their content.
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
-    pub input_format: InputFormat,
-    /// Analyze only these steps: A..B (B excluded), A..=B, A.., ..B or N.
-    #[arg(long, value_name = "A..B")]
-    pub steps: Option<StepRange>,
-    /// Leave the first step (the warm-up) out of the analysis.
-    #[arg(long)]
-    pub skip_warmup: bool,
-    /// Skip attributing GPU time to ops, modules and source lines.
-    #[arg(long)]
-    pub no_attribution: bool,
-    /// Host gaps shorter than this (µs) count as dispatch (launch overhead).
-    #[arg(long, value_name = "US", default_value_t = 50.0)]
-    pub dispatch_threshold_us: f64,
-    /// Refuse a .gz input that expands to more than this many times its size.
-    #[arg(long, value_name = "RATIO", default_value_t = crate::ingest::MAX_GUNZIP_RATIO)]
-    pub max_gunzip_ratio: u64,
-}
-
-impl PartialArgs {
-    /// As the analysis' options (what a partial does not read left at its default).
-    fn analysis(&self) -> AnalysisArgs {
-        AnalysisArgs {
-            top: 20,
-            strict: self.strict,
-            input_format: self.input_format,
-            steps: self.steps,
-            skip_warmup: self.skip_warmup,
-            no_attribution: self.no_attribution,
-            env: None,
-            dispatch_threshold_us: self.dispatch_threshold_us,
-            max_gunzip_ratio: self.max_gunzip_ratio,
-            torch_logs: Vec::new(),
-        }
-    }
-}
-
-impl AnalysisArgs {
-    /// Every option at its default.
-    fn defaults() -> AnalysisArgs {
-        PartialArgs {
-            strict: false,
-            input_format: InputFormat::Auto,
-            steps: None,
-            skip_warmup: false,
-            no_attribution: false,
-            dispatch_threshold_us: 50.0,
-            max_gunzip_ratio: crate::ingest::MAX_GUNZIP_RATIO,
-        }
-        .analysis()
-    }
 }
 
 /// Where the reports go; `-` is stdout (only one report may go there, and then no table).
@@ -326,11 +274,11 @@ pub enum Command {
         #[arg(short, long, value_name = "PATH|-", default_value = "-")]
         output: PathBuf,
         /// The rank: of a file holding several, the one to take; of a trace that does not say
-        /// (no `distributedInfo`), the one it is.
+        /// (no `distributedInfo`), the one it is (default: the `rankN` its file name says).
         #[arg(long, value_name = "N")]
         rank: Option<u32>,
         #[command(flatten)]
-        analysis: PartialArgs,
+        analysis: ComputeArgs,
     },
     /// Merge the ranks' partials into the job's reports (the same as analyzing the rank files
     /// together); refuses partials of another version, run or settings, and a rank given twice.
@@ -467,21 +415,22 @@ pub fn run(cli: Cli) -> Result<Status> {
 
 /// The library's configuration from the command line's options.
 fn config(args: &AnalysisArgs, global: &GlobalArgs, progress: Option<Progress>) -> Result<Config> {
-    if !(args.dispatch_threshold_us >= 0.0 && args.dispatch_threshold_us.is_finite()) {
+    let c = &args.compute;
+    if !(c.dispatch_threshold_us >= 0.0 && c.dispatch_threshold_us.is_finite()) {
         bail!("--dispatch-threshold-us must be a non-negative number");
     }
     Ok(Config {
         analysis: AnalysisOptions {
             top: args.top,
-            steps: args.steps,
-            skip_warmup: args.skip_warmup,
-            attribution: !args.no_attribution,
+            steps: c.steps,
+            skip_warmup: c.skip_warmup,
+            attribution: !c.no_attribution,
             regions: true,
-            dispatch_threshold_ns: (args.dispatch_threshold_us * 1000.0).round() as i64,
+            dispatch_threshold_ns: (c.dispatch_threshold_us * 1000.0).round() as i64,
         },
-        strict: args.strict,
-        force_format: args.input_format.format(),
-        max_gunzip_ratio: Some(args.max_gunzip_ratio),
+        strict: c.strict,
+        force_format: c.input_format.format(),
+        max_gunzip_ratio: Some(c.max_gunzip_ratio),
         rule_dirs: global.rules.clone(),
         torch_logs: args.torch_logs.clone(),
         env_file: args.env.clone(),
@@ -750,10 +699,17 @@ fn run_partial(
     paths: &[PathBuf],
     output: &Path,
     rank: Option<u32>,
-    args: &PartialArgs,
+    compute: &ComputeArgs,
     global: &GlobalArgs,
 ) -> Result<Status> {
-    let config = config(&args.analysis(), global, None)?;
+    // What a partial does not read (top, env, logs) stays at its default.
+    let args = AnalysisArgs {
+        top: 20,
+        compute: compute.clone(),
+        env: None,
+        torch_logs: Vec::new(),
+    };
+    let config = config(&args, global, None)?;
     let partial = crate::pipeline::partial(paths, &config, rank)?;
     if !global.quiet {
         for input in &partial.analysis.inputs {
@@ -788,9 +744,16 @@ fn run_merge(
         };
         partials.push((p.display().to_string(), bytes));
     }
-    let mut config = config(&AnalysisArgs::defaults(), global, None)?;
-    config.analysis.top = top;
-    config.env_file = env;
+    // The analysis options were the partials' own: merge reads the rules, top and env.
+    let config = Config {
+        analysis: AnalysisOptions {
+            top,
+            ..Default::default()
+        },
+        rule_dirs: global.rules.clone(),
+        env_file: env,
+        ..Default::default()
+    };
     let run = crate::pipeline::merge(&partials, &config)?;
     let json = || report::json::render(&run);
     let markdown = || report::markdown::render(&run).into_bytes();

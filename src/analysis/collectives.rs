@@ -448,7 +448,12 @@ pub fn calls(ctx: &Context) -> Vec<Call> {
         .any(|&a| acts.comm(a) == NameId::NONE)
         .then(|| ParamComms::build(trace));
     let mut decoded: HashMap<NameId, Option<CommArgs>> = HashMap::default();
-    let busy = Busy::build(ctx);
+    // What ran beside each call: only worth building when there are calls.
+    let busy = if kernels.is_empty() {
+        Busy(HashMap::default())
+    } else {
+        Busy::build(ctx)
+    };
     // A call's position among its own input's activities: the same in a rank's trace as in
     // the job's (the kernels are visited in activity order).
     let (mut seen, mut scanned) = (vec![0u32; trace.inputs.len()], 0usize);

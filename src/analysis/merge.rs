@@ -109,30 +109,7 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     let mut durations: BTreeMap<u64, i64> = BTreeMap::new();
     let mut counters: BTreeMap<&str, super::hardware::CounterSums> = BTreeMap::new();
     let (mut window_ns, mut kernel_ns) = (0i64, 0i64);
-    let mut out = Analysis {
-        summary: Summary::default(),
-        buckets: Vec::new(),
-        time_partition: Vec::new(),
-        top_kernels: Vec::new(),
-        compile: Default::default(),
-        step_breakdown: Vec::new(),
-        activities: 0,
-        distinct_kernels: 0,
-        warmup_in_window: false,
-        has_op_shapes: false,
-        ops: Vec::new(),
-        op_shapes: Vec::new(),
-        modules: Vec::new(),
-        sources: Vec::new(),
-        kernel_counters: Vec::new(),
-        collectives: Default::default(),
-        memory: Vec::new(),
-        regions: Vec::new(),
-        tagged_ns: BTreeMap::new(),
-        skipped_files: Vec::new(),
-        inputs: Vec::new(),
-        parts: Parts::default(),
-    };
+    let mut out = Analysis::default();
     let mut op_view = false;
     for a in ranks {
         let offset = inputs.len() as u32;

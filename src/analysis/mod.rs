@@ -123,7 +123,7 @@ pub struct StepRow {
 }
 
 /// Everything the reports need.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Analysis {
     pub inputs: Vec<InputMeta>,
     pub summary: Summary,

@@ -109,15 +109,7 @@ impl Run {
 /// Reads `inputs` and does the whole analysis. Paths may be trace files, directories (one
 /// file per rank, or a rocprof output directory), torch.compile logs, or `-` for stdin.
 pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
-    let env = match &config.env_file {
-        Some(p) => Some(recommend::parse_env(&std::fs::read_to_string(p).map_err(
-            |source| RunError::Env {
-                path: p.display().to_string(),
-                source,
-            },
-        )?)),
-        None => None,
-    };
+    let env = read_env(config)?;
     // torch.compile logs given as inputs join the trace instead of being read as one.
     let (log_inputs, paths): (Vec<PathBuf>, Vec<PathBuf>) = inputs
         .iter()
@@ -207,7 +199,14 @@ pub fn partial(
                 i.rank = Some(r);
             }
         }
-        None => {}
+        // One file that does not say: the rank its name says (`rank3.json`), as in a directory.
+        None => {
+            if let ([path], [input]) = (inputs, trace.inputs.as_mut_slice()) {
+                if input.rank.is_none() {
+                    input.rank = ingest::rank_in_file_name(path);
+                }
+            }
+        }
     }
     let ranks: std::collections::BTreeSet<Option<u32>> =
         trace.inputs.iter().map(|i| i.rank).collect();
@@ -232,15 +231,7 @@ pub fn partial(
 /// the rank files together gives it; the run holds no trace or activity rows.
 pub fn merge(partials: &[(String, Vec<u8>)], config: &Config) -> Result<Run, RunError> {
     let started = Instant::now();
-    let env = match &config.env_file {
-        Some(p) => Some(recommend::parse_env(&std::fs::read_to_string(p).map_err(
-            |source| RunError::Env {
-                path: p.display().to_string(),
-                source,
-            },
-        )?)),
-        None => None,
-    };
+    let env = read_env(config)?;
     let rules = RuleSet::load(&config.rule_dirs)?;
     let catalog = Catalog::load(&config.rule_dirs)?;
     let decoded = partials
@@ -273,6 +264,18 @@ pub fn merge(partials: &[(String, Vec<u8>)], config: &Config) -> Result<Run, Run
             analysis: started.elapsed(),
         },
     })
+}
+
+/// The `env` listing of the machine that ran the trace (`--env`), parsed.
+fn read_env(config: &Config) -> Result<Option<EnvListing>, RunError> {
+    let Some(p) = &config.env_file else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(p).map_err(|source| RunError::Env {
+        path: p.display().to_string(),
+        source,
+    })?;
+    Ok(Some(recommend::parse_env(&text)))
 }
 
 fn read_traces(paths: &[PathBuf], config: &Config) -> Result<Trace, RunError> {

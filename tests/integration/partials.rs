@@ -101,6 +101,35 @@ fn one_partial_merges_to_its_own_analysis() {
 }
 
 #[test]
+fn rank_files_without_distributed_info_take_their_ranks_from_their_names() {
+    // Two real models' traces (no distributedInfo) as the ranks of one directory: each file's
+    // partial takes the rank its name says, as the directory does.
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    for (model, rank) in [("gpt2_train_eager", 0), ("convnext_train_eager", 1)] {
+        std::fs::copy(
+            fixture(&format!("kineto/zoo/{model}.json.gz")),
+            job.join(format!("rank{rank}.json.gz")),
+        )
+        .unwrap();
+    }
+    let out = tmp.path().join("partials");
+    std::fs::create_dir(&out).unwrap();
+    let partials = write_partials(&rank_files(&job), &out, &["-q"]);
+    let ranks: Vec<Option<u32>> = partials
+        .iter()
+        .map(|p| {
+            Partial::from_json(&std::fs::read(p).unwrap(), "p")
+                .unwrap()
+                .rank
+        })
+        .collect();
+    assert_eq!(ranks, [Some(0), Some(1)]);
+    assert_merge_equals_analysis(&[job], &partials, &["-q"]);
+}
+
+#[test]
 fn settings_carry_into_partials_and_the_merge_agrees_under_them() {
     // --steps and --no-attribution change what a rank computes: the partials carry them.
     let dir = fixture("kineto/h100x2/ddp_slow_rank");
