@@ -100,13 +100,24 @@ pub struct ComputeArgs {
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub input_format: InputFormat,
 
-    /// Analyze only these steps: A..B (B excluded), A..=B, A.., ..B or N (ProfilerStep numbers).
+    /// Analyze only these steps: A..B (B excluded), A..=B, A.., ..B or N (ProfilerStep numbers,
+    /// or iteration indices from 0 in traces without them).
     #[arg(long, value_name = "A..B")]
     pub steps: Option<StepRange>,
 
-    /// Leave the first step (the warm-up) out of the analysis.
+    /// Leave the first step (the warm-up) out of the analysis; on iterations, every iteration
+    /// that is not steady state (graph capture, compile, warm-up).
     #[arg(long)]
     pub skip_warmup: bool,
+
+    /// Take iterations from this annotation (a `record_function` name or its prefix, or a
+    /// Python function with `with_stack`) instead of `ProfilerStep#N` or the marker found.
+    #[arg(long, value_name = "NAME")]
+    pub iteration_marker: Option<String>,
+
+    /// Analyze only iterations of this phase.
+    #[arg(long, value_enum)]
+    pub phase: Option<PhaseArg>,
 
     /// Skip attributing GPU time to ops, modules and source lines (kernel-name buckets only;
     /// no op view, no GEMM efficiency): a little faster on huge traces.
@@ -122,6 +133,27 @@ pub struct ComputeArgs {
     /// decompression bomb.
     #[arg(long, value_name = "RATIO", default_value_t = crate::ingest::MAX_GUNZIP_RATIO)]
     pub max_gunzip_ratio: u64,
+}
+
+/// `--phase`: an iteration's phase.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum PhaseArg {
+    Prefill,
+    Decode,
+    Mixed,
+    Step,
+}
+
+impl PhaseArg {
+    fn phase(self) -> crate::analysis::iterations::Phase {
+        use crate::analysis::iterations::Phase;
+        match self {
+            PhaseArg::Prefill => Phase::Prefill,
+            PhaseArg::Decode => Phase::Decode,
+            PhaseArg::Mixed => Phase::Mixed,
+            PhaseArg::Step => Phase::Step,
+        }
+    }
 }
 
 /// Where the reports go; `-` is stdout (only one report may go there, and then no table).
@@ -427,6 +459,8 @@ fn config(args: &AnalysisArgs, global: &GlobalArgs, progress: Option<Progress>) 
             attribution: !c.no_attribution,
             regions: true,
             dispatch_threshold_ns: (c.dispatch_threshold_us * 1000.0).round() as i64,
+            iteration_marker: c.iteration_marker.clone(),
+            phase: c.phase.map(PhaseArg::phase),
         },
         strict: c.strict,
         force_format: c.input_format.format(),

@@ -94,6 +94,8 @@ def _options(
     env: Optional[PathLike] = None,
     dispatch_threshold_us: float = 50.0,
     max_gunzip_ratio: Optional[int] = None,
+    iteration_marker: Optional[str] = None,
+    phase: Optional[str] = None,
 ) -> Dict[str, Any]:
     return {
         "rules": _dirs(rules),
@@ -108,6 +110,8 @@ def _options(
         "env": None if env is None else os.fsdecode(env),
         "dispatch_threshold_us": float(dispatch_threshold_us),
         "max_gunzip_ratio": None if max_gunzip_ratio is None else int(max_gunzip_ratio),
+        "iteration_marker": None if iteration_marker is None else str(iteration_marker),
+        "phase": None if phase is None else str(phase),
     }
 
 
@@ -118,8 +122,14 @@ _OPTIONS_DOC = """
     rules: directories of extra rule files (``--rules``); a rule with a built-in id replaces it.
     torch_logs: torch.compile logs of the same run (``--torch-logs``).
     steps: the ProfilerStep numbers to analyze: ``3``, ``"2..5"``, ``"2..=5"``, ``"2.."``,
-        ``"..5"`` or ``range(2, 5)`` (``--steps``).
-    skip_warmup: leave the first step out (``--skip-warmup``).
+        ``"..5"`` or ``range(2, 5)`` (``--steps``); iteration indices (from 0) in traces
+        without ProfilerStep.
+    skip_warmup: leave the first step out (``--skip-warmup``); on iterations, every one that
+        is not steady state (graph capture, compile, warm-up).
+    iteration_marker: take iterations from this annotation (or its prefix, or a Python
+        function) instead of ProfilerStep or the marker found (``--iteration-marker``).
+    phase: analyze only iterations of this phase: ``prefill``, ``decode``, ``mixed`` or
+        ``step`` (``--phase``).
     threads: worker threads (default: all cores); the result never depends on it.
     top: kernels in the feed's top-kernel list (``--top``).
     strict: a truncated trace is an error instead of analyzed as far as it goes.

@@ -46,6 +46,8 @@ class _Options(TypedDict, total=False):
     env: Optional[PathLike]
     dispatch_threshold_us: float
     max_gunzip_ratio: Optional[int]
+    iteration_marker: Optional[str]
+    phase: Optional[str]
 
 class Report:
     def __init__(self, native: Any) -> None: ...

@@ -61,6 +61,8 @@ struct Options {
     env: Option<PathBuf>,
     dispatch_threshold_us: f64,
     max_gunzip_ratio: Option<u64>,
+    iteration_marker: Option<String>,
+    phase: Option<String>,
 }
 
 impl Options {
@@ -92,6 +94,13 @@ impl Options {
                     })?,
             ),
         };
+        let phase = match &self.phase {
+            Some(p) => Some(
+                p.parse()
+                    .map_err(|e: String| PyValueError::new_err(format!("phase={p:?}: {e}")))?,
+            ),
+            None => None,
+        };
         if self.threads == Some(0) {
             return Err(PyValueError::new_err("threads must be at least 1"));
         }
@@ -103,6 +112,8 @@ impl Options {
                 attribution: self.attribution,
                 regions: true,
                 dispatch_threshold_ns: (self.dispatch_threshold_us * 1000.0).round() as i64,
+                iteration_marker: self.iteration_marker.clone(),
+                phase,
             },
             strict: self.strict,
             force_format,

@@ -100,7 +100,7 @@ pub struct Diff {
 }
 
 fn steps_of(a: &Analysis) -> f64 {
-    a.summary.steps.max(1) as f64
+    a.summary.step_count().max(1) as f64
 }
 
 /// Mean step time, or the window without steps.

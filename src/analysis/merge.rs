@@ -15,7 +15,7 @@ use super::collectives::{self, Call};
 use super::compile::{self, CompileFacts};
 use super::partition::{self, Category, Partition, PartitionRow};
 use super::regions::{RegionBucket, RegionRow};
-use super::{mfu, pct, steps, Analysis, Summary};
+use super::{pct, steps, Analysis, Summary};
 use crate::classify::devices::DevicePeaks;
 use crate::classify::{Bucket, KernelTag};
 use serde::{Deserialize, Serialize};
@@ -99,6 +99,9 @@ pub struct Parts {
     pub memory_inputs: Vec<u32>,
     /// GPU time per rule tag (the analysis' `tagged_ns`).
     pub tagged_ns: BTreeMap<KernelTag, i64>,
+    /// Iterations by phase, and the marker they came from (traces without `ProfilerStep#N`).
+    pub phases: Vec<super::iterations::PhaseTotals>,
+    pub iteration_marker: Option<super::iterations::IterationMarker>,
 }
 
 /// The job's analysis from its ranks' (in merge order: by rank); `top` rows of `top_kernels`
@@ -176,6 +179,9 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     compile.eager_modules = compile::eager_modules(&p.roots, tables.kernel_ns, compiled);
     p.ops = ops;
     p.shapes = shapes;
+    p.phases = super::iterations::merge_phases(ranks.iter().map(|a| a.parts.phases.as_slice()));
+    // Ranks of one job mark their iterations alike; the first rank's marker names them.
+    p.iteration_marker = ranks.iter().find_map(|a| a.parts.iteration_marker.clone());
 
     let summary = summary(&inputs, &p, &tables, (window_ns, op_view), devices);
     out.collectives = collectives::analyze(
@@ -199,6 +205,7 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     out.modules = merge_frames(ranks.iter().map(|a| a.modules.as_slice()));
     out.sources = merge_frames(ranks.iter().map(|a| a.sources.as_slice()));
     out.regions = merge_regions(ranks.iter().map(|a| a.regions.as_slice()));
+    out.phases = super::iterations::phase_rows(&p.phases);
     p.counters = counters.into_values().collect();
     out.kernel_counters = super::hardware::kernel_counters(&p.counters, &inputs);
     out.tagged_ns = p.tagged_ns.clone();
@@ -290,8 +297,9 @@ fn summary(
         kernel_ns: tables.kernel_ns,
         unclassified_pct: pct(tables.unclassified_ns, tables.kernel_ns),
         bucket_view: if op_view { "ops" } else { "kernels" }.to_string(),
-        mfu: mfu::Mfu::default(),
+        ..Default::default()
     };
+    summary.set_iterations(&p.phases, p.iteration_marker.as_ref());
     summary.mfu = super::mfu_of(
         inputs,
         devices,

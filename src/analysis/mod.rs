@@ -10,6 +10,7 @@ pub mod compile;
 pub mod diff;
 pub mod efficiency;
 pub mod hardware;
+pub mod iterations;
 pub mod links;
 pub mod memory;
 pub mod merge;
@@ -45,6 +46,11 @@ pub struct AnalysisOptions {
     pub attribution: bool,
     /// Build the region tree (the per-rank views leave it out: the feed shows the job's).
     pub regions: bool,
+    /// Take iterations from this annotation (or Python function) instead of `ProfilerStep#N`
+    /// (`--iteration-marker`).
+    pub iteration_marker: Option<String>,
+    /// Analyze only iterations of this phase (`--phase`).
+    pub phase: Option<iterations::Phase>,
 }
 
 impl Default for AnalysisOptions {
@@ -56,6 +62,8 @@ impl Default for AnalysisOptions {
             dispatch_threshold_ns: 50_000,
             attribution: true,
             regions: true,
+            iteration_marker: None,
+            phase: None,
         }
     }
 }
@@ -88,6 +96,43 @@ pub struct Summary {
     /// Model FLOP utilization (FEED.md `summary.mfu_pct` and its companions).
     #[serde(flatten)]
     pub mfu: mfu::Mfu,
+    /// Iterations analyzed, excluded ones included, in traces whose steps come from an
+    /// iteration marker rather than `ProfilerStep#N` (then `steps` is 0); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<usize>,
+    /// The marker (its numbers as `#`) and where it comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration_marker: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration_source: Option<iterations::MarkerSource>,
+}
+
+impl Summary {
+    /// Steps analyzed, or iterations where the trace has those instead (per-step figures of
+    /// serving traces are per iteration).
+    pub fn step_count(&self) -> usize {
+        if self.steps > 0 {
+            self.steps
+        } else {
+            self.iterations.unwrap_or(0)
+        }
+    }
+
+    /// Fills the iteration fields from the phases' totals and the marker.
+    pub fn set_iterations(
+        &mut self,
+        phases: &[iterations::PhaseTotals],
+        marker: Option<&iterations::IterationMarker>,
+    ) {
+        let Some(m) = marker else { return };
+        let numbers: std::collections::BTreeSet<u64> = phases
+            .iter()
+            .flat_map(|t| t.durations.keys().chain(t.excluded.keys()).copied())
+            .collect();
+        self.iterations = Some(numbers.len());
+        self.iteration_marker = Some(m.marker.clone());
+        self.iteration_source = Some(m.source);
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -120,6 +165,15 @@ pub struct StepRow {
     pub dur_ns: i64,
     pub gpu_busy_ns: i64,
     pub time_partition: Vec<PartitionRow>,
+    /// Iterations only: their phase, and the time their stream sat queued behind work the trace
+    /// does not show (inside the window, not part of `dur_ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<iterations::Phase>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_ns: Option<i64>,
+    /// Iterations only: why it is left out of its phase's steady state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<iterations::Exclusion>,
 }
 
 /// Everything the reports need.
@@ -154,6 +208,8 @@ pub struct Analysis {
     pub memory: Vec<memory::DeviceMemory>,
     /// The annotated ranges and PyTorch's phases as a tree (pre-order), merged by path.
     pub regions: Vec<regions::RegionRow>,
+    /// Iterations by phase (traces whose steps come from an iteration marker).
+    pub phases: Vec<iterations::PhaseRow>,
     /// GPU time in scope per rule tag (what recommendations gate on; not in the feed).
     #[serde(skip)]
     pub tagged_ns: BTreeMap<crate::classify::KernelTag, i64>,
@@ -461,8 +517,10 @@ struct Partitioned {
     busy_ns: i64,
     host_windows: Vec<(i64, i64)>,
     step_rows: Vec<StepRow>,
-    /// Analyzed step durations (slowest rank per step number), in step order.
+    /// Analyzed step durations (slowest rank per step number), in step order; iterations are
+    /// in `phases` instead.
     step_durations: Vec<(u64, i64)>,
+    phases: Vec<iterations::PhaseTotals>,
 }
 
 /// Activities per (input, device), each graph replay's span per device (the idle time inside
@@ -532,12 +590,17 @@ fn partition_time(
         let iw = &mut host_windows[input as usize];
         *iw = (iw.0.min(w0), iw.1.max(w1));
         let host = &timelines[input as usize];
-        let p = dev.partition(w0, w1, host);
-        window_ns = window_ns.saturating_add(w1.saturating_sub(w0).max(0));
-        busy += p.busy();
-        total.add(&p);
+        // Iterations' queued spans are not the input's time (none for ProfilerStep steps).
+        for (a, b) in without_blocked(steps, input as usize, (w0, w1)) {
+            let p = dev.partition(a, b, host);
+            window_ns = window_ns.saturating_add(b.saturating_sub(a).max(0));
+            busy += p.busy();
+            total.add(&p);
+        }
         for (k, s) in steps.kept(input as usize) {
-            step_parts[input as usize][k].add(&dev.partition(s.start_ns, s.end_ns, host));
+            for (a, b) in s.pieces() {
+                step_parts[input as usize][k].add(&dev.partition(a, b, host));
+            }
         }
     }
     for w in &mut host_windows {
@@ -552,12 +615,16 @@ fn partition_time(
         if !inputs_with_devices.contains(&(input as u32)) {
             let empty = DeviceActivities::default();
             for (k, s) in steps.kept(input) {
-                step_parts[input][k].add(&empty.partition(s.start_ns, s.end_ns, &timelines[input]));
+                for (a, b) in s.pieces() {
+                    step_parts[input][k].add(&empty.partition(a, b, &timelines[input]));
+                }
             }
         }
     }
     let (step_rows, step_durations) = step_rows(trace, steps, devices, &step_parts);
+    let phases = phase_partitions(trace, steps, devices, &step_parts);
     Partitioned {
+        phases,
         total,
         window_ns,
         busy_ns: busy.round() as i64,
@@ -565,6 +632,24 @@ fn partition_time(
         step_rows,
         step_durations,
     }
+}
+
+/// A span of an input's time without its kept iterations' queued spans.
+fn without_blocked(steps: &Steps, input: usize, (w0, w1): (i64, i64)) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut at = w0;
+    for (_, s) in steps.kept(input) {
+        for &(a, b) in &s.blocked {
+            if a > at {
+                out.push((at, a.min(w1)));
+            }
+            at = at.max(b);
+        }
+    }
+    if w1 > at || out.is_empty() {
+        out.push((at.min(w1), w1));
+    }
+    out
 }
 
 /// One row per kept step (its partition summed over the input's devices), and the step
@@ -585,8 +670,10 @@ fn step_rows(
             .max(1) as i64;
         for (k, s) in steps.kept(input) {
             let p = &step_parts[input][k];
-            let e = by_number.entry(s.number).or_insert(0);
-            *e = (*e).max(s.dur_ns());
+            if !steps.are_iterations(input) {
+                let e = by_number.entry(s.number).or_insert(0);
+                *e = (*e).max(s.dur_ns());
+            }
             rows.push(StepRow {
                 rank: meta.rank,
                 step: s.number,
@@ -594,10 +681,92 @@ fn step_rows(
                 dur_ns: s.dur_ns(),
                 gpu_busy_ns: p.busy().round() as i64,
                 time_partition: partition::rows(p, s.dur_ns().saturating_mul(ndev)),
+                phase: steps.are_iterations(input).then(|| steps.phase[input][k]),
+                blocked_ns: steps.are_iterations(input).then(|| s.blocked_ns()),
+                excluded: steps.excluded[input][k],
             });
         }
     }
     (rows, by_number.into_iter().collect())
+}
+
+/// Per phase, its iterations' times, exclusions and time partition (buckets are added by
+/// [`phase_buckets`]).
+fn phase_partitions(
+    trace: &Trace,
+    steps: &Steps,
+    devices: &BTreeMap<(u32, u32), DeviceActivities>,
+    step_parts: &[Vec<Partition>],
+) -> Vec<iterations::PhaseTotals> {
+    let mut by: BTreeMap<iterations::Phase, iterations::PhaseTotals> = BTreeMap::new();
+    for input in (0..trace.inputs.len()).filter(|&i| steps.are_iterations(i)) {
+        let ndev = devices
+            .keys()
+            .filter(|k| k.0 == input as u32)
+            .count()
+            .max(1) as i64;
+        let mut one: BTreeMap<iterations::Phase, iterations::PhaseTotals> = BTreeMap::new();
+        for (k, s) in steps.kept(input) {
+            let phase = steps.phase[input][k];
+            let t = one.entry(phase).or_insert_with(|| iterations::PhaseTotals {
+                phase,
+                ..Default::default()
+            });
+            t.durations.insert(s.number, s.dur_ns());
+            match steps.excluded[input][k] {
+                Some(why) => {
+                    t.excluded.insert(s.number, (why, s.dur_ns()));
+                }
+                None => {
+                    t.partition.add(&step_parts[input][k]);
+                    t.window_ns = t.window_ns.saturating_add(s.dur_ns().saturating_mul(ndev));
+                }
+            }
+        }
+        for (phase, t) in one {
+            by.entry(phase)
+                .or_insert_with(|| iterations::PhaseTotals {
+                    phase,
+                    ..Default::default()
+                })
+                .add(&t);
+        }
+    }
+    by.into_values().collect()
+}
+
+/// Adds each phase's steady iterations' GPU time per bucket.
+fn phase_buckets(
+    trace: &Trace,
+    steps: &Steps,
+    activity_buckets: &[Bucket],
+    in_scope: &[bool],
+    phases: &mut [iterations::PhaseTotals],
+) {
+    if phases.is_empty() {
+        return;
+    }
+    let acts = &trace.activities;
+    for a in (0..acts.len()).filter(|&a| in_scope[a]) {
+        let input = acts.input[a] as usize;
+        let Some(k) = steps.of_activity[a] else {
+            continue;
+        };
+        let k = k as usize;
+        if !steps.are_iterations(input) || steps.excluded[input][k].is_some() {
+            continue;
+        }
+        let phase = steps.phase[input][k];
+        if let Some(t) = phases.iter_mut().find(|t| t.phase == phase) {
+            let b = partition::bucket_index(activity_buckets[a]);
+            t.bucket_ns[b] = t.bucket_ns[b].saturating_add(acts.dur_ns[a]);
+            t.launches[b] += 1;
+            let name = trace.names.get(acts.name[a]);
+            if !t.kernels[b].contains(name) {
+                t.kernels[b].insert(name.to_string());
+            }
+        }
+    }
 }
 
 /// MFU from the inputs' FLOP tallies and kept steps per input, the summary's step time and
@@ -703,30 +872,42 @@ fn inputs_with_warnings(
     inputs
 }
 
-/// Classifies the trace and computes every aggregate: the [`Context`] the detectors read, from
-/// which [`Context::finish`] cuts the [`Analysis`] and the [`ActivityTable`].
-pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptions) -> Context<'a> {
-    let classified = rules.classify_trace(trace);
-    let links = Links::build(trace);
-    // Independent indexes over the host events, built side by side.
-    let (op_index, (mut steps, timelines)) = rayon::join(
+/// Independent indexes over the host events, built side by side: the ops, the steps (or
+/// iterations), the host timelines.
+fn host_indexes(
+    trace: &Trace,
+    links: &Links,
+    opts: &AnalysisOptions,
+) -> (attribution::OpIndex, (Steps, Vec<HostTimeline>)) {
+    rayon::join(
         || {
             if opts.attribution {
-                attribution::OpIndex::build(trace, &links)
+                attribution::OpIndex::build(trace, links)
             } else {
                 attribution::OpIndex::empty(trace)
             }
         },
         || {
             rayon::join(
-                || Steps::find(trace, &links),
+                || {
+                    let marker = opts.iteration_marker.as_deref();
+                    Steps::find(trace, links, marker, opts.dispatch_threshold_ns)
+                },
                 || HostTimeline::build_all(trace, opts.dispatch_threshold_ns),
             )
         },
-    );
+    )
+}
+
+/// Classifies the trace and computes every aggregate: the [`Context`] the detectors read, from
+/// which [`Context::finish`] cuts the [`Analysis`] and the [`ActivityTable`].
+pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptions) -> Context<'a> {
+    let classified = rules.classify_trace(trace);
+    let links = Links::build(trace);
+    let (op_index, (mut steps, timelines)) = host_indexes(trace, &links, opts);
     let (activity_buckets, op_view) =
         attribution::activity_buckets(trace, &op_index, rules, &classified);
-    let mut selecting = steps.select(opts.steps, opts.skip_warmup);
+    let mut selecting = steps.select(opts.steps, opts.skip_warmup, opts.phase);
     // A cut trace's last steps lack their GPU work: leave them out, and say so.
     let unfinished = steps.drop_unfinished(trace, &links);
     let overlaps = stream_overlaps(trace, &links);
@@ -742,7 +923,14 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         opts.top,
     );
     let devices = device_activities(trace, &links, &activity_buckets, &in_scope);
-    let parts = partition_time(trace, &steps, &devices, &timelines, &step_span, &host_span);
+    let mut parts = partition_time(trace, &steps, &devices, &timelines, &step_span, &host_span);
+    phase_buckets(
+        trace,
+        &steps,
+        &activity_buckets,
+        &in_scope,
+        &mut parts.phases,
+    );
     let regions = if opts.regions {
         regions::analyze(&regions::Inputs {
             trace,
@@ -780,8 +968,10 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         kernel_ns: tables.kernel_ns,
         unclassified_pct: pct(tables.unclassified_ns, tables.kernel_ns),
         bucket_view: if op_view { "ops" } else { "kernels" }.to_string(),
-        mfu: mfu::Mfu::default(),
+        ..Default::default()
     };
+    let marker = steps.marker.iter().flatten().next().cloned();
+    summary.set_iterations(&parts.phases, marker.as_ref());
     let (op_totals, shape_totals, flops) = if opts.attribution {
         attribution::ops(
             trace,
@@ -826,6 +1016,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         collectives: collectives::Collectives::default(),
         memory: memory::analyze(trace, &steps, &rules.devices),
         regions,
+        phases: iterations::phase_rows(&parts.phases),
         tagged_ns: tagged_ns.clone(),
         skipped_files: trace.skipped.clone(),
         parts: merge::Parts {
@@ -838,6 +1029,8 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
             shapes: shape_totals,
             flops,
             tagged_ns,
+            phases: parts.phases,
+            iteration_marker: marker,
             ..Default::default()
         },
     };

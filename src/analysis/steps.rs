@@ -1,7 +1,9 @@
 //! Steps (`ProfilerStep#N` CPU ranges, extended to the GPU work launched inside them, and made
 //! disjoint as torch_tb_profiler does), the analysis window, and the `--steps A..B` /
-//! `--skip-warmup` selection (FEED.md "Window", "Steps").
+//! `--skip-warmup` / `--phase` selection (FEED.md "Window", "Steps"). Inputs without
+//! `ProfilerStep#N` take their iterations from a marker ([`super::iterations`]) as steps.
 
+use super::iterations::{self, Exclusion, IterationMarker, Phase};
 use super::links::Links;
 use crate::model::{HostKind, Trace};
 use serde::Serialize;
@@ -19,11 +21,36 @@ pub struct StepWindow {
     pub start_ns: i64,
     /// ... to the later of its CPU end and the end of the last GPU activity launched inside it.
     pub end_ns: i64,
+    /// Iterations only: the spans inside the window its stream sat queued behind work the trace
+    /// does not show (see [`iterations::queued_gaps`]); not part of its time.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<(i64, i64)>,
 }
 
 impl StepWindow {
+    /// The step's time: its window less the queued spans.
     pub fn dur_ns(&self) -> i64 {
-        self.end_ns.saturating_sub(self.start_ns)
+        self.end_ns
+            .saturating_sub(self.start_ns)
+            .saturating_sub(self.blocked_ns())
+    }
+    pub fn blocked_ns(&self) -> i64 {
+        self.blocked.iter().map(|(a, b)| b - a).sum()
+    }
+    /// The window as the spans between its queued ones (the whole window for a step).
+    pub fn pieces(&self) -> Vec<(i64, i64)> {
+        let mut out = Vec::with_capacity(self.blocked.len() + 1);
+        let mut at = self.start_ns;
+        for &(a, b) in &self.blocked {
+            if a > at {
+                out.push((at, a));
+            }
+            at = at.max(b);
+        }
+        if self.end_ns > at || out.is_empty() {
+            out.push((at.min(self.end_ns), self.end_ns));
+        }
+        out
     }
     pub fn contains_cpu(&self, t: i64) -> bool {
         t >= self.cpu_start_ns && t < self.cpu_end_ns.max(self.cpu_start_ns.saturating_add(1))
@@ -92,26 +119,70 @@ pub struct Steps {
     pub of_activity: Vec<Option<u32>>,
     /// Per input and step: kept by the selection (all, without one).
     pub selected: Vec<Vec<bool>>,
+    /// Per input: the marker its iterations came from (None: `ProfilerStep#N` or no steps).
+    pub marker: Vec<Option<IterationMarker>>,
+    /// Per input and step: its phase (`step` for a `ProfilerStep#N`).
+    pub phase: Vec<Vec<Phase>>,
+    /// Per input and iteration: why it is not steady state, if it is not.
+    pub excluded: Vec<Vec<Option<Exclusion>>>,
 }
 
 impl Steps {
-    pub fn find(trace: &Trace, links: &Links) -> Steps {
+    /// The steps of every input: its `ProfilerStep#N` ranges, else (or with `marker`, instead)
+    /// its iterations; `dispatch_threshold_ns` tells queued time from dispatch.
+    pub fn find(
+        trace: &Trace,
+        links: &Links,
+        marker: Option<&str>,
+        dispatch_threshold_ns: i64,
+    ) -> Steps {
         let host = &trace.host;
         let mut per_input: Vec<Vec<StepWindow>> = vec![Vec::new(); trace.inputs.len()];
-        for i in 0..host.len() {
-            if host.kind[i] == HostKind::Annotation {
-                if let Some(n) = step_number(trace.names.get(host.name[i])) {
-                    let end = host.ts_ns[i].saturating_add(host.dur_ns[i]);
-                    per_input[host.input[i] as usize].push(StepWindow {
-                        number: n,
-                        cpu_start_ns: host.ts_ns[i],
-                        cpu_end_ns: end,
-                        start_ns: host.ts_ns[i],
-                        end_ns: end,
-                    });
+        if marker.is_none() {
+            for i in 0..host.len() {
+                if host.kind[i] == HostKind::Annotation {
+                    if let Some(n) = step_number(trace.names.get(host.name[i])) {
+                        let end = host.ts_ns[i].saturating_add(host.dur_ns[i]);
+                        per_input[host.input[i] as usize].push(StepWindow {
+                            number: n,
+                            cpu_start_ns: host.ts_ns[i],
+                            cpu_end_ns: end,
+                            start_ns: host.ts_ns[i],
+                            end_ns: end,
+                            blocked: Vec::new(),
+                        });
+                    }
                 }
             }
         }
+        let has_steps: Vec<bool> = per_input.iter().map(|s| !s.is_empty()).collect();
+        let marked = iterations::find(trace, links, marker, &has_steps);
+        let mut stated: Vec<Vec<Option<Phase>>> = vec![Vec::new(); trace.inputs.len()];
+        let mut pids: Vec<Vec<u64>> = vec![Vec::new(); trace.inputs.len()];
+        for (input, m) in marked.iter().enumerate() {
+            let Some(m) = m else { continue };
+            per_input[input] = m
+                .occurrences
+                .iter()
+                .enumerate()
+                .map(|(k, &h)| StepWindow {
+                    number: k as u64,
+                    cpu_start_ns: host.ts_ns[h as usize],
+                    cpu_end_ns: host.end_ns(h as usize),
+                    start_ns: host.ts_ns[h as usize],
+                    end_ns: host.end_ns(h as usize),
+                    blocked: Vec::new(),
+                })
+                .collect();
+            stated[input] = m.stated.clone();
+            pids[input] = m
+                .occurrences
+                .iter()
+                .map(|&h| host.pid(h as usize))
+                .collect();
+        }
+        let marker: Vec<Option<IterationMarker>> =
+            marked.into_iter().map(|m| m.map(|m| m.marker)).collect();
         for s in &mut per_input {
             s.sort_by_key(|x| (x.cpu_start_ns, x.number));
         }
@@ -182,31 +253,110 @@ impl Steps {
             }
         }
         let selected = per_input.iter().map(|s| vec![true; s.len()]).collect();
-        Steps {
+        let mut steps = Steps {
+            phase: per_input
+                .iter()
+                .map(|s| vec![Phase::Step; s.len()])
+                .collect(),
+            excluded: per_input.iter().map(|s| vec![None; s.len()]).collect(),
             per_input,
             of_activity,
             selected,
+            marker,
+        };
+        for input in 0..trace.inputs.len() {
+            if steps.marker[input].is_some() {
+                let marks = (stated[input].as_slice(), pids[input].as_slice());
+                steps.describe_iterations(trace, links, input, marks, dispatch_threshold_ns);
+            }
         }
+        steps
     }
 
-    /// Marks the steps `--steps` / `--skip-warmup` keep. Returns whether a selection was asked
-    /// for (then only activities launched in kept steps are analyzed).
-    pub fn select(&mut self, range: Option<StepRange>, skip_warmup: bool) -> bool {
+    /// An input's iterations: the queued spans of each window, its phase and exclusion.
+    fn describe_iterations(
+        &mut self,
+        trace: &Trace,
+        links: &Links,
+        input: usize,
+        (stated, pids): (&[Option<Phase>], &[u64]),
+        threshold_ns: i64,
+    ) {
+        let acts = &trace.activities;
+        let mut own: Vec<(i64, i64, i64)> = (0..acts.len())
+            .filter(|&a| acts.input[a] as usize == input)
+            .map(|a| {
+                // Launched when its launch call returned: a slow call (a module's first load)
+                // is the host's time, not a queue.
+                let launched =
+                    links.launch[a].map_or(acts.ts_ns[a], |h| trace.host.end_ns(h as usize));
+                (acts.ts_ns[a], acts.end_ns(a), launched)
+            })
+            .collect();
+        own.sort_unstable();
+        let gaps = iterations::queued_gaps(&own, threshold_ns);
+        let windows = &mut self.per_input[input];
+        for w in windows.iter_mut() {
+            let lo = gaps.partition_point(|g| g.1 <= w.start_ns);
+            w.blocked = gaps[lo..]
+                .iter()
+                .take_while(|g| g.0 < w.end_ns)
+                .map(|&(a, b)| (a.max(w.start_ns), b.min(w.end_ns)))
+                .filter(|(a, b)| b > a)
+                .collect();
+        }
+        // Windows keep the markers' order (both by CPU start).
+        let ranges: Vec<(i64, i64, u64)> = windows
+            .iter()
+            .zip(pids)
+            .map(|(w, &pid)| (w.cpu_start_ns, w.cpu_end_ns, pid))
+            .collect();
+        let phase = iterations::phases(trace, input, &ranges, stated);
+        let mut excluded = iterations::host_exclusions(trace, input, &ranges);
+        let durations: Vec<i64> = windows.iter().map(StepWindow::dur_ns).collect();
+        iterations::mark_warmup(&phase, &durations, &mut excluded);
+        self.phase[input] = phase;
+        self.excluded[input] = excluded;
+    }
+
+    /// Whether an input's steps are iterations found from a marker.
+    pub fn are_iterations(&self, input: usize) -> bool {
+        self.marker.get(input).is_some_and(Option::is_some)
+    }
+
+    /// Marks the steps `--steps` / `--skip-warmup` / `--phase` keep. Returns whether a selection
+    /// was asked for (then only activities launched in kept steps are analyzed). On iterations,
+    /// `--skip-warmup` leaves out every iteration that is not steady state.
+    pub fn select(
+        &mut self,
+        range: Option<StepRange>,
+        skip_warmup: bool,
+        phase: Option<Phase>,
+    ) -> bool {
         self.selected = self
             .per_input
             .iter()
-            .map(|steps| {
+            .enumerate()
+            .map(|(input, steps)| {
                 let first = steps.first().map(|s| s.number);
+                let iterations = self.are_iterations(input);
                 steps
                     .iter()
-                    .map(|s| {
+                    .enumerate()
+                    .map(|(k, s)| {
+                        let warmup = if iterations {
+                            self.excluded[input][k].is_some()
+                        } else {
+                            Some(s.number) == first
+                        };
                         range.is_none_or(|r| r.contains(s.number))
-                            && !(skip_warmup && Some(s.number) == first)
+                            && !(skip_warmup && warmup)
+                            && phase.is_none_or(|p| self.phase[input][k] == p)
                     })
                     .collect()
             })
             .collect();
-        range.is_some() || skip_warmup
+        range.is_some() || skip_warmup || phase.is_some()
     }
 
     /// In a truncated input, leaves out the steps the cut left unfinished, from the first one to

@@ -190,6 +190,11 @@ impl IdleAfter {
                 launches[input].push((ctx.links.launch_ts(trace, a), acts.ts_ns[a]));
             }
         }
+        // An iteration's queued time is the stream waiting on work the trace does not show,
+        // not idle a sync left behind: count it as busy here.
+        for (input, steps) in ctx.steps.per_input.iter().enumerate() {
+            spans[input].extend(steps.iter().flat_map(|s| s.blocked.iter().copied()));
+        }
         for l in &mut launches {
             l.sort_unstable();
             // Suffix minimum of the starts: the first to start among the launches from here on.

@@ -364,9 +364,10 @@ fn ms(ns: i64) -> String {
     format!("{:.2} ms", ns as f64 / 1e6)
 }
 
-/// Number of analyzed steps (at least 1, the whole trace counting as one step without any).
+/// Number of analyzed steps or iterations (at least 1, the whole trace counting as one step
+/// without any).
 fn step_count(ctx: &Context) -> f64 {
-    ctx.analysis.summary.steps.max(1) as f64
+    ctx.analysis.summary.step_count().max(1) as f64
 }
 
 fn round2(x: f64) -> f64 {

@@ -2,11 +2,15 @@
 //! warm-up step inside the window.
 
 use super::{pct, round2, Finding, FindingId, Severity};
-use crate::analysis::steps::{is_warmup, median};
+use crate::analysis::iterations::Phase;
+use crate::analysis::steps::{is_warmup, median, step_stats};
 use crate::analysis::Analysis;
 use serde_json::json;
 
 pub fn high_step_variance(a: &Analysis) -> Vec<Finding> {
+    if !a.phases.is_empty() {
+        return iteration_variance(a);
+    }
     let step_durations = &a.parts.step_durations;
     let Some(stats) = &a.summary.step_ns else {
         return vec![];
@@ -44,6 +48,9 @@ pub fn high_step_variance(a: &Analysis) -> Vec<Finding> {
 }
 
 pub fn warmup_in_window(a: &Analysis) -> Vec<Finding> {
+    if !a.phases.is_empty() {
+        return iterations_left_out(a);
+    }
     let step_durations = &a.parts.step_durations;
     let durs: Vec<i64> = step_durations.iter().map(|s| s.1).collect();
     if !is_warmup(&durs) {
@@ -61,5 +68,128 @@ pub fn warmup_in_window(a: &Analysis) -> Vec<Finding> {
         ),
         extra,
         json!({"step": step_durations[0].0, "dur_ns": durs[0], "median_ns": med, "ratio": round2(durs[0] as f64 / med), "extra_pct": pct(extra, a.summary.window_ns)}),
+    )]
+}
+
+/// Steady iterations' times per phase (rank-merged: the slowest rank's).
+fn steady_iterations(a: &Analysis, phase: Phase) -> Vec<(u64, i64)> {
+    a.parts
+        .phases
+        .iter()
+        .filter(|t| t.phase == phase)
+        .flat_map(|t| {
+            t.durations
+                .iter()
+                .filter(|(n, _)| !t.excluded.contains_key(n))
+                .map(|(&n, &d)| (n, d))
+        })
+        .collect()
+}
+
+/// Iterations: the variance of decode and unknown-phase iterations, which should repeat
+/// (prefill and mixed iterations vary with their prompts by design).
+fn iteration_variance(a: &Analysis) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for phase in [Phase::Decode, Phase::Step] {
+        let its = steady_iterations(a, phase);
+        if its.len() < 3 {
+            continue;
+        }
+        let durs: Vec<i64> = its.iter().map(|s| s.1).collect();
+        let Some((stats, _)) = step_stats(&durs) else {
+            continue;
+        };
+        // step_stats would drop a leading warm-up; these are steady already: recompute plainly.
+        let n = durs.len() as f64;
+        let mean = durs.iter().map(|&d| d as f64).sum::<f64>() / n;
+        let std = (durs.iter().map(|&d| (d as f64 - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let cv = if mean > 0.0 {
+            std / mean * 100.0
+        } else {
+            stats.cv_pct
+        };
+        if cv <= 10.0 {
+            continue;
+        }
+        let med = median(&durs);
+        let stake: i64 = durs.iter().map(|&d| (d as f64 - med).max(0.0) as i64).sum();
+        let mut slowest = its.clone();
+        slowest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.push(Finding::new(
+            FindingId::HighStepVariance,
+            Severity::Medium,
+            format!(
+                "{phase} iteration time varies by {cv:.1}% (std {:.2} ms over mean {:.2} ms, {} steady iterations; slowest #{} at {:.2} ms): iterations of one phase should repeat, so something changes between them (new shapes each step that the library re-plans, allocator growth, host work, syncs)",
+                std / 1e6,
+                mean / 1e6,
+                durs.len(),
+                slowest[0].0,
+                slowest[0].1 as f64 / 1e6
+            ),
+            stake,
+            json!({
+                "phase": phase,
+                "cv_pct": round2(cv),
+                "mean_ns": mean.round(),
+                "std_ns": std.round(),
+                "iterations": durs.len(),
+                "slowest_iterations": slowest.iter().take(3).map(|(n, d)| json!({"iteration": n, "dur_ns": d})).collect::<Vec<_>>(),
+            }),
+        ));
+    }
+    out
+}
+
+/// Iterations: the ones left out of their phase's steady state (graph capture, compile,
+/// warm-up), named.
+fn iterations_left_out(a: &Analysis) -> Vec<Finding> {
+    let mut listed = Vec::new();
+    let mut extra = 0i64;
+    for row in &a.phases {
+        let med = if row.iterations > 0 { row.p50_ns } else { 0 };
+        for e in &row.excluded {
+            extra += (e.dur_ns - med).max(0);
+            listed.push((row.phase, e, med));
+        }
+    }
+    if listed.is_empty() {
+        return vec![];
+    }
+    listed.sort_by_key(|(_, e, _)| e.iteration);
+    let names: Vec<String> = listed
+        .iter()
+        .take(6)
+        .map(|(phase, e, med)| {
+            let ratio = if *med > 0 {
+                format!(", {:.1}x the {phase} median", e.dur_ns as f64 / *med as f64)
+            } else {
+                String::new()
+            };
+            format!(
+                "#{} {} ({phase}, {:.2} ms{ratio})",
+                e.iteration,
+                e.reason.as_str(),
+                e.dur_ns as f64 / 1e6
+            )
+        })
+        .collect();
+    vec![Finding::new(
+        FindingId::WarmupInWindow,
+        Severity::Low,
+        format!(
+            "{} iteration(s) are not steady state: {}{}; they are left out of the phase statistics (use --skip-warmup to leave them out of everything)",
+            listed.len(),
+            names.join(", "),
+            if listed.len() > 6 { ", …" } else { "" }
+        ),
+        extra,
+        json!({
+            "kind": "iteration",
+            "iterations": listed.iter().map(|(phase, e, med)| json!({
+                "iteration": e.iteration, "phase": phase, "reason": e.reason,
+                "dur_ns": e.dur_ns, "phase_median_ns": med,
+            })).collect::<Vec<_>>(),
+            "extra_pct": pct(extra, a.summary.window_ns),
+        }),
     )]
 }

@@ -481,6 +481,10 @@ impl HostEvents {
         self.op_args_of.shrink_to_fit();
         self.op_args.shrink_to_fit();
     }
+    /// When event `i` ends.
+    pub fn end_ns(&self, i: usize) -> i64 {
+        self.ts_ns[i].saturating_add(self.dur_ns[i])
+    }
     /// The process of event `i`.
     pub fn pid(&self, i: usize) -> u64 {
         self.threads[self.thread[i] as usize].0

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 /// What every partial says it is.
 pub const PARTIAL_FORMAT: &str = "rocprof-classify-partial";
 /// Bumped on any change of a field or of what a number means.
-pub const PARTIAL_VERSION: u32 = 1;
+pub const PARTIAL_VERSION: u32 = 2;
 
 /// The options a rank was analyzed with: partials merge only with the same.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +29,9 @@ pub struct Settings {
     pub skip_warmup: bool,
     pub dispatch_threshold_ns: i64,
     pub attribution: bool,
+    /// `--iteration-marker` and `--phase`.
+    pub iteration_marker: Option<String>,
+    pub phase: Option<crate::analysis::iterations::Phase>,
     /// FNV-1a over the loaded rules: classification, op and library rules, device table.
     pub rules: String,
 }
@@ -56,6 +59,8 @@ impl Settings {
             skip_warmup: opts.skip_warmup,
             dispatch_threshold_ns: opts.dispatch_threshold_ns,
             attribution: opts.attribution,
+            iteration_marker: opts.iteration_marker.clone(),
+            phase: opts.phase,
             rules: format!("{h:016x}"),
         }
     }

@@ -96,6 +96,7 @@ pub fn render(run: &Run) -> String {
     // Kernels.
     render_top_kernels(&mut b, a);
     render_attribution(&mut b, a);
+    render_phases(&mut b, run);
     render_collectives(&mut b, run);
     render_counters(&mut b, a);
     page(&format!("rocprof-classify: {}", sections.title), &b)
@@ -569,6 +570,37 @@ fn render_memory(b: &mut String, run: &Run) {
             chart(&super::charts::lines(&title, &series, limit, 900))
         );
     }
+}
+
+/// Iterations by phase (traces without ProfilerStep).
+fn render_phases(b: &mut String, run: &Run) {
+    let Some((rows, note)) = crate::report::sections::phases(run) else {
+        return;
+    };
+    let head: String = crate::report::sections::PHASE_HEADER
+        .iter()
+        .map(|h| format!("<th>{}</th>", esc(h)))
+        .collect();
+    let _ = writeln!(
+        b,
+        "<h2>Iterations by phase</h2><p>{}</p><table><thead><tr>{head}</tr></thead><tbody>",
+        esc(&note)
+    );
+    for r in rows {
+        let cells: String = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if matches!(i, 1..=4 | 6) {
+                    format!("<td class=\"n\">{}</td>", esc(c))
+                } else {
+                    format!("<td>{}</td>", esc(c))
+                }
+            })
+            .collect();
+        let _ = writeln!(b, "<tr>{cells}</tr>");
+    }
+    let _ = writeln!(b, "</tbody></table>");
 }
 
 /// Collectives per type, size and process group (all rows, sortable).

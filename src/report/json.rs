@@ -51,6 +51,9 @@ struct Feed<'a> {
     memory: &'a [crate::analysis::memory::DeviceMemory],
     /// Annotated ranges and PyTorch's phases, a tree in pre-order (FEED.md `regions[]`).
     regions: &'a [crate::analysis::regions::RegionRow],
+    /// Iterations by phase (FEED.md `phases[]`; traces without `ProfilerStep#N`).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    phases: &'a [crate::analysis::iterations::PhaseRow],
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
@@ -84,6 +87,7 @@ pub fn render(run: &Run) -> Vec<u8> {
         collective_arrivals: &a.collectives.arrivals,
         memory: &a.memory,
         regions: &a.regions,
+        phases: &a.phases,
     };
     let mut out =
         serde_json::to_vec_pretty(&feed).expect("the feed is plain data and always serializes");

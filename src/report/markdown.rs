@@ -48,6 +48,7 @@ pub fn render(run: &Run) -> String {
     render_top_kernels(&mut out, a);
     render_top_ops(&mut out, a);
     render_op_shapes(&mut out, a);
+    render_phases(&mut out, run);
     render_collectives(&mut out, run);
     render_counters(&mut out, a);
     let _ = writeln!(
@@ -290,6 +291,27 @@ fn render_op_shapes(out: &mut String, a: &Analysis) {
             );
         }
         let _ = writeln!(out, "\n</details>");
+    }
+}
+
+/// Iterations by phase (traces without ProfilerStep); open: it is what such a trace is about.
+fn render_phases(out: &mut String, run: &Run) {
+    let Some((rows, note)) = crate::report::sections::phases(run) else {
+        return;
+    };
+    let header = crate::report::sections::PHASE_HEADER;
+    let _ = writeln!(
+        out,
+        "\n### Iterations by phase\n\n{}\n\n| {} |\n|---|---:|---:|---:|---:|---|---:|---|",
+        cell(&note),
+        header.join(" | ")
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "| {} |",
+            r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+        );
     }
 }
 

@@ -85,6 +85,7 @@ impl<'r> Sections<'r> {
     /// The one-line summary, with its lead in Markdown bold (`**step 1.2 ms**`).
     pub fn headline(&self) -> String {
         let s = &self.run.analysis.summary;
+        let phases = &self.run.analysis.phases;
         let step = match &s.step_ns {
             Some(st) if s.steps > 0 => format!(
                 "**step {}** (mean of {} steps, CV {:.1}%)",
@@ -92,6 +93,20 @@ impl<'r> Sections<'r> {
                 s.steps,
                 st.cv_pct
             ),
+            // Iterations: the phase with the most steady iterations leads.
+            _ if !phases.is_empty() => {
+                let lead = phases
+                    .iter()
+                    .max_by_key(|p| (p.iterations, std::cmp::Reverse(p.phase)))
+                    .expect("not empty");
+                format!(
+                    "**{} {}** (p50 of {} steady iterations; {} iterations in all)",
+                    lead.phase,
+                    fmt_ns(lead.p50_ns),
+                    lead.iterations,
+                    s.iterations.unwrap_or(0)
+                )
+            }
             _ => format!("**window {}** (no steps)", fmt_ns(s.window_ns)),
         };
         format!(
@@ -177,6 +192,79 @@ pub fn collectives(run: &Run, top: usize) -> Option<(Vec<[String; 11]>, &'static
     } else {
         "one rank: bus bandwidth over the kernel time, waiting included (≥: a lower bound); analyze every rank's trace together to split wait from transfer"
     };
+    Some((rows, note))
+}
+
+pub const PHASE_HEADER: [&str; 8] = [
+    "phase",
+    "iterations",
+    "mean",
+    "p50",
+    "p90",
+    "largest buckets",
+    "idle %",
+    "left out",
+];
+
+/// Iterations by phase as cells of [`PHASE_HEADER`], and the line that says what marks them;
+/// None without iterations.
+pub fn phases(run: &Run) -> Option<(Vec<[String; 8]>, String)> {
+    let a = &run.analysis;
+    if a.phases.is_empty() {
+        return None;
+    }
+    let rows = a
+        .phases
+        .iter()
+        .map(|p| {
+            let buckets: Vec<String> = p
+                .buckets
+                .iter()
+                .filter(|b| b.kernel_ns > 0)
+                .take(2)
+                .map(|b| format!("{} {:.0}%", b.bucket.as_str(), b.pct))
+                .collect();
+            let idle: f64 = p
+                .time_partition
+                .iter()
+                .filter(|r| r.category.is_idle())
+                .map(|r| r.pct)
+                .sum();
+            let out: Vec<String> = p
+                .excluded
+                .iter()
+                .map(|e| {
+                    format!(
+                        "#{} {} ({})",
+                        e.iteration,
+                        e.reason.as_str(),
+                        fmt_ns(e.dur_ns)
+                    )
+                })
+                .collect();
+            [
+                p.phase.to_string(),
+                p.iterations.to_string(),
+                fmt_ns(p.mean_ns),
+                fmt_ns(p.p50_ns),
+                fmt_ns(p.p90_ns),
+                buckets.join(", "),
+                format!("{idle:.1}"),
+                if out.is_empty() {
+                    "-".to_string()
+                } else {
+                    out.join(", ")
+                },
+            ]
+        })
+        .collect();
+    let s = &a.summary;
+    let marker = s.iteration_marker.as_deref().unwrap_or("?");
+    let source = s.iteration_source.map_or("", |m| m.describe());
+    let note = format!(
+        "{} iterations marked by `{marker}` ({source}); times are each iteration's window less the time its stream sat queued behind work the trace does not show; statistics over steady iterations",
+        s.iterations.unwrap_or(0)
+    );
     Some((rows, note))
 }
 

@@ -154,6 +154,11 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
                 st.cv_pct
             )
         }
+        _ if s.iterations.is_some() => format!(
+            "none; {} iterations from `{}` (see Iterations by phase)",
+            s.iterations.unwrap_or(0),
+            s.iteration_marker.as_deref().unwrap_or("?")
+        ),
         _ => "none (window = first to last GPU activity)".to_string(),
     };
     let _ = writeln!(out, "steps    {steps}");
@@ -243,6 +248,7 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
         );
     }
     render_attribution(&mut out, a, opts);
+    render_phases(&mut out, run, opts);
     render_collectives(&mut out, run, opts);
     render_counters(&mut out, a, opts);
     render_findings(&mut out, run, opts);
@@ -335,6 +341,29 @@ fn render_attribution(out: &mut String, a: &Analysis, opts: &TableOptions) {
 
 /// Hardware-counter metrics per kernel (rocprof-compute workloads): bound label, achieved
 /// fractions of peak, intensity and theoretical occupancy.
+/// Iterations by phase (traces without ProfilerStep).
+fn render_phases(out: &mut String, run: &Run, opts: &TableOptions) {
+    let Some((rows, note)) = crate::report::sections::phases(run) else {
+        return;
+    };
+    let mut t = new_table(opts);
+    t.set_header(crate::report::sections::PHASE_HEADER.map(|h| header_cell(h, opts)));
+    for r in rows {
+        let [phase, n, mean, p50, p90, buckets, idle, out] = r;
+        t.add_row(vec![
+            Cell::new(phase),
+            num(n),
+            num(mean),
+            num(p50),
+            num(p90),
+            Cell::new(buckets),
+            num(idle),
+            Cell::new(out),
+        ]);
+    }
+    let _ = writeln!(out, "Iterations by phase ({note})\n{t}\n");
+}
+
 /// Collectives per type, size and process group (the 12 largest by time).
 fn render_collectives(out: &mut String, run: &Run, opts: &TableOptions) {
     let Some((rows, note)) = crate::report::sections::collectives(run, 12) else {
@@ -526,8 +555,14 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
             .filter(|p| p.ns > 0)
             .max_by_key(|p| p.ns)
             .map_or("-", |p| p.category.as_str());
+        // Iterations say their phase, and why one is left out of its phase's statistics.
+        let label = match (r.phase, r.excluded) {
+            (Some(p), Some(why)) => format!("#{} {p} ({})", r.step, why.as_str()),
+            (Some(p), None) => format!("#{} {p}", r.step),
+            _ => format!("#{}", r.step),
+        };
         let mut row = vec![
-            Cell::new(format!("#{}", r.step)),
+            Cell::new(label),
             num(fmt_ns(r.dur_ns)),
             num(format!("{busy:.1}")),
             num(format!("{:.1}", get(Category::LaunchOverhead))),
@@ -550,7 +585,12 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
     } else {
         ""
     };
-    let _ = writeln!(out, "Steps{warm}\n{t}\n");
+    let title = if rows.iter().any(|r| r.phase.is_some()) {
+        "Iterations (the time of each: its window less the time its stream sat queued)"
+    } else {
+        "Steps"
+    };
+    let _ = writeln!(out, "{title}{warm}\n{t}\n");
 }
 
 fn render_compile(out: &mut String, a: &Analysis) {

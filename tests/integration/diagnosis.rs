@@ -408,6 +408,7 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
         ("cudagraphs_in_use", "vLLM full-graph decode: one hipGraphLaunch replays 421 kernels"),
         ("gemm_backend", "mostly Triton GEMMs, the rest hipBLASLt"),
         ("eager_modules", "vLLM compiles the model's forward; its LogitsProcessor (the lm_head GEMM, 2.6%) runs eager outside it"),
+        ("sync_stalls", "the decode iteration (vLLM's marker) holds a hipEventSynchronize; the GPU idles 0.5 ms after it"),
     ]),
     ("corpus/tracelens/normalization_layer_test.json.gz", &[
         ("elementwise_heavy", "a normalization-layer test: all GPU work is norm kernels"),

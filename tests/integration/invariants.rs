@@ -83,7 +83,11 @@ pub(crate) fn check(rel: &str, trace: &Trace) -> Vec<String> {
         by_rank
             .entry(s.rank)
             .or_default()
-            .push((s.start_ns, s.start_ns + s.dur_ns));
+            // An iteration's window holds its queued time too (not part of its time).
+            .push((
+                s.start_ns,
+                s.start_ns + s.dur_ns + s.blocked_ns.unwrap_or(0),
+            ));
         let ndev = a
             .inputs
             .iter()
@@ -121,7 +125,9 @@ pub(crate) fn check(rel: &str, trace: &Trace) -> Vec<String> {
     let mut union = 0i64;
     let mut all_union = 0i64;
     for (input, meta) in trace.inputs.iter().enumerate() {
-        let steps = by_rank.get(&meta.rank).filter(|_| a.summary.steps > 0);
+        let steps = by_rank
+            .get(&meta.rank)
+            .filter(|_| a.summary.step_count() > 0);
         for device in devices_of(input) {
             let iv: Vec<(i64, i64)> = (0..acts.len())
                 .filter(|&x| acts.input[x] as usize == input && acts.device[x] == device)

@@ -29,6 +29,7 @@ mod recommend;
 mod regions;
 mod review;
 mod rocprof;
+mod serving;
 mod snapshots;
 mod trust;
 mod zoo;

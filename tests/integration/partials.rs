@@ -374,7 +374,7 @@ fn partials_of_other_versions_runs_settings_or_a_rank_twice_are_refused() {
     let files = rank_files(&fixture("kineto/h100x2/ddp"));
     let p = write_partials(&files, t, &[]);
     let version = edited(&p[1], &t.join("v.json"), |s| {
-        s.replacen("\"version\":1,", "\"version\":99,", 1)
+        s.replacen("\"version\":2,", "\"version\":99,", 1)
     });
     assert_refused(&[p[0].clone(), version], "partial format version 99");
     let nccl = edited(&p[1], &t.join("n.json"), |s| {
@@ -506,4 +506,43 @@ fn a_counter_workload_merges_its_kernel_counters_by_name() {
             assert!((mg - ag).abs() < 1e-6 * ag, "{mg} vs {ag}");
         }
     });
+}
+
+#[test]
+fn serving_iterations_merge_across_ranks() {
+    // Two ranks of a serving loop without ProfilerStep (the default and the flash-attention
+    // capture): their iterations, phases and exclusions merge as one job's, and a single
+    // rank's partial merges to its own analysis, `--phase` carried in the partials.
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    for (name, rank) in [("serving_llama", 0), ("serving_llama_flash", 1)] {
+        std::fs::copy(
+            fixture(&format!("kineto/h200/serving/{name}.json.gz")),
+            job.join(format!("rank{rank}.json.gz")),
+        )
+        .unwrap();
+    }
+    let out = tmp.path().join("partials");
+    std::fs::create_dir(&out).unwrap();
+    let partials = write_partials(&rank_files(&job), &out, &["-q"]);
+    assert_merge_equals_analysis(std::slice::from_ref(&job), &partials, &["-q"]);
+    let merged: serde_json::Value = serde_json::from_slice(&stdout(
+        bin().arg("merge").args(&partials).args(["--json", "-"]),
+    ))
+    .unwrap();
+    assert_eq!(merged["summary"]["iterations"], 24);
+    let decode = merged["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["phase"] == "decode")
+        .unwrap();
+    // Per iteration the slower rank's time: the default run (cuDNN re-plans every new length).
+    assert!(decode["p50_ns"].as_i64().unwrap() > 50_000_000, "{decode}");
+    let phase_dir = tmp.path().join("decode");
+    std::fs::create_dir(&phase_dir).unwrap();
+    let flash = [fixture("kineto/h200/serving/serving_llama_flash.json.gz")];
+    let one = write_partials(&flash, &phase_dir, &["--phase", "decode"]);
+    assert_merge_equals_analysis(&flash, &one, &["--phase", "decode"]);
 }
