@@ -28,6 +28,11 @@ pub struct OpRow {
     /// and its share of the device's peak for the op's data type (`rules/devices.toml`).
     pub tflops: Option<f64>,
     pub pct_of_peak: Option<f64>,
+    /// Achieved bandwidth: the bytes its calls move (reads and writes from `Input Dims`, see
+    /// `bytes_moved`; GEMMs: operands and result) over their kernels' time, and its share of the
+    /// device's HBM peak (at most 100: data in the last-level cache runs above it).
+    pub gbps: Option<f64>,
+    pub pct_of_hbm_peak: Option<f64>,
 }
 
 /// Per call id, the length of the union of its `[start, end)` spans (one shared list, sorted
@@ -335,7 +340,7 @@ pub fn ops(
     classified: &Classified,
     buckets: &[Bucket],
     in_scope: &[bool],
-) -> (Vec<OpTotals>, Vec<ShapeTotals>, Vec<FlopTally>) {
+) -> OpTables {
     let host = &trace.host;
     let threads = &index.threads;
     let mut calls = Calls::default();
@@ -354,6 +359,7 @@ pub fn ops(
         .names
         .per_name(|n| n.starts_with("autograd::engine::evaluate_function: "));
     let forward_only = trace.names.per_name(efficiency::is_forward_only_op);
+    let memory_op = trace.names.per_name(super::bytes_moved::is_memory_op);
     // An autograd node's own op (`AddmmBackward0`): the GEMMs it calls are backward work.
     let node_name = trace
         .names
@@ -399,7 +405,7 @@ pub fn ops(
                     .devices
                     .iter()
                     .find(|d| d.id == acts.device[a])
-                    .and_then(|d| efficiency::find_device(devices, &d.name))
+                    .and_then(|d| crate::classify::devices::peaks_of(devices, d))
             });
         let execution = index.execution(a);
         let span = (acts.ts_ns[a], acts.end_ns(a));
@@ -479,11 +485,44 @@ pub fn ops(
         if !counted && compute_kernel(a) {
             *missing.entry((acts.input[a], host.name[h])).or_default() += dur;
         }
+        // Memory-bound ops' kernels (copies through the DMA engines are transfers, not HBM
+        // bandwidth).
+        if !counted
+            && acts.kind[a] == crate::model::ActivityKind::Kernel
+            && memory_op[host.name[h].index()]
+        {
+            calls.add_memory((h, execution), at, span, || memory_call(trace, h, peaks));
+        }
     }
-    let by_shape = calls.rates(trace, &mut acc, &mut tallies);
+    let (by_shape, memory_shapes) = calls.rates(trace, &mut acc, &mut tallies);
     add_missing(trace, missing, &mut tallies);
     let (totals, shapes) = totals(trace, acc, no_op, by_shape);
-    (totals, shapes, tallies)
+    OpTables {
+        ops: totals,
+        shapes,
+        memory_shapes: memory_totals(trace, memory_shapes),
+        flops: tallies,
+    }
+}
+
+/// Memory-bound calls per (op, `Input Dims`, `Input type`): calls and bandwidth.
+type MemoryByShape = BTreeMap<(NameId, NameId, NameId, NameId), (u64, Bandwidth)>;
+
+/// The memory-bound shapes keyed by strings, in key order.
+fn memory_totals(trace: &Trace, by: MemoryByShape) -> Vec<MemoryShapeTotals> {
+    by.into_iter()
+        .map(|((op, dims, types, inductor), (calls, bandwidth))| {
+            let file = crate::model::inductor::InductorArgs::decode(trace.names.get(inductor));
+            MemoryShapeTotals {
+                op: trace.names.get(op).to_string(),
+                dims: trace.names.get(dims).to_string(),
+                types: trace.names.get(types).to_string(),
+                kernel_file: file.and_then(|i| i.file),
+                calls,
+                bandwidth,
+            }
+        })
+        .collect()
 }
 
 /// The op and shape accumulators keyed by strings, sorted by key.
@@ -535,6 +574,9 @@ pub struct OpTotals {
     pub gemm_ns: i64,
     pub flops_at_known_peak: f64,
     pub peak_flops: f64,
+    /// Bytes its calls moved (memory-bound ops from their shapes, GEMMs from their operands).
+    #[serde(default)]
+    pub bandwidth: Bandwidth,
 }
 
 impl OpTotals {
@@ -555,6 +597,7 @@ impl OpTotals {
         self.gemm_ns += o.gemm_ns;
         self.flops_at_known_peak += o.flops_at_known_peak;
         self.peak_flops += o.peak_flops;
+        self.bandwidth.add(&o.bandwidth);
     }
 }
 
@@ -588,6 +631,86 @@ impl ShapeTotals {
     }
 }
 
+/// What the op attribution computes: per op, per GEMM/composite shape, per memory-bound
+/// shape, and the FLOP tallies per input.
+#[derive(Default)]
+pub struct OpTables {
+    pub ops: Vec<OpTotals>,
+    pub shapes: Vec<ShapeTotals>,
+    pub memory_shapes: Vec<MemoryShapeTotals>,
+    pub flops: Vec<FlopTally>,
+}
+
+/// A memory-bound op's calls of one shape (by raw `Input Dims`), keyed by strings so that
+/// ranks' totals add up: what a [`MemoryShapeRow`] is computed from.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct MemoryShapeTotals {
+    pub op: String,
+    pub dims: String,
+    /// Raw `Input type`.
+    pub types: String,
+    /// Inductor's `kernel_file` of a Triton kernel.
+    #[serde(default)]
+    pub kernel_file: Option<String>,
+    pub calls: u64,
+    pub bandwidth: Bandwidth,
+}
+
+impl MemoryShapeTotals {
+    pub fn add(&mut self, o: &MemoryShapeTotals) {
+        self.calls += o.calls;
+        self.bandwidth.add(&o.bandwidth);
+    }
+}
+
+/// One memory-bound op and shape (feed `memory_shapes[]`, an addition): its calls, their time,
+/// the bytes each call moves, the achieved GB/s and its share of the HBM peak.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MemoryShapeRow {
+    pub op: String,
+    pub shapes: String,
+    /// The tensor inputs' element types (`bf16`, `fp32`, …), comma-separated.
+    pub dtypes: String,
+    pub calls: u64,
+    pub ns: i64,
+    pub bytes_per_call: f64,
+    pub gbps: f64,
+    pub pct_of_hbm_peak: Option<f64>,
+    /// The HBM peak of the devices it ran on (time-weighted).
+    pub peak_gbps: Option<f64>,
+    /// Inductor's source file of a Triton kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_file: Option<String>,
+}
+
+/// The feed's `memory_shapes`, most time first.
+pub fn memory_shape_rows(totals: &[MemoryShapeTotals]) -> Vec<MemoryShapeRow> {
+    let mut rows: Vec<MemoryShapeRow> = totals
+        .iter()
+        .filter(|t| t.bandwidth.ns > 0 && t.calls > 0)
+        .map(|t| MemoryShapeRow {
+            op: t.op.clone(),
+            shapes: compact_dims(&t.dims),
+            dtypes: super::bytes_moved::short_types(&t.types, &t.dims),
+            calls: t.calls,
+            ns: t.bandwidth.ns,
+            bytes_per_call: (t.bandwidth.bytes / t.calls as f64).round(),
+            gbps: t.bandwidth.gbps().unwrap_or(0.0),
+            pct_of_hbm_peak: t.bandwidth.pct_of_peak(),
+            peak_gbps: (t.bandwidth.peak_bytes > 0.0 && t.bandwidth.ns > 0)
+                .then(|| (t.bandwidth.peak_bytes / t.bandwidth.ns as f64 * 10.0).round() / 10.0),
+            kernel_file: t.kernel_file.clone(),
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.ns.cmp(&a.ns)
+            .then_with(|| a.op.cmp(&b.op))
+            .then_with(|| a.shapes.cmp(&b.shapes))
+            .then_with(|| a.dtypes.cmp(&b.dtypes))
+    });
+    rows
+}
+
 /// The feed's `ops`, largest self time first.
 pub fn op_rows(totals: &[OpTotals]) -> Vec<OpRow> {
     let mut rows: Vec<OpRow> = totals.iter().map(op_row).collect();
@@ -616,6 +739,58 @@ struct Acc {
     gemm_ns: i64,
     flops_at_known_peak: f64,
     peak_flops: f64,
+    bw: Bandwidth,
+}
+
+/// Bytes moved by an op's calls whose bytes are known, their time, and the time weighted by
+/// the HBM peak (bytes per ns at peak) for the calls whose device peak is known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Bandwidth {
+    pub bytes: f64,
+    pub ns: i64,
+    pub bytes_at_known_peak: f64,
+    pub peak_bytes: f64,
+}
+
+impl Bandwidth {
+    pub fn add(&mut self, o: &Bandwidth) {
+        self.bytes += o.bytes;
+        self.ns += o.ns;
+        self.bytes_at_known_peak += o.bytes_at_known_peak;
+        self.peak_bytes += o.peak_bytes;
+    }
+    /// Achieved GB/s (bytes per ns), 0.1 GB/s precision.
+    pub fn gbps(&self) -> Option<f64> {
+        (self.ns > 0 && self.bytes > 0.0)
+            .then(|| (self.bytes / self.ns as f64 * 10.0).round() / 10.0)
+    }
+    /// Share of the HBM peak, at most 100 (cache-resident data runs above it), 0.01 precision.
+    pub fn pct_of_peak(&self) -> Option<f64> {
+        (self.peak_bytes > 0.0).then(|| {
+            ((self.bytes_at_known_peak * 100.0 / self.peak_bytes).min(100.0) * 100.0).round()
+                / 100.0
+        })
+    }
+}
+
+impl Acc {
+    fn add_bytes(&mut self, c: &Call, ns: i64) {
+        self.bw.add_call(c, ns);
+    }
+}
+
+impl Bandwidth {
+    /// Adds one call's bytes (when known) and time.
+    fn add_call(&mut self, c: &Call, ns: i64) {
+        let Some(bytes) = c.bytes() else { return };
+        self.bytes += bytes;
+        self.ns += ns;
+        if !c.peak_gbps.is_nan() {
+            self.bytes_at_known_peak += bytes;
+            // GB/s = bytes per ns.
+            self.peak_bytes += ns as f64 * c.peak_gbps;
+        }
+    }
 }
 
 /// One GEMM or composite call: its FLOPs and data type, the peak of the device of its first
@@ -636,6 +811,12 @@ struct Call {
     dtype: efficiency::Dtype,
     /// FLOPs as MFU counts them (attention: every query-key pair, causal or not).
     model_flops: f64,
+    /// The device's HBM peak in GB/s (NaN: unknown).
+    peak_gbps: f64,
+    /// Memory-bound calls: `Input type` (a cast and a copy of one shape differ), and a Triton
+    /// launcher's Inductor arguments (its file); NONE otherwise.
+    types: NameId,
+    inductor: NameId,
 }
 
 impl Call {
@@ -673,6 +854,45 @@ fn gemm_call(
         peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
         dtype,
         model_flops: flops,
+        peak_gbps: hbm_gbps(peaks),
+        types: NameId::NONE,
+        inductor: NameId::NONE,
+    })
+}
+
+/// A device's HBM peak in GB/s, NaN when unknown.
+fn hbm_gbps(peaks: Option<&efficiency::DevicePeaks>) -> f64 {
+    peaks.and_then(|p| p.hbm_gbps).unwrap_or(f64::NAN)
+}
+
+/// A memory-bound call of host op `h` whose bytes its shapes give
+/// ([`super::bytes_moved::op_bytes`]); no FLOPs.
+fn memory_call(trace: &Trace, h: usize, peaks: Option<&efficiency::DevicePeaks>) -> Option<Call> {
+    let host = &trace.host;
+    let args = host.op_args(h);
+    let name = trace.names.get(host.name[h]);
+    // A Triton kernel's launcher: Inductor's own count when the run asked for it.
+    let inductor = crate::model::inductor::InductorArgs::decode(trace.names.get(args.inductor));
+    let bytes = match inductor.and_then(|i| i.bytes()) {
+        Some(b) => b,
+        None => super::bytes_moved::op_bytes(
+            name,
+            trace.names.get(args.input_dims),
+            trace.names.get(args.input_types),
+            trace.names.get(args.concrete_inputs),
+        )?,
+    };
+    Some(Call {
+        op: host.name[h],
+        dims: args.input_dims,
+        flops: 0.0,
+        bytes,
+        peak_tflops: f64::NAN,
+        dtype: efficiency::Dtype::Fp32,
+        model_flops: 0.0,
+        peak_gbps: hbm_gbps(peaks),
+        types: args.input_types,
+        inductor: args.inductor,
     })
 }
 
@@ -711,6 +931,9 @@ fn composite_call(
             trace.names.get(dims),
         )
         .unwrap_or(flops),
+        peak_gbps: hbm_gbps(peaks),
+        types: NameId::NONE,
+        inductor: NameId::NONE,
     })
 }
 
@@ -720,6 +943,8 @@ fn composite_call(
 struct Calls {
     gemm: CallMap,
     composite: CallMap,
+    /// Memory-bound ops' calls (elementwise, norms, reductions, copies): bytes, no FLOPs.
+    memory: CallMap,
     spans: Vec<(u32, i64, i64)>,
     next_id: u32,
 }
@@ -752,7 +977,7 @@ struct CallMap {
     slot: HashMap<(u32, u32), u32>,
     calls: Vec<CallRecord>,
     kinds: Vec<Call>,
-    kind_ids: HashMap<[u64; 7], u32>,
+    kind_ids: HashMap<[u64; 10], u32>,
 }
 
 #[derive(Clone, Copy)]
@@ -788,7 +1013,7 @@ impl CallRecord {
 }
 
 /// The index of `c` among the distinct calls, added when new.
-fn intern(kinds: &mut Vec<Call>, kind_ids: &mut HashMap<[u64; 7], u32>, c: Call) -> u32 {
+fn intern(kinds: &mut Vec<Call>, kind_ids: &mut HashMap<[u64; 10], u32>, c: Call) -> u32 {
     let bits = [
         u64::from(c.op.0),
         u64::from(c.dims.0),
@@ -797,6 +1022,9 @@ fn intern(kinds: &mut Vec<Call>, kind_ids: &mut HashMap<[u64; 7], u32>, c: Call)
         c.peak_tflops.to_bits(),
         c.dtype as u64,
         c.model_flops.to_bits(),
+        c.peak_gbps.to_bits(),
+        u64::from(c.types.0),
+        u64::from(c.inductor.0),
     ];
     *kind_ids.entry(bits).or_insert_with(|| {
         kinds.push(c);
@@ -869,6 +1097,18 @@ impl Calls {
         let call = self.gemm.entry(key, at, make);
         Self::push(call, &mut self.next_id, &mut self.spans, span)
     }
+    /// Adds a kernel's span to its memory-bound op's call; false when the op moves no known
+    /// bytes.
+    fn add_memory(
+        &mut self,
+        key: (usize, u32),
+        at: CallContext,
+        span: (i64, i64),
+        make: impl FnOnce() -> Option<Call>,
+    ) -> bool {
+        let call = self.memory.entry(key, at, make);
+        Self::push(call, &mut self.next_id, &mut self.spans, span)
+    }
     /// Adds an activity's span to a composite call; false when that op has no FLOPs.
     fn add_composite(
         &mut self,
@@ -919,8 +1159,9 @@ impl Calls {
         trace: &Trace,
         acc: &mut BTreeMap<NameId, Acc>,
         tallies: &mut [FlopTally],
-    ) -> BTreeMap<(NameId, NameId), ShapeAcc> {
+    ) -> (BTreeMap<(NameId, NameId), ShapeAcc>, MemoryByShape) {
         let mut by_shape: BTreeMap<(NameId, NameId), ShapeAcc> = BTreeMap::new();
+        let mut memory_shapes = MemoryByShape::new();
         let forward = self.forward_signatures(trace);
         // A call faster than the device's peak (or with no finite count) has shapes that do not
         // describe its kernels: it gets no rate rather than an impossible one.
@@ -935,6 +1176,20 @@ impl Calls {
             let ns = busy.get(id as usize).copied().unwrap_or(0);
             (c, ns, rec)
         };
+        // Memory-bound calls: their bytes over their time, whatever the rate (an op whose data
+        // sits in the last-level cache runs above the HBM peak, and says so).
+        let memory: Vec<(Call, i64, CallRecord)> = std::mem::take(&mut self.memory)
+            .into_sorted()
+            .map(timed)
+            .collect();
+        for (c, ns, _) in memory {
+            acc.entry(c.op).or_default().add_bytes(&c, ns);
+            let m = memory_shapes
+                .entry((c.op, c.dims, c.types, c.inductor))
+                .or_default();
+            m.0 += 1;
+            m.1.add_call(&c, ns);
+        }
         for (c, ns, rec) in self
             .gemm
             .into_sorted()
@@ -971,6 +1226,7 @@ impl Calls {
                 sh.peak_flops += ns as f64 * p * 1e3;
             }
             let e = acc.entry(c.op).or_default();
+            e.add_bytes(&c, ns);
             e.flops += c.flops;
             e.gemm_ns += ns;
             if let Some(p) = c.peak_tflops() {
@@ -979,7 +1235,7 @@ impl Calls {
                 e.peak_flops += ns as f64 * p * 1e3;
             }
         }
-        by_shape
+        (by_shape, memory_shapes)
     }
 }
 
@@ -1029,6 +1285,7 @@ impl Acc {
             gemm_ns: self.gemm_ns,
             flops_at_known_peak: self.flops_at_known_peak,
             peak_flops: self.peak_flops,
+            bandwidth: self.bw,
         }
     }
 }
@@ -1057,6 +1314,8 @@ fn op_row(a: &OpTotals) -> OpRow {
             .then(|| (a.flops / a.gemm_ns as f64 / 1e3 * 1e3).round() / 1e3),
         pct_of_peak: (a.peak_flops > 0.0)
             .then(|| (a.flops_at_known_peak * 100.0 / a.peak_flops * 100.0).round() / 100.0),
+        gbps: a.bandwidth.gbps(),
+        pct_of_hbm_peak: a.bandwidth.pct_of_peak(),
     }
 }
 

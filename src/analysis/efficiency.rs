@@ -279,6 +279,34 @@ pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64
     }
 }
 
+/// (batch, M, K, N) of a GEMM.
+pub type Mkn = (i64, i64, i64, i64);
+
+/// (batch, M, K, N) of a GEMM op's most frequent `Input Dims`.
+pub fn gemm_mkn(op: &str, shapes: &str) -> Option<Mkn> {
+    let dims = dims_of(shapes)?;
+    // (a, b) = the two matrix operands.
+    let (a, b) = match op {
+        "aten::addmm" | "aten::baddbmm" => (dims.get(1)?, dims.get(2)?),
+        _ => (dims.first()?, dims.get(1)?),
+    };
+    let k = *a.last()?;
+    let n = *if op == "aten::linear" {
+        b.first()?
+    } else {
+        b.last()?
+    };
+    // Batched ops keep their batch apart; linear/mm fold every leading dim into M.
+    let batched = matches!(op, "aten::bmm" | "aten::baddbmm" | "aten::matmul") && a.len() >= 3;
+    // Shapes are input: products saturate rather than overflow.
+    let product = |v: &[i64]| v.iter().fold(1i64, |p, &x| p.saturating_mul(x));
+    Some(if batched {
+        (product(&a[..a.len() - 2]), a[a.len() - 2], k, n)
+    } else {
+        (1, product(&a[..a.len().saturating_sub(1)]), k, n)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

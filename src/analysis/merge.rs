@@ -88,6 +88,7 @@ pub struct Parts {
     pub roots: Vec<RootModule>,
     pub ops: Vec<OpTotals>,
     pub shapes: Vec<ShapeTotals>,
+    pub memory_shapes: Vec<super::attribution::MemoryShapeTotals>,
     /// Per input.
     pub flops: Vec<FlopTally>,
     /// Collective kernels in scope, and per input whether it has steps.
@@ -102,6 +103,8 @@ pub struct Parts {
     /// Iterations by phase, and the marker they came from (traces without `ProfilerStep#N`).
     pub phases: Vec<super::iterations::PhaseTotals>,
     pub iteration_marker: Option<super::iterations::IterationMarker>,
+    /// Every kernel by launching op, shape and source (kernel candidates).
+    pub candidates: Vec<super::candidates::CandidateTotals>,
 }
 
 /// The job's analysis from its ranks' (in merge order: by rank); `top` rows of `top_kernels`
@@ -202,6 +205,8 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     out.warmup_in_window = warmup_in_window;
     out.ops = attribution::op_rows(&p.ops);
     out.op_shapes = attribution::shape_rows(&p.shapes);
+    p.memory_shapes = merge_memory_shapes(ranks);
+    out.memory_shapes = attribution::memory_shape_rows(&p.memory_shapes);
     out.modules = merge_frames(ranks.iter().map(|a| a.modules.as_slice()));
     out.sources = merge_frames(ranks.iter().map(|a| a.sources.as_slice()));
     out.regions = merge_regions(ranks.iter().map(|a| a.regions.as_slice()));
@@ -210,6 +215,13 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     out.kernel_counters = super::hardware::kernel_counters(&p.counters, &inputs);
     out.tagged_ns = p.tagged_ns.clone();
     out.inputs = inputs;
+    p.candidates = super::candidates::merge(
+        &ranks
+            .iter()
+            .map(|a| a.parts.candidates.as_slice())
+            .collect::<Vec<_>>(),
+    );
+    out.kernel_candidates = super::candidates::rows(&p.candidates, &out, devices);
     out.parts = p;
     out
 }
@@ -276,6 +288,32 @@ fn sum_tables(
         shapes.into_values().collect(),
         roots,
     )
+}
+
+/// The ranks' memory-bound shapes added by (op, shapes).
+fn merge_memory_shapes(ranks: &[&Analysis]) -> Vec<super::attribution::MemoryShapeTotals> {
+    type Key<'a> = (&'a str, &'a str, &'a str, Option<&'a str>);
+    let mut by: BTreeMap<Key, super::attribution::MemoryShapeTotals> = BTreeMap::new();
+    for rp in ranks.iter().map(|a| &a.parts) {
+        for m in &rp.memory_shapes {
+            let key = (
+                m.op.as_str(),
+                m.dims.as_str(),
+                m.types.as_str(),
+                m.kernel_file.as_deref(),
+            );
+            by.entry(key)
+                .or_insert_with(|| super::attribution::MemoryShapeTotals {
+                    op: m.op.clone(),
+                    dims: m.dims.clone(),
+                    types: m.types.clone(),
+                    kernel_file: m.kernel_file.clone(),
+                    ..Default::default()
+                })
+                .add(m);
+        }
+    }
+    by.into_values().collect()
 }
 
 /// The job's summary from its merged parts and kernel tables (`window`: the summed window and

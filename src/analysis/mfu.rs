@@ -5,7 +5,7 @@
 //! utilization (`hfu_pct`) only.
 
 use super::attribution::FlopTally;
-use super::efficiency::{self, DevicePeaks, Dtype};
+use super::efficiency::{DevicePeaks, Dtype};
 use crate::model::InputMeta;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -132,7 +132,8 @@ pub fn compute(
             continue;
         }
         for d in &meta.devices {
-            let p = dtype.and_then(|dt| efficiency::find_device(peaks, &d.name)?.peak_tflops(dt));
+            let p =
+                dtype.and_then(|dt| crate::classify::devices::peaks_of(peaks, d)?.peak_tflops(dt));
             match p {
                 Some(tflops) => peak += tflops * 1e12,
                 None => return out,

@@ -5,6 +5,8 @@
 //! [`ActivityTable`].
 
 pub mod attribution;
+pub mod bytes_moved;
+pub mod candidates;
 pub mod collectives;
 pub mod compile;
 pub mod diff;
@@ -197,6 +199,8 @@ pub struct Analysis {
     pub ops: Vec<attribution::OpRow>,
     /// GEMM and composite ops per input shape, with their efficiency.
     pub op_shapes: Vec<attribution::ShapeRow>,
+    /// Memory-bound ops per input shape, with their bandwidth.
+    pub memory_shapes: Vec<attribution::MemoryShapeRow>,
     /// GPU time by `nn.Module` and by user source line (traces recorded with `with_stack`).
     pub modules: Vec<attribution::FrameRow>,
     pub sources: Vec<attribution::FrameRow>,
@@ -210,6 +214,8 @@ pub struct Analysis {
     pub regions: Vec<regions::RegionRow>,
     /// Iterations by phase (traces whose steps come from an iteration marker).
     pub phases: Vec<iterations::PhaseRow>,
+    /// The kernels whose tuning could win back the most time (FEED.md `kernel_candidates[]`).
+    pub kernel_candidates: Vec<candidates::Candidate>,
     /// GPU time in scope per rule tag (what recommendations gate on; not in the feed).
     #[serde(skip)]
     pub tagged_ns: BTreeMap<crate::classify::KernelTag, i64>,
@@ -872,6 +878,18 @@ fn inputs_with_warnings(
     inputs
 }
 
+/// torch.compile's summary, with the share of GPU time in Inductor's kernels.
+fn compile_summary(
+    facts: &compile::CompileFacts,
+    tagged_ns: &BTreeMap<crate::classify::KernelTag, i64>,
+    kernel_ns: i64,
+) -> (CompileSummary, CompileDetail) {
+    let (mut compile, detail) = compile::summarize(facts);
+    let inductor = tagged_ns.get(&crate::classify::KernelTag::Inductor);
+    compile.inductor_kernel_pct = pct(inductor.copied().unwrap_or(0), kernel_ns);
+    (compile, detail)
+}
+
 /// Independent indexes over the host events, built side by side: the ops, the steps (or
 /// iterations), the host timelines.
 fn host_indexes(
@@ -951,15 +969,8 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         None => (None, false),
     };
     let compile_facts = compile::facts(trace, &links, &steps, &parts.host_windows);
-    let (mut compile, compile_detail) = compile::summarize(&compile_facts);
     let tagged_ns = tagged_ns(trace, &classified, &in_scope);
-    compile.inductor_kernel_pct = pct(
-        tagged_ns
-            .get(&crate::classify::KernelTag::Inductor)
-            .copied()
-            .unwrap_or(0),
-        tables.kernel_ns,
-    );
+    let (compile, compile_detail) = compile_summary(&compile_facts, &tagged_ns, tables.kernel_ns);
     let mut summary = Summary {
         window_ns: parts.window_ns,
         steps: durations.len(),
@@ -972,7 +983,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     };
     let marker = steps.marker.iter().flatten().next().cloned();
     summary.set_iterations(&parts.phases, marker.as_ref());
-    let (op_totals, shape_totals, flops) = if opts.attribution {
+    let op_tables = if opts.attribution {
         attribution::ops(
             trace,
             &op_index,
@@ -992,7 +1003,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     summary.mfu = mfu_of(
         &trace.inputs,
         &rules.devices,
-        (&flops, &steps_per_input),
+        (&op_tables.flops, &steps_per_input),
         &summary,
         &tables.buckets,
     );
@@ -1008,8 +1019,9 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         distinct_kernels: tables.distinct_kernels,
         warmup_in_window,
         has_op_shapes: trace.host.has_input_dims(),
-        ops: attribution::op_rows(&op_totals),
-        op_shapes: attribution::shape_rows(&shape_totals),
+        ops: attribution::op_rows(&op_tables.ops),
+        op_shapes: attribution::shape_rows(&op_tables.shapes),
+        memory_shapes: attribution::memory_shape_rows(&op_tables.memory_shapes),
         modules: Vec::new(),
         sources: Vec::new(),
         kernel_counters: Vec::new(),
@@ -1017,6 +1029,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         memory: memory::analyze(trace, &steps, &rules.devices),
         regions,
         phases: iterations::phase_rows(&parts.phases),
+        kernel_candidates: Vec::new(),
         tagged_ns: tagged_ns.clone(),
         skipped_files: trace.skipped.clone(),
         parts: merge::Parts {
@@ -1025,9 +1038,10 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
             step_durations: parts.step_durations.clone(),
             steps_per_input,
             compile: compile_facts,
-            ops: op_totals,
-            shapes: shape_totals,
-            flops,
+            ops: op_tables.ops,
+            shapes: op_tables.shapes,
+            memory_shapes: op_tables.memory_shapes,
+            flops: op_tables.flops,
             tagged_ns,
             phases: parts.phases,
             iteration_marker: marker,
@@ -1108,6 +1122,16 @@ impl<'a> Context<'a> {
         analysis.compile.eager_modules =
             compile::eager_modules(&frames.modules.roots, analysis.summary.kernel_ns, compiled);
         analysis.parts.roots = frames.modules.roots;
+        if self.opts.attribution {
+            let totals = candidates::totals(
+                self.trace,
+                &self.op_of,
+                &frames.sources.of_activity,
+                &self.in_scope,
+            );
+            analysis.kernel_candidates = candidates::rows(&totals, &analysis, &self.rules.devices);
+            analysis.parts.candidates = totals;
+        }
         analysis.modules = frames.modules.rows;
         analysis.sources = frames.sources.rows;
         let table = ActivityTable {

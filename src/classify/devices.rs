@@ -97,6 +97,16 @@ pub fn find_device<'t>(table: &'t [DevicePeaks], name: &str) -> Option<&'t Devic
     })
 }
 
+/// The peaks of a trace's device: by its marketing name, else by its arch (vLLM's traces may
+/// carry an empty name and `gfx942`).
+pub fn peaks_of<'t>(
+    table: &'t [DevicePeaks],
+    device: &crate::model::Device,
+) -> Option<&'t DevicePeaks> {
+    find_device(table, &device.name)
+        .or_else(|| device.arch.as_deref().and_then(|a| find_device(table, a)))
+}
+
 /// The data type a GEMM computes in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Dtype {

@@ -3,7 +3,7 @@
 
 use super::{pct, round2, Finding, FindingId, Severity};
 use crate::analysis::attribution::{compact_dims, OpRow};
-use crate::analysis::efficiency::{dims_of, dtype_of, find_device, Dtype};
+use crate::analysis::efficiency::{dtype_of, find_device, gemm_mkn, Dtype, Mkn};
 use crate::analysis::hardware::{share_pct, total_ns, Bound, KernelCounters};
 use crate::analysis::Context;
 use crate::classify::Bucket;
@@ -180,34 +180,6 @@ pub fn no_matrix_cores(ctx: &Context) -> Vec<Finding> {
 
 /// Below this share of the device's dense peak a GEMM op is worth tuning.
 const SLOW_GEMM_PCT: f64 = 30.0;
-
-/// (batch, M, K, N) of a GEMM.
-type Mkn = (i64, i64, i64, i64);
-
-/// (batch, M, K, N) of a GEMM op's most frequent `Input Dims`.
-fn gemm_mkn(op: &str, shapes: &str) -> Option<Mkn> {
-    let dims = dims_of(shapes)?;
-    // (a, b) = the two matrix operands.
-    let (a, b) = match op {
-        "aten::addmm" | "aten::baddbmm" => (dims.get(1)?, dims.get(2)?),
-        _ => (dims.first()?, dims.get(1)?),
-    };
-    let k = *a.last()?;
-    let n = *if op == "aten::linear" {
-        b.first()?
-    } else {
-        b.last()?
-    };
-    // Batched ops keep their batch apart; linear/mm fold every leading dim into M.
-    let batched = matches!(op, "aten::bmm" | "aten::baddbmm" | "aten::matmul") && a.len() >= 3;
-    // Shapes are input: products saturate rather than overflow.
-    let product = |v: &[i64]| v.iter().fold(1i64, |p, &x| p.saturating_mul(x));
-    Some(if batched {
-        (product(&a[..a.len() - 2]), a[a.len() - 2], k, n)
-    } else {
-        (1, product(&a[..a.len().saturating_sub(1)]), k, n)
-    })
-}
 
 /// What one call at an op's most frequent shapes says beyond its dims: its data type and the
 /// leading strides (elements) of its two matrix operands, when the trace recorded them.

@@ -1,5 +1,6 @@
 //! Findings about what the GPU runs: fp32 GEMMs, which GEMM libraries, elementwise weight,
-//! layout transposes, exposed communication, memcpy weight, unclassified time.
+//! memory-bound ops far from the HBM peak, layout transposes, exposed communication, memcpy
+//! weight, unclassified time.
 
 use super::{ms, pct, round2, Finding, FindingId, Severity};
 use crate::analysis::merge::KernelTotals;
@@ -516,4 +517,144 @@ mod tests {
             None
         );
     }
+}
+
+/// Below this share of the HBM peak a memory-bound op is worth fusing or tuning.
+const SLOW_BANDWIDTH_PCT: f64 = 40.0;
+/// What a tuned memory-bound kernel reaches: the savings are counted up to it.
+pub const ACHIEVABLE_BANDWIDTH_PCT: f64 = 80.0;
+/// A call that would take less than this at the achievable bandwidth is latency-bound (launch
+/// and ramp-up dominate a kernel moving a few megabytes or less): fusing it away, not tuning
+/// its bandwidth, is its fix, so it is not judged on bandwidth.
+pub const MIN_STREAM_NS: f64 = 5_000.0;
+
+/// One memory-bound op (or op and shape) as the finding names it.
+#[derive(Clone)]
+struct SlowMemory<'a> {
+    op: &'a str,
+    shapes: Option<&'a str>,
+    ns: i64,
+    gbps: f64,
+    pct: f64,
+    /// What it would take at the achievable bandwidth.
+    achievable_ns: f64,
+    /// Inductor's source file of a Triton kernel.
+    kernel_file: Option<&'a str>,
+}
+
+/// Memory-bound ops under 40% of the device's HBM peak holding >= 5% of GPU time, and taking
+/// over 1.25x what they would at 80% of it (calls large enough to stream only): per op and shape
+/// (`memory_shapes`), else per op where its shapes are each small (`ops`). Transposed copies,
+/// casts, reductions and norms that do not stream.
+pub fn low_bandwidth_efficiency(a: &Analysis) -> Vec<Finding> {
+    let total = a.summary.kernel_ns;
+    // Per shape large enough to stream: what it would take at the achievable bandwidth.
+    let rows: Vec<SlowMemory> = a
+        .memory_shapes
+        .iter()
+        .filter_map(|m| {
+            let peak = m.peak_gbps?;
+            let per_call = m.bytes_per_call / (peak * ACHIEVABLE_BANDWIDTH_PCT / 100.0);
+            if per_call < MIN_STREAM_NS {
+                return None;
+            }
+            Some(SlowMemory {
+                op: &m.op,
+                shapes: Some(&m.shapes),
+                ns: m.ns,
+                gbps: m.gbps,
+                pct: m.pct_of_hbm_peak?,
+                achievable_ns: per_call * m.calls as f64,
+                kernel_file: m.kernel_file.as_deref(),
+            })
+        })
+        .collect();
+    let slow_enough = |m: &SlowMemory| {
+        m.pct < SLOW_BANDWIDTH_PCT
+            && pct(m.ns, total) >= 5.0
+            && (m.ns as f64) > 1.25 * m.achievable_ns
+    };
+    let mut kind = "shapes";
+    let mut slow: Vec<SlowMemory> = rows.iter().filter(|m| slow_enough(m)).cloned().collect();
+    if slow.is_empty() {
+        // An op spread over many shapes, each small.
+        kind = "ops";
+        let mut by_op: BTreeMap<&str, SlowMemory> = BTreeMap::new();
+        for m in &rows {
+            let e = by_op.entry(m.op).or_insert(SlowMemory {
+                op: m.op,
+                shapes: None,
+                ns: 0,
+                gbps: 0.0,
+                pct: 0.0,
+                achievable_ns: 0.0,
+                kernel_file: m.kernel_file,
+            });
+            // Time-weighted bandwidth and share of the peak.
+            e.gbps += m.gbps * m.ns as f64;
+            e.pct += m.pct * m.ns as f64;
+            e.ns += m.ns;
+            e.achievable_ns += m.achievable_ns;
+        }
+        slow = by_op
+            .into_values()
+            .map(|mut m| {
+                let w = m.ns.max(1) as f64;
+                m.gbps /= w;
+                m.pct /= w;
+                m
+            })
+            .filter(|m| slow_enough(m))
+            .collect();
+    }
+    if slow.is_empty() {
+        return vec![];
+    }
+    // The time above what the work takes at 80% of the peak.
+    let stake: i64 = slow
+        .iter()
+        .map(|m| (m.ns as f64 - m.achievable_ns).max(0.0) as i64)
+        .sum();
+    let share: f64 = slow.iter().map(|m| pct(m.ns, total)).sum();
+    let worst = slow
+        .iter()
+        .max_by_key(|m| (m.ns, std::cmp::Reverse(m.op)))
+        .expect("not empty");
+    let compiled = a.compile.compiled || a.compile.inductor_kernel_pct > 0.0;
+    let advice = if compiled {
+        "tune or fuse what Inductor left (coordinate-descent tuning, a Triton kernel for the chain)"
+    } else {
+        "torch.compile fuses such chains; a transposed copy wants the layout its consumer reads"
+    };
+    vec![Finding::new(
+        FindingId::LowBandwidthEfficiency,
+        Severity::Medium,
+        format!(
+            "{} memory-bound op shape(s) move data under {SLOW_BANDWIDTH_PCT:.0}% of the HBM peak ({share:.1}% of GPU time); the largest, {}{}, reaches {:.1}% ({:.0} GB/s){}: {advice}",
+            slow.len(),
+            worst.op,
+            worst.shapes.map_or(String::new(), |s| format!(" {s}")),
+            worst.pct,
+            worst.gbps,
+            worst
+                .kernel_file
+                .map_or(String::new(), |f| format!(", its Triton code in {f}")),
+        ),
+        stake,
+        json!({
+            "kind": kind,
+            "compiled": compiled,
+            "ops": slow.iter().map(|m| json!({
+                "op": m.op,
+                "shapes": m.shapes,
+                "ns": m.ns,
+                "pct_of_gpu": pct(m.ns, total),
+                "gbps": m.gbps,
+                "pct_of_hbm_peak": m.pct,
+                "kernel_file": m.kernel_file,
+            })).collect::<Vec<_>>(),
+            "threshold_pct": SLOW_BANDWIDTH_PCT,
+            "achievable_pct": ACHIEVABLE_BANDWIDTH_PCT,
+        }),
+    )]
 }

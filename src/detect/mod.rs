@@ -76,6 +76,7 @@ pub enum FindingId {
     SlowCollective,
     MemoryPressure,
     MemoryHeadroom,
+    LowBandwidthEfficiency,
 }
 
 impl FindingId {
@@ -115,6 +116,7 @@ impl FindingId {
             FindingId::SlowCollective => "slow_collective",
             FindingId::MemoryPressure => "memory_pressure",
             FindingId::MemoryHeadroom => "memory_headroom",
+            FindingId::LowBandwidthEfficiency => "low_bandwidth_efficiency",
         }
     }
 
@@ -282,6 +284,7 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::MemoryBoundGemm, "(hardware counters) GEMM, attention or conv kernels whose arithmetic intensity (FLOPs per HBM byte) is below the roofline's ridge point and which reach >= 30% of the attainable performance there."),
     (FindingId::LowGemmEfficiency, "(hardware counters) GEMM, attention or conv kernels below 30% of the roofline's attainable FLOP/s at their arithmetic intensity (latency bound)."),
     (FindingId::NoMatrixCores, "(hardware counters) GEMM, attention or conv kernels with FLOPs but under 1% of them on matrix cores (MFMA)."),
+    (FindingId::LowBandwidthEfficiency, "(record_shapes traces) memory-bound ops (elementwise, norm, softmax, reduction, copy and cast: bytes from Input Dims x dtype) holding >= 5% of GPU activity time that move data under 40% of the device's HBM peak (ops[].pct_of_hbm_peak). Time at stake: what they would save at 80% of the peak. Evidence: each op, its shapes, GB/s, share of the peak and of GPU time."),
 ];
 
 type Detector = fn(&Context) -> Vec<Finding>;
@@ -330,6 +333,10 @@ const JOB_DETECTORS: &[(FindingId, JobDetector)] = &[
     (FindingId::WarmupInWindow, steps::warmup_in_window),
     (FindingId::StragglerRank, ranks::straggler_rank),
     (FindingId::SlowCollective, comms::slow_collective),
+    (
+        FindingId::LowBandwidthEfficiency,
+        kernels::low_bandwidth_efficiency,
+    ),
 ];
 
 /// Runs every detector; findings sorted by severity, then time at stake (descending), then id.

@@ -35,6 +35,7 @@ use super::num::{micros_to_ns, to_u64, trailing_u64, unquote};
 use super::{ReadOptions, Reader, Source};
 use crate::error::IngestError;
 use crate::model::comms::CommArgs;
+use crate::model::inductor::InductorArgs;
 use crate::model::{
     Activity, ActivityKind, Device, Format, GpuActivities, HostEvent, HostEvents, HostKind,
     InputMeta, Interner, MemoryEvents, NameId, Trace, Vendor,
@@ -271,10 +272,37 @@ struct RawArgs<'a> {
     /// c10's DeviceType: 0 the host, 1 CUDA, 6 HIP.
     #[serde(rename = "Device Type", borrow, default)]
     device_type: Option<&'a RawValue>,
+    /// Inductor's, on a Triton kernel's launcher cpu_op (see [`InductorArgs`]).
+    #[serde(borrow, default)]
+    kernel_file: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    kernel_num_gb: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    kernel_flop: Option<&'a RawValue>,
 }
 
 impl RawArgs<'_> {
     /// The interned form of the collective's arguments, when the event has them.
+    /// Inductor's launcher arguments, when the event has any.
+    fn inductor(&self) -> Option<String> {
+        if self.kernel_file.is_none() && self.kernel_num_gb.is_none() {
+            return None;
+        }
+        let num = |r: Option<&RawValue>| {
+            r.and_then(|r| r.get().trim_matches('"').trim().parse::<f64>().ok())
+        };
+        Some(
+            InductorArgs {
+                file: self
+                    .kernel_file
+                    .and_then(|r| serde_json::from_str::<String>(r.get()).ok()),
+                num_gb: num(self.kernel_num_gb),
+                flop: num(self.kernel_flop),
+            }
+            .encode(),
+        )
+    }
+
     fn comm(&self) -> Option<String> {
         // A string value without its quotes, a number or list as written.
         let text = |r: Option<&RawValue>| {
@@ -353,6 +381,8 @@ struct HostRow<'a> {
     rank: Option<u32>,
     /// A `record_param_comms` op's collective arguments ([`CommArgs::encode`]).
     comm: Option<String>,
+    /// A Triton launcher op's Inductor arguments ([`InductorArgs::encode`]).
+    inductor: Option<String>,
 }
 
 /// A pid/tid: numeric, or a string (`"Spans"`, `"stream 7"`, `"25738"`).
@@ -557,6 +587,7 @@ fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
             input_strides: args.input_strides.map(|r| r.get()),
             rank,
             comm: args.comm(),
+            inductor: args.inductor(),
         }),
         Category::Skip => Parsed::Skip,
     }
@@ -799,6 +830,7 @@ impl Chunk {
                         .filter(|_| crate::model::ops::keeps_input_strides(&h.name)),
                 );
                 let comm = intern(h.comm.as_deref());
+                let inductor = intern(h.inductor.as_deref());
                 let pid = self.id_number(h.pid);
                 let tid = self.id_number(h.tid);
                 self.host.push(HostEvent {
@@ -815,6 +847,7 @@ impl Chunk {
                     concrete_inputs,
                     input_strides,
                     comm,
+                    inductor,
                 });
             }
         }

@@ -247,6 +247,7 @@ impl RocpdInput<'_> {
                 concrete_inputs: NameId::NONE,
                 input_strides: NameId::NONE,
                 comm: NameId::NONE,
+                inductor: NameId::NONE,
             });
         }
         Ok(api_calls)

@@ -759,6 +759,7 @@ impl Row<'_> {
             concrete_inputs: NameId::NONE,
             input_strides: NameId::NONE,
             comm: NameId::NONE,
+            inductor: NameId::NONE,
         });
     }
 

@@ -210,6 +210,7 @@ impl ScanSink for Sink<'_> {
                     concrete_inputs: NameId::NONE,
                     input_strides: NameId::NONE,
                     comm: NameId::NONE,
+                    inductor: NameId::NONE,
                 });
             }
         }

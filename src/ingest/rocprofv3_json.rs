@@ -355,6 +355,7 @@ impl ToolRecords<'_> {
                 concrete_inputs: NameId::NONE,
                 input_strides: NameId::NONE,
                 comm: NameId::NONE,
+                inductor: NameId::NONE,
             });
         }
     }

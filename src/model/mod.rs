@@ -7,6 +7,7 @@
 pub mod comms;
 pub mod compile_log;
 mod counters;
+pub mod inductor;
 pub mod intern;
 pub mod ops;
 pub mod units;
@@ -391,15 +392,18 @@ pub struct OpArgs {
     pub input_strides: NameId,
     /// The interned [`comms::CommArgs`] of a `record_param_comms` op.
     pub comm: NameId,
+    /// The interned [`inductor::InductorArgs`] of a Triton kernel's launcher op.
+    pub inductor: NameId,
 }
 
 impl OpArgs {
-    const NONE: OpArgs = OpArgs {
+    pub const NONE: OpArgs = OpArgs {
         input_dims: NameId::NONE,
         input_types: NameId::NONE,
         concrete_inputs: NameId::NONE,
         input_strides: NameId::NONE,
         comm: NameId::NONE,
+        inductor: NameId::NONE,
     };
 }
 
@@ -420,6 +424,8 @@ pub struct HostEvent {
     pub input_strides: NameId,
     /// The interned [`comms::CommArgs`] of a `record_param_comms` op ([`NameId::NONE`]: none).
     pub comm: NameId,
+    /// The interned [`inductor::InductorArgs`] of a Triton launcher op ([`NameId::NONE`]: none).
+    pub inductor: NameId,
 }
 
 impl HostEvents {
@@ -529,6 +535,7 @@ impl HostEvents {
                     concrete_inputs: name(a.concrete_inputs),
                     input_strides: name(a.input_strides),
                     comm: name(a.comm),
+                    inductor: name(a.inductor),
                 })
             })
             .collect();
@@ -566,6 +573,7 @@ impl HostEvents {
             concrete_inputs: self.concrete_inputs(i),
             input_strides: self.input_strides(i),
             comm: self.op_args(i).comm,
+            inductor: self.op_args(i).inductor,
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -604,6 +612,7 @@ impl HostEvents {
             concrete_inputs: e.concrete_inputs,
             input_strides: e.input_strides,
             comm: e.comm,
+            inductor: e.inductor,
         };
         let args = if args == OpArgs::NONE {
             0

@@ -222,6 +222,100 @@ pub fn lines(title: &str, series: &[Series], limit: Option<f64>, width: u32) -> 
     svg
 }
 
+/// One piece of work on the roofline: its arithmetic intensity (FLOP/byte), achieved TFLOP/s,
+/// GPU time (the dot's area) and color.
+pub struct RoofPoint {
+    pub label: String,
+    pub intensity: f64,
+    pub tflops: f64,
+    pub ns: i64,
+    pub color: RGBColor,
+}
+
+/// A log-log roofline: the device's roof `min(peak, intensity × bandwidth)` and each piece of
+/// work as a dot whose area is its GPU time; the largest five are labelled.
+pub fn roofline(
+    title: &str,
+    points: &[RoofPoint],
+    (peak_tflops, hbm_gbps): (f64, f64),
+    width: u32,
+) -> String {
+    let mut svg = String::new();
+    if points.is_empty() || peak_tflops <= 0.0 || hbm_gbps <= 0.0 {
+        return svg;
+    }
+    // TFLOP/s = FLOP/byte × GB/s / 1e3; the ridge where the two roofs meet.
+    let ridge = peak_tflops * 1e3 / hbm_gbps;
+    let x_lo = points
+        .iter()
+        .map(|p| p.intensity)
+        .fold(ridge / 100.0, f64::min)
+        .max(1e-3)
+        / 2.0;
+    let x_hi = points
+        .iter()
+        .map(|p| p.intensity)
+        .fold(ridge * 10.0, f64::max)
+        * 2.0;
+    let y_hi = peak_tflops * 2.0;
+    let y_lo = points
+        .iter()
+        .map(|p| p.tflops)
+        .filter(|t| *t > 0.0)
+        .fold(x_lo * hbm_gbps / 1e3, f64::min)
+        .max(1e-6)
+        / 2.0;
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, 360)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let Ok(mut chart) = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 15))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(64)
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
+        else {
+            return String::new();
+        };
+        let _ = chart
+            .configure_mesh()
+            .x_desc("FLOP per byte")
+            .y_desc("TFLOP/s")
+            .label_style(("sans-serif", 11))
+            .draw();
+        let roof = |x: f64| (x * hbm_gbps / 1e3).min(peak_tflops);
+        let xs = [x_lo, ridge, x_hi];
+        let _ = chart.draw_series(LineSeries::new(
+            xs.iter().map(|&x| (x, roof(x))),
+            BLACK.stroke_width(2),
+        ));
+        let total: f64 = points
+            .iter()
+            .map(|p| p.ns.max(0) as f64)
+            .sum::<f64>()
+            .max(1.0);
+        let radius = |ns: i64| (3.0 + 22.0 * (ns.max(0) as f64 / total).sqrt()).round() as i32;
+        let _ = chart.draw_series(points.iter().map(|p| {
+            Circle::new(
+                (p.intensity, p.tflops.max(y_lo)),
+                radius(p.ns),
+                p.color.mix(0.6).filled(),
+            )
+        }));
+        let mut largest: Vec<&RoofPoint> = points.iter().collect();
+        largest.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.label.cmp(&b.label)));
+        let _ = chart.draw_series(largest.iter().take(5).map(|p| {
+            Text::new(
+                p.label.clone(),
+                (p.intensity, p.tflops.max(y_lo)),
+                ("sans-serif", 10).into_font(),
+            )
+        }));
+        let _ = root.present();
+    }
+    svg
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,6 +97,7 @@ pub fn render(run: &Run) -> String {
     render_top_kernels(&mut b, a);
     render_attribution(&mut b, a);
     render_phases(&mut b, run);
+    render_candidates(&mut b, run);
     render_collectives(&mut b, run);
     render_counters(&mut b, a);
     page(&format!("rocprof-classify: {}", sections.title), &b)
@@ -391,12 +392,13 @@ fn render_attribution(b: &mut String, a: &Analysis) {
             1000,
         )));
     }
+    render_roofline(b, a);
     let opt = super::opt_num;
-    let _ = writeln!(b, "<input class=\"filter\" data-table=\"ops\" placeholder=\"filter ops\"><table id=\"ops\" class=\"sortable\"><thead><tr><th>op</th><th>self</th><th>total</th><th>launches</th><th>bucket</th><th>shapes</th><th>TFLOP/s</th><th>% of peak</th></tr></thead><tbody>");
+    let _ = writeln!(b, "<input class=\"filter\" data-table=\"ops\" placeholder=\"filter ops\"><table id=\"ops\" class=\"sortable\"><thead><tr><th>op</th><th>self</th><th>total</th><th>launches</th><th>bucket</th><th>shapes</th><th>TFLOP/s</th><th>% of peak</th><th>GB/s</th><th>% of HBM peak</th></tr></thead><tbody>");
     for o in &a.ops {
         let _ = writeln!(
             b,
-            "<tr><td><code>{}</code></td>{}{}<td class=\"n\">{}</td><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td><code>{}</code></td>{}{}<td class=\"n\">{}</td><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             esc(&o.name),
             num(o.self_ns),
             num(o.total_ns),
@@ -404,10 +406,15 @@ fn render_attribution(b: &mut String, a: &Analysis) {
             o.bucket.as_str(),
             esc(o.shapes.as_deref().unwrap_or("-")),
             opt(o.tflops, 1),
-            opt(o.pct_of_peak, 1)
+            opt(o.pct_of_peak, 1),
+            opt(o.gbps, 0),
+            opt(o.pct_of_hbm_peak, 1)
         );
     }
     let _ = writeln!(b, "</tbody></table>");
+    if let Some(note) = crate::report::sections::triton_rate_note(a) {
+        let _ = writeln!(b, "<p class=\"muted\">{}</p>", esc(&note));
+    }
     if !a.op_shapes.is_empty() {
         let _ = writeln!(b, "<h3>GEMM, attention and convolution shapes</h3><table class=\"sortable\"><thead><tr><th>op</th><th>shapes</th><th>calls</th><th>time</th><th>TFLOP/s</th><th>% of peak</th><th>GB/s</th></tr></thead><tbody>");
         for r in &a.op_shapes {
@@ -570,6 +577,131 @@ fn render_memory(b: &mut String, run: &Run) {
             chart(&super::charts::lines(&title, &series, limit, 900))
         );
     }
+}
+
+/// Where memory-bound work without a FLOP count sits on the roofline: one FLOP per bf16
+/// element read and written (their height is then their share of the HBM peak).
+pub const MEMORY_BOUND_INTENSITY: f64 = 0.25;
+
+/// The roofline of the GEMM/attention/conv shapes (their FLOPs and bytes) and the memory-bound
+/// shapes (their bandwidth), when the device's peaks are known.
+fn render_roofline(b: &mut String, a: &Analysis) {
+    let peak_tflops = a
+        .op_shapes
+        .iter()
+        .filter_map(|r| Some(r.tflops * 100.0 / r.pct_of_peak.filter(|p| *p > 0.0)?))
+        .next()
+        .or_else(|| {
+            let per_device = a.summary.mfu.peak_flops? / a.device_count().max(1) as f64;
+            Some(per_device / 1e12)
+        })
+        .or_else(|| {
+            a.inputs.iter().flat_map(|i| &i.devices).find_map(|d| {
+                crate::classify::devices::peaks_of(crate::classify::devices::devices(), d)?.bf16
+            })
+        });
+    let hbm = a
+        .memory_shapes
+        .iter()
+        .find_map(|m| m.peak_gbps)
+        .or_else(|| {
+            a.inputs.iter().flat_map(|i| &i.devices).find_map(|d| {
+                crate::classify::devices::peaks_of(crate::classify::devices::devices(), d)?.hbm_gbps
+            })
+        });
+    let (Some(peak), Some(hbm)) = (peak_tflops, hbm) else {
+        return;
+    };
+    let mut points: Vec<charts::RoofPoint> = a
+        .op_shapes
+        .iter()
+        .filter(|r| r.tflops > 0.0)
+        .filter_map(|r| {
+            let gbps = r.gbps.filter(|g| *g > 0.0)?;
+            Some(charts::RoofPoint {
+                label: format!(
+                    "{} {}",
+                    r.op.trim_start_matches("aten::"),
+                    shorten_tail(&r.shapes, 24)
+                ),
+                intensity: r.tflops * 1e3 / gbps,
+                tflops: r.tflops,
+                ns: r.ns,
+                color: category_color(if crate::analysis::efficiency::is_composite(&r.op) {
+                    "attention"
+                } else {
+                    "gemm"
+                }),
+            })
+        })
+        .collect();
+    points.extend(
+        a.memory_shapes
+            .iter()
+            .filter(|m| m.gbps > 0.0)
+            .map(|m| charts::RoofPoint {
+                label: format!(
+                    "{} {}",
+                    m.op.trim_start_matches("aten::"),
+                    shorten_tail(&m.shapes, 24)
+                ),
+                intensity: MEMORY_BOUND_INTENSITY,
+                tflops: m.gbps * MEMORY_BOUND_INTENSITY / 1e3,
+                ns: m.ns,
+                color: category_color("elementwise"),
+            }),
+    );
+    if points.is_empty() {
+        return;
+    }
+    b.push_str(&chart(&charts::roofline(
+        &format!("Roofline: {peak:.0} TFLOP/s, {hbm:.0} GB/s (dot area: GPU time)"),
+        &points,
+        (peak, hbm),
+        1000,
+    )));
+    let _ = writeln!(
+        b,
+        "<p class=\"muted\">GEMM, attention and convolution shapes at their FLOPs per byte (operands and result once); memory-bound shapes, whose FLOPs are not counted, at {MEMORY_BOUND_INTENSITY} FLOP/byte, so that their height below the bandwidth roof is their share of the HBM peak.</p>"
+    );
+}
+
+/// The top five kernel candidates with their commands.
+fn render_candidates(b: &mut String, run: &Run) {
+    let Some(rows) = crate::report::sections::candidates(run, 5) else {
+        return;
+    };
+    let head: String = crate::report::sections::CANDIDATE_HEADER
+        .iter()
+        .chain(["commands"].iter())
+        .map(|h| format!("<th>{}</th>", esc(h)))
+        .collect();
+    let _ = writeln!(
+        b,
+        "<h2>Kernel candidates</h2><p>The kernels whose tuning could win back the most time, at 70% of the dense peak or 80% of HBM for memory-bound work (the feed lists up to 20).</p><table><thead><tr>{head}</tr></thead><tbody>"
+    );
+    for (cells, k) in rows {
+        let tds: String = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| match i {
+                1 | 2 => format!(
+                    "<td><code title=\"{}\">{}</code></td>",
+                    esc(c),
+                    esc(&shorten_tail(c, 70))
+                ),
+                0 | 3 | 4 => format!("<td class=\"n\">{}</td>", esc(c)),
+                _ => format!("<td>{}</td>", esc(c)),
+            })
+            .collect();
+        let cmds: String = k
+            .commands
+            .iter()
+            .map(|c| format!("<div><code>{}</code></div>", esc(&c.text)))
+            .collect();
+        let _ = writeln!(b, "<tr>{tds}<td>{cmds}</td></tr>");
+    }
+    let _ = writeln!(b, "</tbody></table>");
 }
 
 /// Iterations by phase (traces without ProfilerStep).

@@ -35,6 +35,9 @@ struct Feed<'a> {
     ranks: &'a [RankView],
     ops: &'a [OpRow],
     op_shapes: &'a [crate::analysis::attribution::ShapeRow],
+    /// Memory-bound ops per shape with their bandwidth (an addition; traces with shapes).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    memory_shapes: &'a [crate::analysis::attribution::MemoryShapeRow],
     modules: &'a [FrameRow],
     sources: &'a [FrameRow],
     /// Per analyzed step: its window and partition (an addition to FEED.md's fields).
@@ -54,6 +57,9 @@ struct Feed<'a> {
     /// Iterations by phase (FEED.md `phases[]`; traces without `ProfilerStep#N`).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     phases: &'a [crate::analysis::iterations::PhaseRow],
+    /// The kernels whose tuning could win back the most time (FEED.md `kernel_candidates[]`).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    kernel_candidates: &'a [crate::analysis::candidates::Candidate],
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
@@ -78,6 +84,7 @@ pub fn render(run: &Run) -> Vec<u8> {
         ranks: &run.ranks,
         ops: &a.ops,
         op_shapes: &a.op_shapes,
+        memory_shapes: &a.memory_shapes,
         modules: &a.modules,
         sources: &a.sources,
         step_breakdown: &a.step_breakdown,
@@ -88,6 +95,7 @@ pub fn render(run: &Run) -> Vec<u8> {
         memory: &a.memory,
         regions: &a.regions,
         phases: &a.phases,
+        kernel_candidates: &a.kernel_candidates,
     };
     let mut out =
         serde_json::to_vec_pretty(&feed).expect("the feed is plain data and always serializes");

@@ -49,6 +49,7 @@ pub fn render(run: &Run) -> String {
     render_top_ops(&mut out, a);
     render_op_shapes(&mut out, a);
     render_phases(&mut out, run);
+    render_candidates(&mut out, run);
     render_collectives(&mut out, run);
     render_counters(&mut out, a);
     let _ = writeln!(
@@ -251,12 +252,12 @@ fn render_top_ops(out: &mut String, a: &Analysis) {
         .iter()
         .any(|o| o.name != crate::analysis::attribution::NO_OP)
     {
-        let _ = writeln!(out, "\n<details><summary>Top ops</summary>\n\n| op | self | total | bucket | shapes | TFLOP/s | % of peak |\n|---|---:|---:|---|---|---:|---:|");
+        let _ = writeln!(out, "\n<details><summary>Top ops</summary>\n\n| op | self | total | bucket | shapes | TFLOP/s | % of peak | GB/s | % of HBM peak |\n|---|---:|---:|---|---|---:|---:|---:|---:|");
         let opt = super::opt_num;
         for o in a.ops.iter().take(10) {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 code(&o.name),
                 fmt_ns(o.self_ns),
                 fmt_ns(o.total_ns),
@@ -265,8 +266,13 @@ fn render_top_ops(out: &mut String, a: &Analysis) {
                     .as_deref()
                     .map_or("-".to_string(), |s| code(&shorten_tail(s, 50))),
                 opt(o.tflops, 1),
-                opt(o.pct_of_peak, 1)
+                opt(o.pct_of_peak, 1),
+                opt(o.gbps, 0),
+                opt(o.pct_of_hbm_peak, 1)
             );
+        }
+        if let Some(note) = crate::report::sections::triton_rate_note(a) {
+            let _ = writeln!(out, "\n{}", cell(&note));
         }
         let _ = writeln!(out, "\n</details>");
     }
@@ -292,6 +298,37 @@ fn render_op_shapes(out: &mut String, a: &Analysis) {
         }
         let _ = writeln!(out, "\n</details>");
     }
+}
+
+/// The top five kernel candidates with their commands, folded.
+fn render_candidates(out: &mut String, run: &Run) {
+    let Some(rows) = crate::report::sections::candidates(run, 5) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n<details><summary>Kernel candidates</summary>\n\nThe kernels whose tuning could win back the most time (at 70% of the dense peak, or 80% of HBM for memory-bound work).\n"
+    );
+    for ([rank, kernel, op, rate, time, win], k) in rows {
+        let _ = writeln!(
+            out,
+            "{rank}. {} under {}: {rate}, {time}; to win: {}",
+            code(&shorten_tail(&kernel, 60)),
+            code(&shorten_tail(&op, 80)),
+            cell(&win)
+        );
+        if let Some(src) = &k.source {
+            let _ = writeln!(out, "   - source: {}", code(src));
+        }
+        for c in &k.commands {
+            let kind = match c.kind {
+                crate::analysis::candidates::CommandKind::Profile => "profile",
+                crate::analysis::candidates::CommandKind::Tune => "tune",
+            };
+            let _ = writeln!(out, "   - {kind}: {}", code(&c.text));
+        }
+    }
+    let _ = writeln!(out, "\n</details>");
 }
 
 /// Iterations by phase (traces without ProfilerStep); open: it is what such a trace is about.

@@ -195,6 +195,86 @@ pub fn collectives(run: &Run, top: usize) -> Option<(Vec<[String; 11]>, &'static
     Some((rows, note))
 }
 
+/// Why Inductor's Triton kernels have no bandwidth, when some have none: `3 Triton kernels (4.5%
+/// of GPU time) have no bandwidth: …`; None when every one has its bytes.
+pub fn triton_rate_note(a: &crate::analysis::Analysis) -> Option<String> {
+    let without: Vec<&crate::analysis::attribution::OpRow> = a
+        .ops
+        .iter()
+        .filter(|o| {
+            crate::analysis::bytes_moved::is_inductor_memory_kernel(&o.name)
+                && o.self_ns > 0
+                && o.gbps.is_none()
+        })
+        .collect();
+    if without.is_empty() {
+        return None;
+    }
+    let ns: i64 = without.iter().map(|o| o.self_ns).sum();
+    Some(format!(
+        "{} Triton kernel(s) ({:.1}% of GPU time) have no bandwidth: Inductor writes each kernel's bytes (kernel_num_gb) into the trace only when the run sets TORCHINDUCTOR_BENCHMARK_KERNEL=1",
+        without.len(),
+        crate::analysis::pct(ns, a.summary.kernel_ns)
+    ))
+}
+
+pub const CANDIDATE_HEADER: [&str; 6] = [
+    "#",
+    "kernel",
+    "launching op and shapes",
+    "achieved / peak",
+    "time",
+    "to win",
+];
+
+/// The top `n` kernel candidates as cells of [`CANDIDATE_HEADER`], with their commands; None
+/// without candidates.
+pub fn candidates(
+    run: &Run,
+    n: usize,
+) -> Option<Vec<([String; 6], &crate::analysis::candidates::Candidate)>> {
+    let c = &run.analysis.kernel_candidates;
+    if c.is_empty() {
+        return None;
+    }
+    Some(
+        c.iter()
+            .take(n)
+            .map(|k| {
+                let rate = match (k.achieved, k.peak, k.unit) {
+                    (Some(a), Some(p), Some(u)) => {
+                        let u = match u {
+                            crate::analysis::candidates::Unit::Tflops => "TFLOP/s",
+                            crate::analysis::candidates::Unit::Gbps => "GB/s",
+                        };
+                        format!("{a:.1} / {p:.0} {u}")
+                    }
+                    _ => "-".to_string(),
+                };
+                let op = match (&k.shapes, &k.dtype) {
+                    (Some(s), Some(d)) => format!("{} {s} {d}", k.op),
+                    (Some(s), None) => format!("{} {s}", k.op),
+                    _ => k.op.clone(),
+                };
+                (
+                    [
+                        k.rank.to_string(),
+                        crate::report::table::display_name(&k.name),
+                        op,
+                        rate,
+                        fmt_ns(k.total_ns),
+                        k.headroom_ns.map_or_else(
+                            || k.no_rate_reason.clone().unwrap_or_else(|| "-".to_string()),
+                            fmt_ns,
+                        ),
+                    ],
+                    k,
+                )
+            })
+            .collect(),
+    )
+}
+
 pub const PHASE_HEADER: [&str; 8] = [
     "phase",
     "iterations",

@@ -249,6 +249,7 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
     }
     render_attribution(&mut out, a, opts);
     render_phases(&mut out, run, opts);
+    render_candidates(&mut out, run, opts);
     render_collectives(&mut out, run, opts);
     render_counters(&mut out, a, opts);
     render_findings(&mut out, run, opts);
@@ -276,7 +277,8 @@ fn render_attribution(out: &mut String, a: &Analysis, opts: &TableOptions) {
         let mut t = new_table(opts);
         t.set_header(
             [
-                "op", "self", "total", "launches", "bucket", "shapes", "TFLOP/s", "% peak",
+                "op", "self", "total", "launches", "bucket", "shapes", "TFLOP/s", "% peak", "GB/s",
+                "% HBM",
             ]
             .map(|h| header_cell(h, opts)),
         );
@@ -291,12 +293,17 @@ fn render_attribution(out: &mut String, a: &Analysis, opts: &TableOptions) {
                 Cell::new(shorten_tail(o.shapes.as_deref().unwrap_or("-"), 36)),
                 num(opt(o.tflops, 1)),
                 num(opt(o.pct_of_peak, 1)),
+                num(opt(o.gbps, 0)),
+                num(opt(o.pct_of_hbm_peak, 1)),
             ]);
         }
         let _ = writeln!(
             out,
             "Top ops by GPU time (self: kernels they launched themselves)\n{t}\n"
         );
+        if let Some(note) = crate::report::sections::triton_rate_note(a) {
+            let _ = writeln!(out, "{note}\n");
+        }
     }
     if !a.op_shapes.is_empty() {
         let mut t = new_table(opts);
@@ -341,6 +348,29 @@ fn render_attribution(out: &mut String, a: &Analysis, opts: &TableOptions) {
 
 /// Hardware-counter metrics per kernel (rocprof-compute workloads): bound label, achieved
 /// fractions of peak, intensity and theoretical occupancy.
+/// The top five kernel candidates (their commands are in the feed and the Markdown/HTML).
+fn render_candidates(out: &mut String, run: &Run, opts: &TableOptions) {
+    let Some(rows) = crate::report::sections::candidates(run, 5) else {
+        return;
+    };
+    let mut t = new_table(opts);
+    t.set_header(crate::report::sections::CANDIDATE_HEADER.map(|h| header_cell(h, opts)));
+    for ([rank, kernel, op, rate, time, win], _) in rows {
+        t.add_row(vec![
+            num(rank),
+            Cell::new(shorten_tail(&kernel, 40)),
+            Cell::new(shorten_tail(&op, 48)),
+            num(rate),
+            num(time),
+            Cell::new(shorten_tail(&win, 48)),
+        ]);
+    }
+    let _ = writeln!(
+        out,
+        "Kernel candidates (time to win at 70% of the dense peak or 80% of HBM; profile and tune commands in --json/--markdown)\n{t}\n"
+    );
+}
+
 /// Iterations by phase (traces without ProfilerStep).
 fn render_phases(out: &mut String, run: &Run, opts: &TableOptions) {
     let Some((rows, note)) = crate::report::sections::phases(run) else {

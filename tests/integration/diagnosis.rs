@@ -368,6 +368,7 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
         ("fp32_gemm", "its Tensile GEMMs have single-precision data type (Cijk_…_S…)"),
         ("gemm_backend", "Tensile GEMMs"),
         ("launch_bound", "14 tiny kernels in a 2-step trace dominated by dispatch"),
+        ("low_gemm_efficiency", "its [5,128]x[128,128] GEMMs reach ~0% of the peak, found from its gfx90a arch (the trace names the GPU 'AMD Radeon Graphics')"),
         ("memcpy_heavy", "host-device copies are a quarter of its small GPU time"),
         ("sync_stalls", "a blocking copy per step"),
         ("unrepresentative_profile", "the GPU idles 6.6 ms (71% of a 9.4 ms window) inside one AccumulateGrad of the warm-up step"),

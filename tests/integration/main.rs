@@ -6,6 +6,7 @@ mod advice;
 mod amd;
 mod bad_input;
 mod bad_input_matrix;
+mod bandwidth;
 mod browser;
 mod cli;
 mod collectives;

@@ -347,7 +347,19 @@ fn a_partial_reads_back_to_the_same_bytes() {
     let bytes = std::fs::read(p).unwrap();
     let partial = Partial::from_json(&bytes, "p").unwrap();
     assert_eq!(partial.rank, Some(0));
-    assert!(partial.to_json() == bytes);
+    let back = partial.to_json();
+    if back != bytes {
+        let i = back
+            .iter()
+            .zip(&bytes)
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "differs at {i}: {:?} vs {:?}",
+            String::from_utf8_lossy(&back[i.saturating_sub(200)..(i + 100).min(back.len())]),
+            String::from_utf8_lossy(&bytes[i.saturating_sub(200)..(i + 100).min(bytes.len())])
+        );
+    }
     assert!(partial.parts.calls.len() > 10, "its collectives travel");
 }
 
