@@ -697,8 +697,12 @@ pub fn memory_shape_rows(totals: &[MemoryShapeTotals]) -> Vec<MemoryShapeRow> {
             bytes_per_call: (t.bandwidth.bytes / t.calls as f64).round(),
             gbps: t.bandwidth.gbps().unwrap_or(0.0),
             pct_of_hbm_peak: t.bandwidth.pct_of_peak(),
-            peak_gbps: (t.bandwidth.peak_bytes > 0.0 && t.bandwidth.ns > 0)
-                .then(|| (t.bandwidth.peak_bytes / t.bandwidth.ns as f64 * 10.0).round() / 10.0),
+            peak_gbps: (t.bandwidth.peak_bytes > 0.0 && t.bandwidth.ns_at_known_peak > 0).then(
+                || {
+                    (t.bandwidth.peak_bytes / t.bandwidth.ns_at_known_peak as f64 * 10.0).round()
+                        / 10.0
+                },
+            ),
             kernel_file: t.kernel_file.clone(),
         })
         .collect();
@@ -750,6 +754,9 @@ pub struct Bandwidth {
     pub ns: i64,
     pub bytes_at_known_peak: f64,
     pub peak_bytes: f64,
+    /// The time of the calls whose device peak is known.
+    #[serde(default)]
+    pub ns_at_known_peak: i64,
 }
 
 impl Bandwidth {
@@ -758,6 +765,7 @@ impl Bandwidth {
         self.ns += o.ns;
         self.bytes_at_known_peak += o.bytes_at_known_peak;
         self.peak_bytes += o.peak_bytes;
+        self.ns_at_known_peak += o.ns_at_known_peak;
     }
     /// Achieved GB/s (bytes per ns), 0.1 GB/s precision.
     pub fn gbps(&self) -> Option<f64> {
@@ -789,6 +797,7 @@ impl Bandwidth {
             self.bytes_at_known_peak += bytes;
             // GB/s = bytes per ns.
             self.peak_bytes += ns as f64 * c.peak_gbps;
+            self.ns_at_known_peak += ns;
         }
     }
 }
@@ -837,20 +846,36 @@ fn gemm_call(
 ) -> Option<Call> {
     let host = &trace.host;
     let dims = host.input_dims(h);
-    let flops = (dims != NameId::NONE)
-        .then(|| efficiency::gemm_flops(trace.names.get(host.name[h]), trace.names.get(dims)))
-        .flatten()?;
+    let name = trace.names.get(host.name[h]);
+    // Inductor's Triton template (a GEMM it generated): its own FLOP and byte counts, when the
+    // run asked for them (`TORCHINDUCTOR_BENCHMARK_KERNEL=1`).
+    let template = name
+        .starts_with("triton_tem_")
+        .then(|| {
+            crate::model::inductor::InductorArgs::decode(trace.names.get(host.op_args(h).inductor))
+        })
+        .flatten()
+        .filter(|i| i.flop.is_some_and(|f| f > 0.0));
+    let flops = match &template {
+        Some(t) => t.flop?,
+        None => (dims != NameId::NONE)
+            .then(|| efficiency::gemm_flops(name, trace.names.get(dims)))
+            .flatten()?,
+    };
     let dtype = efficiency::compute_dtype(
         efficiency::dtype_of(trace.names.get(host.input_types(h)))?,
         peaks,
         fp32_kernel,
     );
+    let bytes = match &template {
+        Some(t) => t.bytes(),
+        None => efficiency::gemm_bytes(name, trace.names.get(dims), dtype),
+    };
     Some(Call {
         op: host.name[h],
         dims,
         flops,
-        bytes: efficiency::gemm_bytes(trace.names.get(host.name[h]), trace.names.get(dims), dtype)
-            .unwrap_or(f64::NAN),
+        bytes: bytes.unwrap_or(f64::NAN),
         peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
         dtype,
         model_flops: flops,

@@ -17,6 +17,7 @@
 //! | vLLM `_C::rms_norm` [out, x, w] | x, w | out |
 //! | vLLM `_C::fused_add_rms_norm` [x, residual, w] | 2 x, w | 2 x |
 //! | `_softmax_backward_data` [grad, out] | 2 n·s | n·s |
+//! | activation backwards (`silu_backward`, …) | the gradient and the input | n0·s0 |
 //! | reductions (`sum`, `mean`, `amax`, `argmax`, …) | n0·s0 | the result's elements (from `dim`, `keepdim`) × s0 (8 for `argmax`/`argmin`) |
 //! | `cumsum` | n0·s0 | n0·s0 |
 //! | `index_select` on dim 0 (`embedding` calls it) [table, dim, index] | index·8 + rows·row bytes | rows·row bytes |
@@ -110,11 +111,6 @@ const UNARY: &[&str] = &[
     "nan_to_num",
     "dropout",
     "native_dropout",
-    "gelu_backward",
-    "silu_backward",
-    "threshold_backward",
-    "sigmoid_backward",
-    "tanh_backward",
     "_softmax",
     "_log_softmax",
     "cumsum",
@@ -159,6 +155,12 @@ const BINARY: &[&str] = &[
     "ge",
     "isnan",
     "isinf",
+    // Activation backwards read the gradient and the input (or output).
+    "gelu_backward",
+    "silu_backward",
+    "threshold_backward",
+    "sigmoid_backward",
+    "tanh_backward",
 ];
 
 /// Comparisons write bools.
@@ -184,6 +186,9 @@ const REDUCTIONS: &[&str] = &[
     "linalg_vector_norm",
     "norm",
 ];
+
+/// Reductions whose `dim` is their third argument (the second is the norm's order).
+const DIM_THIRD: &[&str] = &["linalg_vector_norm", "norm"];
 
 /// The op's base name: `aten::mul_` → (`mul`, in place).
 fn base(op: &str) -> Option<(&str, bool)> {
@@ -223,11 +228,11 @@ fn tensor(dims: &[Vec<i64>], types: &[String], i: usize) -> Option<(f64, f64)> {
     Some((numel(d), f64::from(s)))
 }
 
-/// The elements of a reduction's result: `dim` (a list, or one index) and `keepdim` from the
-/// concrete inputs; no `dim` reduces everything.
-fn reduced_numel(shape: &[i64], concrete: &[String]) -> f64 {
+/// The elements of a reduction's result: `dim` (a list, or one index, at `dim_at` among the
+/// concrete inputs); no `dim` reduces everything.
+fn reduced_numel(shape: &[i64], concrete: &[String], dim_at: usize) -> f64 {
     let rank = shape.len() as i64;
-    let dims: Vec<i64> = match concrete.get(1).map(|s| s.trim()) {
+    let dims: Vec<i64> = match concrete.get(dim_at).map(|s| s.trim()) {
         Some(s) if s.starts_with('[') => s
             .trim_matches(|c| c == '[' || c == ']')
             .split(',')
@@ -359,6 +364,11 @@ pub fn op_bytes(op: &str, input_dims: &str, input_types: &str, concrete: &str) -
                     n * s
                 };
                 reads + writes
+            } else if matches!(name, "max" | "min") && t(1).is_some() {
+                // `max(a, b)` of two tensors: elementwise.
+                let (n0, s0) = t(0)?;
+                let (n1, s1) = t(1)?;
+                n0 * s0 + n1 * s1 + n0.max(n1) * s0.max(s1)
             } else if REDUCTIONS.contains(&name) && !in_place {
                 let (n, s) = t(0)?;
                 let out_s = if matches!(name, "argmax" | "argmin") {
@@ -366,7 +376,8 @@ pub fn op_bytes(op: &str, input_dims: &str, input_types: &str, concrete: &str) -
                 } else {
                     s
                 };
-                n * s + reduced_numel(&dims[0], &concrete) * out_s
+                let dim_at = if DIM_THIRD.contains(&name) { 2 } else { 1 };
+                n * s + reduced_numel(&dims[0], &concrete, dim_at) * out_s
             } else {
                 return None;
             }
@@ -537,6 +548,35 @@ mod tests {
                 r#"["","-1","False"]"#
             ),
             Some(8.0 * 32000.0 * 2.0 + 8.0 * 8.0)
+        );
+    }
+
+    #[test]
+    fn backward_and_overloads() {
+        // silu_backward reads the gradient and the input, writes the input's gradient.
+        assert_eq!(
+            b(
+                "aten::silu_backward",
+                "[[1024],[1024]]",
+                r#"["c10::BFloat16","c10::BFloat16"]"#,
+                "[]"
+            ),
+            Some(1024.0 * 2.0 * 3.0)
+        );
+        // A vector norm's second argument is its order: dim is the third.
+        assert_eq!(
+            b(
+                "aten::linalg_vector_norm",
+                "[[8,1024],[],[],[],[]]",
+                r#"["float","Scalar","ScalarList","Scalar",""]"#,
+                r#"["","2","[-1]","False",""]"#
+            ),
+            Some(8.0 * 1024.0 * 4.0 + 8.0 * 4.0)
+        );
+        // max of two tensors is elementwise.
+        assert_eq!(
+            b("aten::max", "[[1024],[1024]]", r#"["float","float"]"#, "[]"),
+            Some(1024.0 * 4.0 * 3.0)
         );
     }
 

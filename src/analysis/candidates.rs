@@ -68,6 +68,11 @@ pub fn totals(
             }
             None => (NameId::NONE, crate::model::OpArgs::NONE, frame),
         };
+        // A collective's per-call arguments (its sequence number) are not the kernel's shape.
+        let args = crate::model::OpArgs {
+            comm: NameId::NONE,
+            ..args
+        };
         let e = by.entry((acts.name[a], op, args, source)).or_default();
         e.0 += acts.dur_ns[a];
         e.1 += 1;
@@ -360,6 +365,8 @@ pub fn rows(totals: &[CandidateTotals], a: &Analysis, devices: &[DevicePeaks]) -
 fn no_rate_reason(c: &CandidateTotals, dims: &str) -> String {
     if super::bytes_moved::is_inductor_memory_kernel(&c.op) {
         "Inductor's Triton kernel without its byte count: compile with TORCHINDUCTOR_BENCHMARK_KERNEL=1 and the trace carries kernel_num_gb".to_string()
+    } else if c.op.starts_with("triton_tem_") {
+        "Inductor's template kernel (a GEMM) without its FLOP count: compile with TORCHINDUCTOR_BENCHMARK_KERNEL=1 and the trace carries kernel_flop".to_string()
     } else if c.op == super::attribution::NO_OP {
         "no launching op: its FLOPs and bytes are unknown".to_string()
     } else if dims.is_empty() {
@@ -506,6 +513,14 @@ fn commands(c: &Candidate, vendor: Vendor, compiled: bool) -> Vec<Command> {
                 "AITER_TUNE_GEMM=1 python3 your_script.py   # records {what} for aiter's GEMM tuner; point AITER_CONFIG_GEMM_BF16 at the tuned CSV"
             )));
         }
+    } else if c.op.starts_with("triton_tem_") {
+        out.push(tune(format!(
+            "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1 TORCHINDUCTOR_COORDINATE_DESCENT_TUNING=1 python3 your_script.py   # re-tunes the template {}{}",
+            c.op,
+            c.source
+                .as_deref()
+                .map_or(String::new(), |f| format!(" ({f})"))
+        )));
     } else if super::bytes_moved::is_inductor_memory_kernel(&c.op) {
         out.push(tune(format!(
             "TORCHINDUCTOR_COORDINATE_DESCENT_TUNING=1 TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE=1 python3 your_script.py   # re-tunes {}{}",

@@ -6,7 +6,7 @@
 
 use super::links::{is_compile_event, Links};
 use super::partition::Partition;
-use crate::model::{HostKind, Trace};
+use crate::model::{HostKind, NameId, Trace};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -161,6 +161,16 @@ pub fn parse_marker(name: &str) -> Option<(MarkerSource, Option<Phase>)> {
     Some((MarkerSource::Sglang, phase))
 }
 
+/// How the reports name an engine's marker family.
+fn family_pattern(source: MarkerSource) -> &'static str {
+    match source {
+        MarkerSource::Vllm => "execute_#_context_#(…)_generation_#(…)",
+        MarkerSource::VllmNative => "execute_context_#(…)_generation_#(…)",
+        MarkerSource::Sglang => "step[…]",
+        _ => "",
+    }
+}
+
 /// A name with each run of digits as `#`: the iterations of one marker differ only in counts.
 pub fn skeleton(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
@@ -237,12 +247,22 @@ pub fn find(
     let mut groups: Vec<BTreeMap<(u8, String), Group>> =
         (0..n_inputs).map(|_| BTreeMap::new()).collect();
     let names = &trace.names;
+    // Per name, once: an engine's marker, and the name's skeleton (host events repeat names).
+    let known: Vec<Option<(MarkerSource, Option<Phase>)>> = names.per_name(parse_marker);
+    let mut skeletons: BTreeMap<NameId, String> = BTreeMap::new();
     for h in 0..host.len() {
         let input = host.input[h] as usize;
         if !wanted[input] {
             continue;
         }
-        let name = names.get(host.name[h]);
+        let id = host.name[h];
+        let name = names.get(id);
+        let mut skeleton = || {
+            skeletons
+                .entry(id)
+                .or_insert_with(|| skeleton(name))
+                .clone()
+        };
         let key = match (host.kind[h], flag) {
             (HostKind::Annotation, Some(f)) if name == f || name.starts_with(f) => {
                 Some((0, f.to_string(), MarkerSource::Flag))
@@ -251,14 +271,16 @@ pub fn find(
                 Some((1, f.to_string(), MarkerSource::Flag))
             }
             (_, Some(_)) => None,
-            (HostKind::Annotation, None) => match parse_marker(name) {
+            // An engine's markers are one family, whatever their phase says (SGLang's
+            // `step[DECODE bs=#]` and `step[EXTEND bs=# toks=#]` mark the same loop).
+            (HostKind::Annotation, None) => match known[id.index()] {
                 Some((_, None)) => None,
-                Some((source, Some(_))) => Some((0, skeleton(name), source)),
+                Some((source, Some(_))) => Some((0, family_pattern(source).to_string(), source)),
                 None if is_framework_annotation(name) => None,
-                None => Some((1, skeleton(name), MarkerSource::Annotation)),
+                None => Some((1, skeleton(), MarkerSource::Annotation)),
             },
             (HostKind::Python, None) if ENGINE_FUNCTIONS.contains(&python_function(name)) => {
-                Some((2, skeleton(name), MarkerSource::Python))
+                Some((2, skeleton(), MarkerSource::Python))
             }
             _ => None,
         };
@@ -336,14 +358,19 @@ fn choose(
         }
     }
     // A generic marker nested in another qualifying one is a phase of it, not the iteration.
+    let spans: Vec<Spans> = qualified
+        .iter()
+        .map(|q| Spans::of(trace, &q.3.hosts))
+        .collect();
     let nested: Vec<bool> = qualified
         .iter()
         .enumerate()
         .map(|(i, (tier, _, _, g))| {
             *tier > 0
-                && qualified.iter().enumerate().any(|(j, (_, _, _, o))| {
-                    i != j && g.hosts.iter().all(|&h| inside_any(trace, h, &o.hosts))
-                })
+                && spans
+                    .iter()
+                    .enumerate()
+                    .any(|(j, o)| i != j && g.hosts.iter().all(|&h| o.contains(trace, h)))
         })
         .collect();
     let mut best: Option<(u8, f64, String, Group)> = None;
@@ -381,21 +408,46 @@ fn choose(
     })
 }
 
-/// Whether host event `h` lies inside one of `others` (same process), other than itself.
-fn inside_any(trace: &Trace, h: u32, others: &[u32]) -> bool {
-    let host = &trace.host;
-    let (t, end, pid) = (
-        host.ts_ns[h as usize],
-        host.end_ns(h as usize),
-        host.pid(h as usize),
-    );
-    others.iter().any(|&o| {
-        o != h
-            && host.pid(o as usize) == pid
-            && host.ts_ns[o as usize] <= t
-            && host.end_ns(o as usize) >= end
-            && host.dur_ns[o as usize] > host.dur_ns[h as usize]
-    })
+/// A group's occurrences per process, by start, with the latest end so far: whether a host
+/// event lies inside one of them is a binary search.
+struct Spans(BTreeMap<u64, (Vec<i64>, Vec<i64>)>);
+
+impl Spans {
+    fn of(trace: &Trace, hosts: &[u32]) -> Spans {
+        let host = &trace.host;
+        let mut by: BTreeMap<u64, Vec<(i64, i64)>> = BTreeMap::new();
+        for &h in hosts {
+            by.entry(host.pid(h as usize))
+                .or_default()
+                .push((host.ts_ns[h as usize], host.end_ns(h as usize)));
+        }
+        Spans(
+            by.into_iter()
+                .map(|(pid, mut v)| {
+                    v.sort_unstable();
+                    let mut latest = i64::MIN;
+                    let ends = v
+                        .iter()
+                        .map(|x| {
+                            latest = latest.max(x.1);
+                            latest
+                        })
+                        .collect();
+                    (pid, (v.into_iter().map(|x| x.0).collect(), ends))
+                })
+                .collect(),
+        )
+    }
+    /// Whether host event `h` lies inside one of the spans of its process (and is shorter).
+    fn contains(&self, trace: &Trace, h: u32) -> bool {
+        let host = &trace.host;
+        let (t, end) = (host.ts_ns[h as usize], host.end_ns(h as usize));
+        let Some((starts, ends)) = self.0.get(&host.pid(h as usize)) else {
+            return false;
+        };
+        let k = starts.partition_point(|&s| s <= t);
+        k > 0 && ends[k - 1] >= end && (ends[k - 1] > end || starts[0] < t)
+    }
 }
 
 /// Launch times, sorted, and the running sum of the launched activities' durations (one more).
@@ -556,7 +608,15 @@ pub fn phases(
         let (d, p) = if e.attention_decode + e.attention_prefill > 0 {
             (e.attention_decode, e.attention_prefill)
         } else {
-            (e.linear_decode, e.linear_prefill)
+            // Linear layers alone: a prefill's lm_head may run on the last token only
+            // (`logits_to_keep=1`), so a small minority of one kind does not make it mixed.
+            let (d, p) = (e.linear_decode, e.linear_prefill);
+            let minor = d.min(p) * 10 < d.max(p);
+            match (minor, d > p) {
+                (true, true) => (d, 0),
+                (true, false) => (0, p),
+                _ => (d, p),
+            }
         };
         match (d > 0, p > 0) {
             (true, true) => Phase::Mixed,

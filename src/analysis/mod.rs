@@ -855,8 +855,18 @@ fn inputs_with_warnings(
     trace: &Trace,
     overlaps: &BTreeMap<u32, (u64, i64)>,
     unfinished: &[(usize, Vec<u64>)],
+    (steps, marker): (&Steps, Option<&str>),
 ) -> Vec<InputMeta> {
     let mut inputs = trace.inputs.clone();
+    if let Some(m) = marker {
+        for (input, meta) in inputs.iter_mut().enumerate() {
+            if !steps.are_iterations(input) {
+                meta.warnings.push(format!(
+                    "--iteration-marker {m:?} matches no annotation or Python frame: no steps or iterations"
+                ));
+            }
+        }
+    }
     for (input, (count, worst)) in overlaps {
         inputs[*input as usize].warnings.push(format!(
             "{count} GPU activities start before the previous one on their stream ends (by up to {}): clock skew or a corrupt trace; busy time counts their union",
@@ -1008,7 +1018,12 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         &tables.buckets,
     );
     let analysis = Analysis {
-        inputs: inputs_with_warnings(trace, &overlaps, &unfinished),
+        inputs: inputs_with_warnings(
+            trace,
+            &overlaps,
+            &unfinished,
+            (&steps, opts.iteration_marker.as_deref()),
+        ),
         time_partition: partition::rows(&parts.total, parts.window_ns),
         summary,
         buckets: tables.buckets,
@@ -1129,6 +1144,8 @@ impl<'a> Context<'a> {
                 &frames.sources.of_activity,
                 &self.in_scope,
             );
+            // Different host args can spell one key (two launcher ops of one Triton file).
+            let totals = candidates::merge(&[&totals]);
             analysis.kernel_candidates = candidates::rows(&totals, &analysis, &self.rules.devices);
             analysis.parts.candidates = totals;
         }

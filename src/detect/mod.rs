@@ -284,7 +284,7 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::MemoryBoundGemm, "(hardware counters) GEMM, attention or conv kernels whose arithmetic intensity (FLOPs per HBM byte) is below the roofline's ridge point and which reach >= 30% of the attainable performance there."),
     (FindingId::LowGemmEfficiency, "(hardware counters) GEMM, attention or conv kernels below 30% of the roofline's attainable FLOP/s at their arithmetic intensity (latency bound)."),
     (FindingId::NoMatrixCores, "(hardware counters) GEMM, attention or conv kernels with FLOPs but under 1% of them on matrix cores (MFMA)."),
-    (FindingId::LowBandwidthEfficiency, "(record_shapes traces) memory-bound ops (elementwise, norm, softmax, reduction, copy and cast: bytes from Input Dims x dtype) holding >= 5% of GPU activity time that move data under 40% of the device's HBM peak (ops[].pct_of_hbm_peak). Time at stake: what they would save at 80% of the peak. Evidence: each op, its shapes, GB/s, share of the peak and of GPU time."),
+    (FindingId::LowBandwidthEfficiency, "(record_shapes traces) memory-bound op shapes (memory_shapes[]: elementwise, norm, softmax, reduction, copy and cast, bytes from Input Dims x dtype; Triton kernels from Inductor's kernel_num_gb) holding >= 5% of GPU activity time that move data under 40% of the device's HBM peak and take over 1.25x what they would at 80% of it; calls that would take under 5 us at 80% are latency-bound and not judged; without such a shape, the same per op over its shapes (evidence.kind ops). Time at stake: the time above 80% of the peak. Evidence: each op, its shapes, GB/s, share of the peak and of GPU time, Inductor's kernel_file."),
 ];
 
 type Detector = fn(&Context) -> Vec<Finding>;

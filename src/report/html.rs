@@ -586,14 +586,16 @@ pub const MEMORY_BOUND_INTENSITY: f64 = 0.25;
 /// The roofline of the GEMM/attention/conv shapes (their FLOPs and bytes) and the memory-bound
 /// shapes (their bandwidth), when the device's peaks are known.
 fn render_roofline(b: &mut String, a: &Analysis) {
+    // The dense peak of the dominant type (MFU's), else of the largest GEMM shape, else bf16.
     let peak_tflops = a
-        .op_shapes
-        .iter()
-        .filter_map(|r| Some(r.tflops * 100.0 / r.pct_of_peak.filter(|p| *p > 0.0)?))
-        .next()
+        .summary
+        .mfu
+        .peak_flops
+        .map(|p| p / a.device_count().max(1) as f64 / 1e12)
         .or_else(|| {
-            let per_device = a.summary.mfu.peak_flops? / a.device_count().max(1) as f64;
-            Some(per_device / 1e12)
+            a.op_shapes
+                .iter()
+                .find_map(|r| Some(r.tflops * 100.0 / r.pct_of_peak.filter(|p| *p > 0.0)?))
         })
         .or_else(|| {
             a.inputs.iter().flat_map(|i| &i.devices).find_map(|d| {

@@ -346,8 +346,6 @@ fn render_attribution(out: &mut String, a: &Analysis, opts: &TableOptions) {
     }
 }
 
-/// Hardware-counter metrics per kernel (rocprof-compute workloads): bound label, achieved
-/// fractions of peak, intensity and theoretical occupancy.
 /// The top five kernel candidates (their commands are in the feed and the Markdown/HTML).
 fn render_candidates(out: &mut String, run: &Run, opts: &TableOptions) {
     let Some(rows) = crate::report::sections::candidates(run, 5) else {
@@ -410,6 +408,8 @@ fn render_collectives(out: &mut String, run: &Run, opts: &TableOptions) {
     let _ = writeln!(out, "Collectives ({note})\n{t}\n");
 }
 
+/// Hardware-counter metrics per kernel (rocprof-compute workloads): bound label, achieved
+/// fractions of peak, intensity and theoretical occupancy.
 fn render_counters(out: &mut String, a: &Analysis, opts: &TableOptions) {
     if a.kernel_counters.is_empty() {
         return;

@@ -415,3 +415,46 @@ fn tunableop_lines_are_the_ones_pytorch_records() {
         .any(|c| c.text.contains("tune_gemm_in_file")
             && c.text.contains(with_line.tunableop.as_deref().unwrap())));
 }
+
+/// Inductor's Triton GEMM templates (max-autotune) carry kernel_flop: their TFLOP/s is that over
+/// their kernels' time, they count in MFU, and they become compute candidates.
+#[test]
+fn triton_templates_are_rated_from_inductors_flops() {
+    let p = fixture("kineto/h200/bandwidth/template_truth.json");
+    let t: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    let run = run_path(&fixture("kineto/h200/bandwidth/compiled_templates.json.gz"));
+    let a = &run.analysis;
+    let launchers = t["triton_launchers"].as_array().unwrap();
+    assert_eq!(launchers.len(), 2);
+    let mut flops = 0.0;
+    for l in launchers {
+        let name = l["name"].as_str().unwrap();
+        let op = a.ops.iter().find(|o| o.name == name).unwrap();
+        let want =
+            l["kernel_flop"].as_f64().unwrap() / (l["mean_kernel_us"].as_f64().unwrap() * 1e6);
+        let got = op.tflops.unwrap();
+        assert!(
+            (got / want - 1.0).abs() < 0.01,
+            "{name}: {got} vs {want} TFLOP/s"
+        );
+        assert!(op.pct_of_peak.is_some());
+        flops += l["kernel_flop"].as_f64().unwrap();
+        // A candidate while under 70% of the dense peak (the second runs at 72%: nothing to win).
+        let cand = a.kernel_candidates.iter().find(|k| k.name == name);
+        if op.pct_of_peak.unwrap() < 70.0 {
+            let cand = cand.expect("a candidate");
+            assert_eq!(
+                cand.unit,
+                Some(rocprof_classify::analysis::candidates::Unit::Tflops)
+            );
+            assert!(cand
+                .commands
+                .iter()
+                .any(|c| c.text.contains("TORCHINDUCTOR_MAX_AUTOTUNE_GEMM=1")));
+        } else {
+            assert!(cand.is_none(), "{name}");
+        }
+    }
+    // One forward per step: MFU's FLOPs are the two templates'.
+    assert_eq!(a.summary.mfu.model_flops_per_step, Some(flops));
+}

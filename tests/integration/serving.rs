@@ -298,3 +298,74 @@ fn traces_without_a_repeating_marker_have_no_iterations() {
     assert!(zoo.summary.iterations.is_none());
     let _ = rules();
 }
+
+/// A synthetic SGLang-style trace: one loop marked by `step[EXTEND …]` and `step[DECODE …]`
+/// ranges, each launching one kernel.
+fn sglang_like(dir: &Path) -> PathBuf {
+    let mut events = Vec::new();
+    for i in 0..6u64 {
+        let ts = 1_000.0 * i as f64;
+        let name = if i % 3 == 0 {
+            "step[EXTEND bs=2 toks=256]"
+        } else {
+            "step[DECODE bs=2]"
+        };
+        events.push(
+            serde_json::json!({"ph": "X", "cat": "user_annotation", "name": name,
+            "pid": 1, "tid": 1, "ts": ts, "dur": 500.0}),
+        );
+        events.push(
+            serde_json::json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+            "pid": 1, "tid": 1, "ts": ts + 10.0, "dur": 5.0, "args": {"correlation": i + 1}}),
+        );
+        events.push(
+            serde_json::json!({"ph": "X", "cat": "kernel", "name": "decode_kernel",
+            "pid": 0, "tid": 7, "ts": ts + 20.0, "dur": 100.0,
+            "args": {"correlation": i + 1, "device": 0, "stream": 7}}),
+        );
+    }
+    let path = dir.join("sglang_like.json");
+    let doc = serde_json::json!({"schemaVersion": 1, "traceEvents": events});
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn an_engines_markers_of_both_phases_are_one_loop() {
+    // Neither SGLang phase alone launches half the GPU work: the family does.
+    let tmp = tempfile::tempdir().unwrap();
+    let feed = feed_of(&sglang_like(tmp.path()), &[]);
+    assert_eq!(feed["summary"]["iterations"], 6);
+    assert_eq!(feed["summary"]["iteration_source"], "sglang");
+    let phases: Vec<(String, u64)> = feed["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["phase"].as_str().unwrap().to_string(),
+                p["iterations"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [("prefill".to_string(), 2), ("decode".to_string(), 4)]
+    );
+}
+
+#[test]
+fn a_marker_that_matches_nothing_says_so() {
+    let feed = feed_of(
+        &serving("serving_llama_flash.json.gz"),
+        &["--iteration-marker", "no_such_range"],
+    );
+    let warnings = feed["inputs"][0]["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("no_such_range")),
+        "{warnings:?}"
+    );
+    assert!(feed["step_breakdown"].as_array().unwrap().is_empty());
+}
