@@ -199,23 +199,10 @@ fn python_function(name: &str) -> &str {
     name.rsplit_once("): ").map_or(name, |(_, f)| f)
 }
 
-/// Annotations PyTorch, its process groups and the profiler write themselves: never markers.
+/// Annotations PyTorch, its process groups and the profiler write themselves: never markers
+/// (the same ones the region tree leaves out as not the user's).
 fn is_framework_annotation(name: &str) -> bool {
-    const PREFIXES: &[&str] = &[
-        "ProfilerStep#",
-        "Optimizer.",
-        "DistributedDataParallel.",
-        "FullyShardedDataParallel.",
-        "FSDP::",
-        "enumerate(DataLoader)",
-        "## Call CompiledFxGraph",
-        "nccl:",
-        "gloo:",
-        "mpi:",
-        "ucc:",
-        "xccl:",
-    ];
-    PREFIXES.iter().any(|p| name.starts_with(p))
+    super::regions::is_pytorch_phase(name) || super::regions::is_not_a_region(name)
 }
 
 /// A candidate marker: its key, and its occurrences as host indices.

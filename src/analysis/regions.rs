@@ -69,7 +69,7 @@ pub struct RegionRow {
 pub const PATH_SEPARATOR: &str = " / ";
 
 /// Annotations PyTorch writes itself: phases, not the user's.
-fn is_pytorch_phase(name: &str) -> bool {
+pub(super) fn is_pytorch_phase(name: &str) -> bool {
     const PREFIXES: &[&str] = &[
         "Optimizer.",
         "DistributedDataParallel.",
@@ -84,7 +84,7 @@ fn is_pytorch_phase(name: &str) -> bool {
 
 /// Annotations that are not regions: steps (the frame the tree sits in) and the process group's
 /// per-collective ranges (the collectives table reports those).
-fn is_not_a_region(name: &str) -> bool {
+pub(super) fn is_not_a_region(name: &str) -> bool {
     super::steps::step_number(name).is_some()
         || ["nccl:", "gloo:", "mpi:", "ucc:", "xccl:"]
             .iter()

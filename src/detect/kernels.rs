@@ -3,6 +3,9 @@
 //! weight, unclassified time.
 
 use super::{ms, pct, round2, Finding, FindingId, Severity};
+// The achievable bandwidth share and the latency-bound call time are the kernel candidates'
+// definitions, so the finding and the candidates agree.
+use crate::analysis::candidates::{ACHIEVABLE_BANDWIDTH_PCT, MIN_STREAM_NS};
 use crate::analysis::merge::KernelTotals;
 use crate::analysis::{Analysis, Context};
 use crate::classify::{Bucket, KernelTag};
@@ -521,12 +524,6 @@ mod tests {
 
 /// Below this share of the HBM peak a memory-bound op is worth fusing or tuning.
 const SLOW_BANDWIDTH_PCT: f64 = 40.0;
-/// What a tuned memory-bound kernel reaches: the savings are counted up to it.
-pub const ACHIEVABLE_BANDWIDTH_PCT: f64 = 80.0;
-/// A call that would take less than this at the achievable bandwidth is latency-bound (launch
-/// and ramp-up dominate a kernel moving a few megabytes or less): fusing it away, not tuning
-/// its bandwidth, is its fix, so it is not judged on bandwidth.
-pub const MIN_STREAM_NS: f64 = 5_000.0;
 
 /// One memory-bound op (or op and shape) as the finding names it.
 #[derive(Clone)]
