@@ -21,6 +21,10 @@ cd "$root/fixtures/kineto/h100"
 "$BIN" --color never compiled_graph_breaks.json.gz > "$OUT/compiled_graph_breaks.txt"
 "$BIN" diff --color never eager_sdpa_fused.json.gz compiled_clean.json.gz \
   --markdown "$OUT/diff_sdpa_to_compiled.md" --html "$OUT/diff_sdpa_to_compiled.html" > "$OUT/diff_sdpa_to_compiled.txt"
+# The same Llama eager, and with 22 matmuls planted per step: the verdict and the op that moved.
+cd "$root/fixtures/kineto/h200/diff"
+"$BIN" diff --color never base_a.json.gz planted.json.gz \
+  --markdown "$OUT/diff_planted_matmul.md" --html "$OUT/diff_planted_matmul.html" > "$OUT/diff_planted_matmul.txt"
 # Two ranks of DDP training, one slowed on its host: collectives, wait vs transfer, the straggler.
 cd "$root/fixtures/kineto/h100x2"
 "$BIN" --color never ddp_slow_rank > "$OUT/ddp_slow_rank.txt"
@@ -29,7 +33,7 @@ cd "$root/fixtures/kineto/h100x2"
 cd "$root/fixtures/kineto/zoo"
 "$BIN" --color never llama_decode_reduce_overhead.json.gz > "$OUT/llama_decode_reduce_overhead.txt"
 if [ -z "${NO_SCREENSHOTS:-}" ] && command -v chromium > /dev/null; then
-  for page in eager_manual_attn diff_sdpa_to_compiled; do
+  for page in eager_manual_attn diff_sdpa_to_compiled diff_planted_matmul; do
     profile="$(mktemp -d)"
     chromium --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update \
       --no-first-run --disable-sync --user-data-dir="$profile" --window-size=1280,2400 \

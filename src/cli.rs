@@ -291,7 +291,16 @@ pub enum Command {
         analysis: AnalysisArgs,
         #[command(flatten)]
         output: OutputArgs,
-        /// Exit 1 when the step time or a bucket's time per step grows by more than PCT percent.
+        /// The base's steps to compare (A..B as --steps; overrides --steps for the base).
+        #[arg(long, value_name = "A..B")]
+        base_steps: Option<StepRange>,
+        /// The new run's steps to compare (A..B; overrides --steps for the new run).
+        #[arg(long, value_name = "A..B")]
+        new_steps: Option<StepRange>,
+        /// Exit 1 when the step time is `slower` (Welch's t-test over the steps) by more than
+        /// PCT percent, unless the change is host time alone with the same launches per step
+        /// (host noise), which is reported, not gated. With fewer than 5 steps a side: when the
+        /// step time or a bucket's time per step grows by more than PCT percent.
         #[arg(long, value_name = "PCT")]
         fail_on_regression: Option<f64>,
     },
@@ -432,11 +441,13 @@ pub fn run(cli: Cli) -> Result<Status> {
             new,
             analysis,
             output,
+            base_steps,
+            new_steps,
             fail_on_regression,
         }) => run_diff(
-            &base,
-            &new,
+            (&base, &new),
             &analysis,
+            (base_steps, new_steps),
             &output,
             fail_on_regression,
             &cli.global,
@@ -461,6 +472,7 @@ fn config(args: &AnalysisArgs, global: &GlobalArgs, progress: Option<Progress>) 
             dispatch_threshold_ns: (c.dispatch_threshold_us * 1000.0).round() as i64,
             iteration_marker: c.iteration_marker.clone(),
             phase: c.phase.map(PhaseArg::phase),
+            op_series: false,
         },
         strict: c.strict,
         force_format: c.input_format.format(),
@@ -483,14 +495,24 @@ fn run_inputs(
     global: &GlobalArgs,
     keep_python_frames: bool,
 ) -> Result<Run> {
+    run_configured(paths, args, global, |c| Config {
+        keep_python_frames,
+        ..c
+    })
+}
+
+/// [`run_inputs`] with the configuration adjusted (a `diff` side's).
+fn run_configured(
+    paths: &[PathBuf],
+    args: &AnalysisArgs,
+    global: &GlobalArgs,
+    adjust: impl FnOnce(Config) -> Config,
+) -> Result<Run> {
     let bar = progress_bar(paths, global);
     let progress = bar
         .clone()
         .map(|bar| Progress(std::sync::Arc::new(move |n| bar.inc(n))));
-    let config = Config {
-        keep_python_frames,
-        ..config(args, global, progress)?
-    };
+    let config = adjust(config(args, global, progress)?);
     let result = crate::pipeline::run(paths, &config);
     if let Some(b) = &bar {
         b.finish_and_clear();
@@ -808,23 +830,22 @@ fn run_merge(
 }
 
 fn run_diff(
-    base: &PathBuf,
-    new: &PathBuf,
+    (base, new): (&PathBuf, &PathBuf),
     args: &AnalysisArgs,
+    (base_steps, new_steps): (Option<StepRange>, Option<StepRange>),
     output: &OutputArgs,
     fail: Option<f64>,
     global: &GlobalArgs,
 ) -> Result<Status> {
-    // Every kernel, so the kernel lists of the diff are complete.
-    let all = AnalysisArgs {
-        top: usize::MAX,
-        ..args.clone()
-    };
-    let mut b = run_inputs(std::slice::from_ref(base), &all, global, false)
-        .with_context(|| format!("analyzing the base {}", base.display()))?;
+    let mut b = run_configured(std::slice::from_ref(base), args, global, |c| {
+        crate::pipeline::diff_side(&c, base_steps)
+    })
+    .with_context(|| format!("analyzing the base {}", base.display()))?;
     b.drop_rows();
-    let mut n = run_inputs(std::slice::from_ref(new), &all, global, false)
-        .with_context(|| format!("analyzing {}", new.display()))?;
+    let mut n = run_configured(std::slice::from_ref(new), args, global, |c| {
+        crate::pipeline::diff_side(&c, new_steps)
+    })
+    .with_context(|| format!("analyzing {}", new.display()))?;
     n.drop_rows();
     let d = crate::analysis::diff::diff(&b.outcome(), &n.outcome(), args.top);
     let json = || report::diff::json(&d);
@@ -839,11 +860,14 @@ fn run_diff(
         write_stdout(report::diff::table(&d, &table_options(global)).as_bytes())?;
     }
     if let Some(pct) = fail {
-        let regressions = d.regressions(pct);
-        for r in &regressions {
+        let gate = d.gate(pct);
+        for r in &gate.notices {
+            eprintln!("--fail-on-regression {pct}: {r}");
+        }
+        for r in &gate.tripped {
             eprintln!("gate tripped: --fail-on-regression {pct}: {r}");
         }
-        if !regressions.is_empty() {
+        if !gate.tripped.is_empty() {
             return Ok(1);
         }
     }

@@ -273,16 +273,30 @@ class Diff(dict):  # type: ignore[type-arg]
         )
 
 
-def diff(base: PathLike, new: PathLike, **options: Any) -> Diff:
+def diff(
+    base: PathLike,
+    new: PathLike,
+    *,
+    base_steps: Optional[str] = None,
+    new_steps: Optional[str] = None,
+    **options: Any,
+) -> Diff:
     data, markdown, html = _native.diff(
-        os.fsdecode(base), os.fsdecode(new), _options(**options)
+        os.fsdecode(base),
+        os.fsdecode(new),
+        _options(**options),
+        base_steps,
+        new_steps,
     )
     return Diff(_json.loads(data), markdown, html)
 
 
-diff.__doc__ = f"""Compares two runs (files or directories, any format or vendor): step time,
-buckets, time partition, kernels, findings and the ladder, before and after. Returns the dict of
+diff.__doc__ = f"""Compares two runs (files or directories, any format or vendor): the step
+time's verdict (``faster``, ``slower``, ``within_noise`` or ``too_few_steps``, by Welch's t-test
+over the steps) and its cause, op rows matched by op and shape, buckets, time partition,
+kernels, findings and the ladder, before and after. Returns the dict of
 ``rocprof-classify diff BASE NEW --json -`` (with ``.markdown()`` and ``.html()``).
+``base_steps``/``new_steps`` (``"A..B"``) pick each side's steps (``--base-steps``/``--new-steps``).
 {_OPTIONS_DOC.replace("paths:", "base, new:", 1)}"""
 
 

@@ -88,6 +88,9 @@ def activities(
 def diff(
     base: PathLike,
     new: PathLike,
+    *,
+    base_steps: Optional[str] = None,
+    new_steps: Optional[str] = None,
     **options: Unpack[_Options],
 ) -> Diff: ...
 def partial(

@@ -65,6 +65,15 @@ struct Options {
     phase: Option<String>,
 }
 
+/// A step range argument (`"2..10"`), or None.
+fn step_range(s: Option<String>) -> PyResult<Option<StepRange>> {
+    s.map(|s| {
+        s.parse::<StepRange>()
+            .map_err(|e| PyValueError::new_err(format!("steps {s:?}: {e}")))
+    })
+    .transpose()
+}
+
 impl Options {
     fn config(&self) -> PyResult<Config> {
         let steps = match &self.steps {
@@ -114,6 +123,7 @@ impl Options {
                 dispatch_threshold_ns: (self.dispatch_threshold_us * 1000.0).round() as i64,
                 iteration_marker: self.iteration_marker.clone(),
                 phase,
+                op_series: false,
             },
             strict: self.strict,
             force_format,
@@ -355,24 +365,27 @@ fn merge(
 /// The before/after comparison of two runs as the JSON of `rocprof-classify diff --json -`,
 /// with its Markdown and HTML.
 #[pyfunction]
+#[pyo3(signature = (base, new, options, base_steps=None, new_steps=None))]
 fn diff<'py>(
     py: Python<'py>,
     base: PathBuf,
     new: PathBuf,
     options: Options,
+    base_steps: Option<String>,
+    new_steps: Option<String>,
 ) -> PyResult<(Bound<'py, PyBytes>, String, String)> {
-    // Every kernel, so the kernel lists of the diff are complete (as the CLI does).
-    let mut config = options.config()?;
+    let config = options.config()?;
     let top = config.analysis.top;
-    config.analysis.top = usize::MAX;
+    let (base_steps, new_steps) = (step_range(base_steps)?, step_range(new_steps)?);
     let rendered = without_gil(py, options.threads, |cancel| {
         let config = Config {
             cancel: Some(cancel),
             ..config
         };
-        let mut b = rocprof_classify::run(std::slice::from_ref(&base), &config)?;
+        let side = |steps| rocprof_classify::pipeline::diff_side(&config, steps);
+        let mut b = rocprof_classify::run(std::slice::from_ref(&base), &side(base_steps))?;
         b.drop_rows();
-        let mut n = rocprof_classify::run(std::slice::from_ref(&new), &config)?;
+        let mut n = rocprof_classify::run(std::slice::from_ref(&new), &side(new_steps))?;
         n.drop_rows();
         let d = rocprof_classify::analysis::diff::diff(&b.outcome(), &n.outcome(), top);
         Ok((

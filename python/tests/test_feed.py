@@ -159,3 +159,27 @@ def test_regions_and_mfu_reach_python() -> None:
     seconds = summary["step_ns"]["mean"] / 1e9
     expect = summary["model_flops_per_step"] / (seconds * summary["peak_flops"]) * 100
     assert abs(summary["mfu_pct"] - expect) < 1e-3
+
+
+def test_diff_step_windows_equal_the_cli() -> None:
+    base = "fixtures/kineto/h200/diff/base_a.json.gz"
+    new = "fixtures/kineto/h200/diff/planted.json.gz"
+    d = rc.diff(base, new, base_steps="3..15", new_steps="15..27")
+    expected = cli(
+        ["diff", base, new, "--base-steps", "3..15", "--new-steps", "15..27", "--json", "-", "--quiet"]
+    ).stdout
+    import json
+
+    assert canonical(dict(d)) == canonical(json.loads(expected))
+    diff = d["diff"]
+    assert diff["base"]["compared_step_numbers"] == [3, 14]
+    assert diff["new"]["compared_step_numbers"] == [15, 26]
+    # The planted matmuls: their op row is the largest change, and slower.
+    top = diff["ops"][0]
+    assert (top["op"], top["shapes"], top["verdict"]) == (
+        "aten::mm",
+        "[[4096,1024],[1024,1024]]",
+        "slower",
+    )
+    with pytest.raises(ValueError, match="steps"):
+        rc.diff(base, new, base_steps="x..y")

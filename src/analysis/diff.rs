@@ -17,6 +17,10 @@ pub struct Outcome<'a> {
     /// Kernels replayed from CUDA/HIP graphs (the `cudagraphs_in_use` evidence), 0 without.
     pub replayed_kernels: f64,
 }
+use super::op_match::{self, Match, Via};
+use super::op_steps::OpStepTotals;
+use super::partition::Category;
+use super::stats::{self, Judgement, Verdict};
 use crate::classify::Bucket;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -64,6 +68,15 @@ pub struct Side {
     pub vendor: &'static str,
     pub devices: Vec<String>,
     pub steps: usize,
+    /// Steps (or steady iterations) whose samples the verdicts use: the analyzed ones less a
+    /// warm-up step and excluded iterations.
+    pub compared_steps: usize,
+    /// The first and last of them.
+    pub compared_step_numbers: Option<[u64; 2]>,
+    /// Op calls (and kernels without an op) per compared step: the work the host launched.
+    /// Host noise leaves it alone; a code change that moves host time changes it. None without
+    /// op attribution.
+    pub launches_per_step: Option<f64>,
     pub compiled: bool,
     pub cudagraphs: bool,
     pub graph_replayed_kernels_per_step: f64,
@@ -77,11 +90,100 @@ pub struct LadderChange {
     pub new: &'static str,
 }
 
+/// Where a step-time change comes from (FEED.md `diff.cause`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// GPU work changed (the ops' kernels), host time did not.
+    GpuWork,
+    /// Host time changed (launch overhead, host idle) on unchanged GPU work.
+    HostTime,
+    Both,
+}
+
+impl Cause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::GpuWork => "gpu_work",
+            Cause::HostTime => "host_time",
+            Cause::Both => "both",
+        }
+    }
+}
+
+/// How the verdicts were reached (README "Comparing runs").
+#[derive(Clone, Debug, Serialize)]
+pub struct Statistics {
+    pub method: &'static str,
+    pub alpha: f64,
+    pub min_steps: usize,
+    /// A step or host-time change must exceed this share of the base step (a GPU-work change,
+    /// of the base GPU work)...
+    pub step_floor_pct: f64,
+    /// ...and an op row's this share of the row (and 0.1% of the step) to be called.
+    pub row_floor_pct: f64,
+    /// The smallest step change this pair of runs could have called (two-sided, at `alpha`).
+    pub detectable_pct: Option<f64>,
+    /// What limits the verdicts (too few steps, mixed phases).
+    pub notes: Vec<String>,
+}
+
+/// A part of the step (GPU work, host time, other idle) before and after, with its verdict.
+#[derive(Clone, Debug, Serialize)]
+pub struct Component {
+    pub name: &'static str,
+    pub base_ns_per_step: i64,
+    pub new_ns_per_step: i64,
+    pub delta_ns_per_step: i64,
+    pub verdict: Verdict,
+    pub confidence: Option<f64>,
+}
+
+/// One op (and shape) row matched across the runs (FEED.md `diff.ops[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct OpDelta {
+    #[serde(rename = "match")]
+    pub matched: Match,
+    /// Within `op_shape`: exact, by GEMM signature, or by Inductor's kernel name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
+    /// The base's op, shapes and element types (the new side's for `new`); the module, source
+    /// or bucket name of a fallback group.
+    pub op: String,
+    pub shapes: Option<String>,
+    pub dtype: Option<String>,
+    /// The new side's op and shapes where they differ (signature and Inductor matches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_op: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_shapes: Option<String>,
+    pub bucket: Bucket,
+    pub base_ns_per_step: i64,
+    pub new_ns_per_step: i64,
+    pub delta_ns_per_step: i64,
+    pub delta_pct: Option<f64>,
+    /// Op calls per step: more calls or slower calls.
+    pub base_calls_per_step: f64,
+    pub new_calls_per_step: f64,
+    pub verdict: Verdict,
+    pub confidence: Option<f64>,
+}
+
 /// The feed's `diff` block. Times are per step (per window when a side has no steps).
 #[derive(Clone, Debug, Serialize)]
 pub struct Diff {
     pub base: Side,
     pub new: Side,
+    /// The step time's verdict, its confidence (1 − p of Welch's t-test) and cause.
+    pub verdict: Verdict,
+    pub confidence: Option<f64>,
+    pub cause: Option<Cause>,
+    pub statistics: Statistics,
+    /// GPU work, host time and other idle per step.
+    pub components: Vec<Component>,
+    /// Op rows, largest change first (`--top` of them; `ops_total` in all).
+    pub ops: Vec<OpDelta>,
+    pub ops_total: usize,
     /// Mean step time (the window when there are no steps).
     pub step: Delta,
     pub gpu_busy: Delta,
@@ -111,6 +213,283 @@ fn step_time(a: &Analysis) -> f64 {
     }
 }
 
+/// A change of the step or its host time must exceed this share of the base step (GPU work:
+/// of the base GPU work).
+pub const STEP_FLOOR_PCT: f64 = 1.0;
+/// An op row's change must exceed this share of the row, and [`ROW_STEP_FLOOR_PCT`] of the step.
+pub const ROW_FLOOR_PCT: f64 = 2.0;
+pub const ROW_STEP_FLOOR_PCT: f64 = 0.1;
+
+/// One side's per-step samples: the compared step numbers and, per step, its time and what it
+/// is made of (per device: GPU busy, launch overhead + host idle, the other idle).
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    pub numbers: Vec<u64>,
+    pub step: Vec<f64>,
+    pub gpu: Vec<f64>,
+    pub host: Vec<f64>,
+    pub other: Vec<f64>,
+    /// The steady iterations compared span several phases.
+    pub mixed_phases: bool,
+}
+
+/// The samples of an analysis: its step rows less a warm-up step and excluded iterations. A
+/// step of several ranks takes the slowest rank's time and the ranks' mean parts.
+pub fn samples(a: &Analysis) -> Samples {
+    let mut by: BTreeMap<u64, Vec<&super::StepRow>> = BTreeMap::new();
+    for r in a.step_breakdown.iter().filter(|r| r.excluded.is_none()) {
+        by.entry(r.step).or_default().push(r);
+    }
+    let iterations = a.summary.iterations.is_some();
+    if a.warmup_in_window && !iterations {
+        if let Some(&first) = by.keys().next() {
+            by.remove(&first);
+        }
+    }
+    let phases: std::collections::BTreeSet<_> = by.values().flatten().map(|r| r.phase).collect();
+    let mut out = Samples {
+        mixed_phases: phases.len() > 1,
+        ..Default::default()
+    };
+    if by.is_empty() && a.summary.steps == 0 && a.summary.iterations.is_none() {
+        // No steps (rocprof's outputs): the window is one sample, as the op rows have it.
+        if a.summary.window_ns > 0 {
+            let part = |cats: &[Category]| -> f64 {
+                cats.iter().map(|&c| a.partition_ns(c)).sum::<i64>() as f64
+            };
+            let host = part(&[Category::LaunchOverhead, Category::HostIdle]);
+            let other = part(&[Category::IdleUnattributed, Category::GraphGaps]);
+            let window = a.summary.window_ns as f64;
+            out.numbers.push(super::op_steps::WINDOW);
+            out.step.push(window);
+            out.gpu.push(window - host - other);
+            out.host.push(host);
+            out.other.push(other);
+        }
+        return out;
+    }
+    for (number, rows) in by {
+        let dur = rows.iter().map(|r| r.dur_ns).max().unwrap_or(0) as f64;
+        let (mut gpu, mut host, mut other) = (0.0, 0.0, 0.0);
+        for r in &rows {
+            let total: i64 = r.time_partition.iter().map(|p| p.ns).sum();
+            // The partition adds up to the step times its devices: per device, it adds up to
+            // the step.
+            let scale = if total > 0 {
+                r.dur_ns as f64 / total as f64
+            } else {
+                0.0
+            };
+            for p in &r.time_partition {
+                let v = p.ns as f64 * scale;
+                match p.category {
+                    Category::LaunchOverhead | Category::HostIdle => host += v,
+                    Category::IdleUnattributed | Category::GraphGaps => other += v,
+                    _ => gpu += v,
+                }
+            }
+        }
+        let n = rows.len() as f64;
+        out.numbers.push(number);
+        out.step.push(dur);
+        out.gpu.push(gpu / n);
+        out.host.push(host / n);
+        out.other.push(other / n);
+    }
+    out
+}
+
+fn mean(x: &[f64]) -> f64 {
+    if x.is_empty() {
+        0.0
+    } else {
+        x.iter().sum::<f64>() / x.len() as f64
+    }
+}
+
+/// Where the step's change comes from: the parts the test could tell from the noise, else the
+/// larger change.
+fn cause_of(gpu: &Judgement, host: &Judgement) -> Option<Cause> {
+    let (dg, dh) = (
+        (gpu.new_mean - gpu.base_mean).abs(),
+        (host.new_mean - host.base_mean).abs(),
+    );
+    if dg + dh == 0.0 {
+        return None;
+    }
+    let gpu_share = dg / (dg + dh);
+    Some(match (gpu.verdict.changed(), host.verdict.changed()) {
+        (true, true) if gpu_share >= 0.9 => Cause::GpuWork,
+        (true, true) if gpu_share <= 0.1 => Cause::HostTime,
+        (true, true) => Cause::Both,
+        (true, false) => Cause::GpuWork,
+        (false, true) => Cause::HostTime,
+        (false, false) if gpu_share >= 0.5 => Cause::GpuWork,
+        (false, false) => Cause::HostTime,
+    })
+}
+
+fn component(name: &'static str, j: &Judgement) -> Component {
+    let (b, n) = (j.base_mean.round() as i64, j.new_mean.round() as i64);
+    Component {
+        name,
+        base_ns_per_step: b,
+        new_ns_per_step: n,
+        delta_ns_per_step: n - b,
+        verdict: j.verdict,
+        confidence: j.confidence,
+    }
+}
+
+/// The step verdict, its cause, the components and the statistics' notes.
+struct StepVerdict {
+    step: Judgement,
+    cause: Option<Cause>,
+    components: Vec<Component>,
+    statistics: Statistics,
+}
+
+fn step_verdict(b: &Samples, n: &Samples) -> StepVerdict {
+    let floor = STEP_FLOOR_PCT / 100.0 * mean(&b.step);
+    let step = stats::judge(&b.step, &n.step, floor);
+    // GPU work drifts relative to itself (clocks), not to the host-bound step around it.
+    let gpu = stats::judge(&b.gpu, &n.gpu, STEP_FLOOR_PCT / 100.0 * mean(&b.gpu));
+    let host = stats::judge(&b.host, &n.host, floor);
+    let other = stats::judge(&b.other, &n.other, floor);
+    // Everything that is not GPU work, for the cause.
+    let not_gpu =
+        |s: &Samples| -> Vec<f64> { s.host.iter().zip(&s.other).map(|(h, o)| h + o).collect() };
+    let idle = stats::judge(&not_gpu(b), &not_gpu(n), floor);
+    let mut notes = Vec::new();
+    if step.verdict == Verdict::TooFewSteps {
+        notes.push(format!(
+            "too few steps for a verdict: base {}, new {}; {} a side are needed",
+            b.step.len(),
+            n.step.len(),
+            stats::MIN_STEPS
+        ));
+    }
+    if b.mixed_phases || n.mixed_phases {
+        notes.push(
+            "the compared iterations span several phases (prefill and decode): pass --phase"
+                .to_string(),
+        );
+    }
+    let detectable_pct = step.test.filter(|_| mean(&b.step) > 0.0).map(|w| {
+        let pct = stats::critical_t(stats::ALPHA, w.df) * w.se / w.base_mean * 100.0;
+        (pct.max(STEP_FLOOR_PCT) * 100.0).round() / 100.0
+    });
+    StepVerdict {
+        cause: cause_of(&gpu, &idle),
+        components: vec![
+            component("gpu_work", &gpu),
+            component("host_time", &host),
+            component("other_idle", &other),
+        ],
+        statistics: Statistics {
+            method: "welch_t",
+            alpha: stats::ALPHA,
+            min_steps: stats::MIN_STEPS,
+            step_floor_pct: STEP_FLOOR_PCT,
+            row_floor_pct: ROW_FLOOR_PCT,
+            detectable_pct,
+            notes,
+        },
+        step,
+    }
+}
+
+/// A matched group's samples on one side: its members' GPU ns and calls in each compared step.
+fn group_series(rows: &[OpStepTotals], members: &[usize], numbers: &[u64]) -> (Vec<f64>, f64) {
+    let mut calls = 0u64;
+    let series = numbers
+        .iter()
+        .map(|n| {
+            members
+                .iter()
+                .filter_map(|&i| rows[i].per_step.get(n))
+                .map(|&(ns, c)| {
+                    calls += c;
+                    ns as f64
+                })
+                .sum()
+        })
+        .collect();
+    let per_step = calls as f64 / numbers.len().max(1) as f64;
+    (series, (per_step * 100.0).round() / 100.0)
+}
+
+/// Op calls (and kernels without an op) per compared step, or None without op rows.
+fn launches_per_step(rows: &[OpStepTotals], numbers: &[u64]) -> Option<f64> {
+    if rows.is_empty() || numbers.is_empty() {
+        return None;
+    }
+    let all: Vec<usize> = (0..rows.len()).collect();
+    Some(group_series(rows, &all, numbers).1)
+}
+
+/// Every matched row with its verdict, largest change first.
+fn op_deltas(base: &Analysis, new: &Analysis, b: &Samples, n: &Samples) -> Vec<OpDelta> {
+    let (rb, rn) = (&base.parts.op_steps, &new.parts.op_steps);
+    let step_base = mean(&b.step);
+    let mut out: Vec<OpDelta> = op_match::match_rows(rb, rn)
+        .into_iter()
+        .map(|g| {
+            let (sb, cb) = group_series(rb, &g.base, &b.numbers);
+            let (sn, cn) = group_series(rn, &g.new, &n.numbers);
+            let floor =
+                (ROW_FLOOR_PCT / 100.0 * mean(&sb)).max(ROW_STEP_FLOOR_PCT / 100.0 * step_base);
+            let j = stats::judge(&sb, &sn, floor);
+            let verdict = match g.kind {
+                Match::New => Verdict::Slower,
+                Match::Removed => Verdict::Faster,
+                _ => j.verdict,
+            };
+            let bucket = {
+                let mut by: BTreeMap<Bucket, i64> = BTreeMap::new();
+                for &i in &g.base {
+                    *by.entry(rb[i].bucket).or_default() += rb[i].ns();
+                }
+                for &i in &g.new {
+                    *by.entry(rn[i].bucket).or_default() += rn[i].ns();
+                }
+                by.into_iter()
+                    .max_by_key(|&(b, ns)| (ns, std::cmp::Reverse(b)))
+                    .map_or(Bucket::Other, |x| x.0)
+            };
+            let d = Delta::new("", j.base_mean, j.new_mean);
+            OpDelta {
+                matched: g.kind,
+                via: g.via,
+                op: g.op,
+                shapes: g.shapes,
+                dtype: g.dtype,
+                new_op: g.new_op,
+                new_shapes: g.new_shapes,
+                bucket,
+                base_ns_per_step: d.base_ns,
+                new_ns_per_step: d.new_ns,
+                delta_ns_per_step: d.delta_ns,
+                delta_pct: d.delta_pct,
+                base_calls_per_step: cb,
+                new_calls_per_step: cn,
+                verdict,
+                confidence: j.confidence,
+            }
+        })
+        .filter(|d| d.base_ns_per_step != 0 || d.new_ns_per_step != 0)
+        .collect();
+    out.sort_by(|x, y| {
+        y.delta_ns_per_step
+            .abs()
+            .cmp(&x.delta_ns_per_step.abs())
+            .then_with(|| x.op.cmp(&y.op))
+            .then_with(|| x.shapes.cmp(&y.shapes))
+            .then_with(|| x.matched.cmp(&y.matched))
+    });
+    out
+}
+
 fn side(o: &Outcome) -> Side {
     let (a, replayed) = (o.analysis, o.replayed_kernels);
     Side {
@@ -131,39 +510,24 @@ fn side(o: &Outcome) -> Side {
             .into_iter()
             .collect(),
         steps: a.summary.steps,
+        compared_steps: 0,
+        compared_step_numbers: None,
+        launches_per_step: None,
         compiled: a.compile.compiled,
         cudagraphs: a.compile.cudagraphs,
         graph_replayed_kernels_per_step: (replayed / steps_of(a) * 100.0).round() / 100.0,
     }
 }
 
-/// Compares two analyses; `top` bounds the kernel lists. The analyses should list all kernels
-/// (`top_kernels` unbounded) for the kernel lists to be complete.
-pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
-    let (base, new) = (base_run.analysis, new_run.analysis);
-    let (sb, sn) = (steps_of(base), steps_of(new));
-    let buckets = Bucket::ALL
-        .iter()
-        .map(|&b| {
-            Delta::new(
-                b.as_str(),
-                base.bucket(b).kernel_ns as f64 / sb,
-                new.bucket(b).kernel_ns as f64 / sn,
-            )
-        })
-        .collect();
-    let time_partition = base
-        .time_partition
-        .iter()
-        .map(|r| {
-            Delta::new(
-                r.category.as_str(),
-                r.ns as f64 / sb,
-                new.partition_ns(r.category) as f64 / sn,
-            )
-        })
-        .collect();
+/// Per step by `bucket/library`, and the kernels that appeared, vanished and changed most.
+struct KernelLists {
+    libraries: Vec<Delta>,
+    appeared: Vec<KernelDelta>,
+    vanished: Vec<KernelDelta>,
+    changed: Vec<KernelDelta>,
+}
 
+fn kernel_lists(base: &Analysis, new: &Analysis, (sb, sn): (f64, f64), top: usize) -> KernelLists {
     let per_kernel = |a: &Analysis, s: f64| -> BTreeMap<String, (f64, Bucket, String)> {
         a.top_kernels
             .iter()
@@ -245,6 +609,42 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
     by_size(&mut appeared);
     by_size(&mut vanished);
     by_size(&mut changed);
+    KernelLists {
+        libraries,
+        appeared,
+        vanished,
+        changed,
+    }
+}
+
+/// Compares two analyses; `top` bounds the kernel lists. The analyses should list all kernels
+/// (`top_kernels` unbounded) for the kernel lists to be complete.
+pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
+    let (base, new) = (base_run.analysis, new_run.analysis);
+    let (sb, sn) = (steps_of(base), steps_of(new));
+    let buckets = Bucket::ALL
+        .iter()
+        .map(|&b| {
+            Delta::new(
+                b.as_str(),
+                base.bucket(b).kernel_ns as f64 / sb,
+                new.bucket(b).kernel_ns as f64 / sn,
+            )
+        })
+        .collect();
+    let time_partition = base
+        .time_partition
+        .iter()
+        .map(|r| {
+            Delta::new(
+                r.category.as_str(),
+                r.ns as f64 / sb,
+                new.partition_ns(r.category) as f64 / sn,
+            )
+        })
+        .collect();
+
+    let kernels = kernel_lists(base, new, (sb, sn), top);
 
     let (fb, fnew) = (&base_run.finding_ids, &new_run.finding_ids);
     let ladder = base_run
@@ -261,10 +661,37 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
                 .map_or("unknown", |x| x.2),
         })
         .collect();
+    let (b_samples, n_samples) = (samples(base), samples(new));
+    let verdict = step_verdict(&b_samples, &n_samples);
+    let mut ops = op_deltas(base, new, &b_samples, &n_samples);
+    let ops_total = ops.len();
+    ops.truncate(top);
+    let with_samples = |o: &Outcome, s: &Samples| Side {
+        launches_per_step: launches_per_step(&o.analysis.parts.op_steps, &s.numbers),
+        compared_steps: s.numbers.len(),
+        compared_step_numbers: (!s.numbers.is_empty() && s.numbers[0] != super::op_steps::WINDOW)
+            .then(|| [s.numbers[0], s.numbers[s.numbers.len() - 1]]),
+        ..side(o)
+    };
+    // The compared steps' mean where there are some (iterations: the steady ones).
+    let step_of = |a: &Analysis, s: &Samples| {
+        if s.step.is_empty() {
+            step_time(a)
+        } else {
+            mean(&s.step)
+        }
+    };
     Diff {
-        base: side(base_run),
-        new: side(new_run),
-        step: Delta::new("step", step_time(base), step_time(new)),
+        base: with_samples(base_run, &b_samples),
+        new: with_samples(new_run, &n_samples),
+        verdict: verdict.step.verdict,
+        confidence: verdict.step.confidence,
+        cause: verdict.cause,
+        statistics: verdict.statistics,
+        components: verdict.components,
+        ops,
+        ops_total,
+        step: Delta::new("step", step_of(base, &b_samples), step_of(new, &n_samples)),
         gpu_busy: Delta::new(
             "gpu_busy",
             base.summary.gpu_busy_ns as f64 / sb,
@@ -272,10 +699,10 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
         ),
         buckets,
         time_partition,
-        libraries,
-        kernels_appeared: appeared,
-        kernels_vanished: vanished,
-        kernels_changed: changed,
+        libraries: kernels.libraries,
+        kernels_appeared: kernels.appeared,
+        kernels_vanished: kernels.vanished,
+        kernels_changed: kernels.changed,
         findings_resolved: fb.difference(fnew).cloned().collect(),
         findings_introduced: fnew.difference(fb).cloned().collect(),
         findings_remaining: fb.intersection(fnew).cloned().collect(),
@@ -284,7 +711,93 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
     }
 }
 
+/// What `--fail-on-regression` concluded: what tripped it, and what it chose not to gate on.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Gate {
+    pub tripped: Vec<String>,
+    pub notices: Vec<String>,
+}
+
 impl Diff {
+    /// `--fail-on-regression PCT`: trips when the step verdict is `slower` by more than `pct`
+    /// percent, unless the change is host time alone with the same launches per step (host
+    /// noise: the same code in two processes), which is reported, not gated. With too few steps for a verdict it falls
+    /// back to [`Diff::regressions`] and says so.
+    pub fn gate(&self, pct: f64) -> Gate {
+        let mut g = Gate::default();
+        let step_pct = self.step.delta_pct.unwrap_or(0.0);
+        let largest_slower = self
+            .ops
+            .iter()
+            .find(|o| o.verdict == Verdict::Slower && o.delta_ns_per_step > 0)
+            .map(|o| {
+                format!(
+                    "; largest slower op: {}{} {:+} ns per step",
+                    o.op,
+                    o.shapes
+                        .as_deref()
+                        .map_or(String::new(), |s| format!(" {s}")),
+                    o.delta_ns_per_step
+                )
+            })
+            .unwrap_or_default();
+        match self.verdict {
+            Verdict::TooFewSteps => {
+                g.notices.push(format!(
+                    "too few steps for a verdict (base {}, new {}; {} a side are needed): \
+                     gating on the bare percentage",
+                    self.base.compared_steps,
+                    self.new.compared_steps,
+                    stats::MIN_STEPS
+                ));
+                g.tripped = self.regressions(pct);
+            }
+            Verdict::Slower if step_pct > pct => {
+                let cause = self.cause.unwrap_or(Cause::GpuWork);
+                let what = format!(
+                    "step time {step_pct:+.1}% ({} → {} ns), slower at confidence {:.3}, from {}",
+                    self.step.base_ns,
+                    self.step.new_ns,
+                    self.confidence.unwrap_or(0.0),
+                    cause.as_str()
+                );
+                if cause == Cause::HostTime && self.same_launches() {
+                    g.notices.push(format!(
+                        "not gated: {what}: host time (launch overhead, host idle) with the same \
+                         launches per step and unchanged GPU work is host noise, not a \
+                         regression of the code"
+                    ));
+                } else {
+                    g.tripped.push(format!("{what}{largest_slower}"));
+                }
+            }
+            _ => {
+                if let Some(gpu) = self.components.iter().find(|c| {
+                    c.name == "gpu_work"
+                        && c.verdict == Verdict::Slower
+                        && c.delta_ns_per_step as f64 > pct / 100.0 * self.step.base_ns as f64
+                }) {
+                    g.notices.push(format!(
+                        "not gated: GPU work is slower by {} ns per step (more than {pct}% of \
+                         the step), but the step is {} in its host noise{largest_slower}",
+                        gpu.delta_ns_per_step,
+                        self.verdict.as_str()
+                    ));
+                }
+            }
+        }
+        g
+    }
+
+    /// Both runs launched the same work per step (op calls within 1%); unknown without op
+    /// rows, which counts as not the same.
+    pub fn same_launches(&self) -> bool {
+        match (self.base.launches_per_step, self.new.launches_per_step) {
+            (Some(b), Some(n)) if b > 0.0 => (n - b).abs() <= 0.01 * b,
+            _ => false,
+        }
+    }
+
     /// What grew by more than `pct` percent: the step time, or a bucket's time per step (buckets
     /// under 1% of the base step are too small to judge).
     pub fn regressions(&self, pct: f64) -> Vec<String> {

@@ -105,6 +105,9 @@ pub struct Parts {
     pub iteration_marker: Option<super::iterations::IterationMarker>,
     /// Every kernel by launching op, shape and source (kernel candidates).
     pub candidates: Vec<super::candidates::CandidateTotals>,
+    /// GPU time per step by op and shape (with `AnalysisOptions::op_series`: `diff`).
+    #[serde(default)]
+    pub op_steps: Vec<super::op_steps::OpStepTotals>,
 }
 
 /// The job's analysis from its ranks' (in merge order: by rank); `top` rows of `top_kernels`
@@ -222,6 +225,12 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
             .collect::<Vec<_>>(),
     );
     out.kernel_candidates = super::candidates::rows(&p.candidates, &out, devices);
+    p.op_steps = super::op_steps::merge(
+        &ranks
+            .iter()
+            .map(|a| a.parts.op_steps.clone())
+            .collect::<Vec<_>>(),
+    );
     out.parts = p;
     out
 }

@@ -17,8 +17,11 @@ pub mod links;
 pub mod memory;
 pub mod merge;
 pub mod mfu;
+pub mod op_match;
+pub mod op_steps;
 pub mod partition;
 pub mod regions;
+pub mod stats;
 pub mod steps;
 pub mod table;
 
@@ -53,6 +56,9 @@ pub struct AnalysisOptions {
     pub iteration_marker: Option<String>,
     /// Analyze only iterations of this phase (`--phase`).
     pub phase: Option<iterations::Phase>,
+    /// Keep each op and shape's GPU time per step (what `diff` compares; off otherwise, as
+    /// it grows with rows × steps).
+    pub op_series: bool,
 }
 
 impl Default for AnalysisOptions {
@@ -66,6 +72,7 @@ impl Default for AnalysisOptions {
             regions: true,
             iteration_marker: None,
             phase: None,
+            op_series: false,
         }
     }
 }
@@ -1148,6 +1155,19 @@ impl<'a> Context<'a> {
             let totals = candidates::merge(&[&totals]);
             analysis.kernel_candidates = candidates::rows(&totals, &analysis, &self.rules.devices);
             analysis.parts.candidates = totals;
+            if self.opts.op_series {
+                analysis.parts.op_steps = op_steps::totals(
+                    self.trace,
+                    &self.steps,
+                    &op_steps::Annotations {
+                        op_of: &self.op_of,
+                        modules: &frames.modules.of_activity,
+                        sources: &frames.sources.of_activity,
+                        buckets: &self.activity_buckets,
+                        in_scope: &self.in_scope,
+                    },
+                );
+            }
         }
         analysis.modules = frames.modules.rows;
         analysis.sources = frames.sources.rows;

@@ -19,7 +19,9 @@ use std::path::PathBuf;
 pub use rules::{Library, Rule, RuleDef};
 
 /// Where GPU activity time goes (the feed's `buckets[].bucket`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Bucket {
     Gemm,
@@ -28,6 +30,7 @@ pub enum Bucket {
     Elementwise,
     Communication,
     Memory,
+    #[default]
     Other,
 }
 

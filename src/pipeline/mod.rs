@@ -413,6 +413,19 @@ fn analyze_all(
     (merged.analysis, table, merged.findings, merged.ranks)
 }
 
+/// What one side of a `diff` is analyzed with: every kernel (so the kernel lists are complete),
+/// each op's GPU time per step (the op rows' samples), and the side's own steps
+/// (`--base-steps`/`--new-steps`) where given.
+pub fn diff_side(config: &Config, steps: Option<crate::analysis::steps::StepRange>) -> Config {
+    let mut c = config.clone();
+    c.analysis.top = usize::MAX;
+    c.analysis.op_series = true;
+    if steps.is_some() {
+        c.analysis.steps = steps;
+    }
+    c
+}
+
 /// What a rank is analyzed with for its partial: with the region tree, which the job's is
 /// merged from.
 pub fn partial_options(opts: &AnalysisOptions) -> AnalysisOptions {

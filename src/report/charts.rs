@@ -52,6 +52,63 @@ pub fn bars(title: &str, rows: &[Bar], unit: &str, width: u32) -> String {
     svg
 }
 
+/// One row of a before/after chart: the base's value (grey) over the new one's (`color`).
+pub struct PairedBar {
+    pub label: String,
+    pub base: f64,
+    pub new: f64,
+    pub color: RGBColor,
+}
+
+/// Horizontal bar pairs, base above new, on one scale; `unit` follows the value labels.
+pub fn paired_bars(title: &str, rows: &[PairedBar], unit: &str, width: u32) -> String {
+    let mut svg = String::new();
+    let row_h = 34i32;
+    let height = 40 + row_h as u32 * rows.len().max(1) as u32;
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let max = rows
+            .iter()
+            .map(|r| r.base.max(r.new))
+            .fold(0.0f64, f64::max)
+            .max(1e-9);
+        let label_w = 360i32;
+        let bar_w = width as i32 - label_w - 110;
+        let _ = root.draw(&Text::new(
+            title.to_string(),
+            (8, 8),
+            ("sans-serif", 15).into_font().color(&BLACK),
+        ));
+        for (i, r) in rows.iter().enumerate() {
+            let y = 34 + row_h * i as i32;
+            let _ = root.draw(&Text::new(
+                r.label.clone(),
+                (8, y + 9),
+                ("sans-serif", 12).into_font().color(&BLACK),
+            ));
+            for (k, (v, color)) in [(r.base, RGBColor(170, 170, 170)), (r.new, r.color)]
+                .into_iter()
+                .enumerate()
+            {
+                let top = y + 14 * k as i32;
+                let w = ((v / max) * bar_w as f64).round() as i32;
+                let _ = root.draw(&Rectangle::new(
+                    [(label_w, top), (label_w + w.max(1), top + 12)],
+                    color.filled(),
+                ));
+                let _ = root.draw(&Text::new(
+                    format!("{v:.1}{unit}"),
+                    (label_w + w.max(1) + 6, top + 1),
+                    ("sans-serif", 11).into_font().color(&BLACK),
+                ));
+            }
+        }
+        let _ = root.present();
+    }
+    svg
+}
+
 /// Colors of the buckets and partition categories (the same in every chart).
 pub fn category_color(category: &str) -> RGBColor {
     match category {

@@ -1,6 +1,8 @@
 //! Renderers for a before → after comparison: terminal table, Markdown, JSON.
 
-use crate::analysis::diff::{Delta, Diff, KernelDelta};
+use crate::analysis::diff::{Cause, Delta, Diff, KernelDelta, OpDelta};
+use crate::analysis::op_match::Match;
+use crate::analysis::stats::Verdict;
 use crate::report::markdown::{cell, code};
 use crate::report::table::{display_name, fmt_ns, shorten_tail, TableOptions};
 use comfy_table::{presets, Cell, CellAlignment, Table};
@@ -36,6 +38,98 @@ fn side_label(d: &Diff, base: bool) -> String {
         ));
     }
     format!("{} ({})", s.inputs.join(", "), what.join(", "))
+}
+
+/// `slower: step 11.1 ms → 12.3 ms (+10.7%), confidence 1.000 (Welch's t-test, 24 vs 24
+/// steps), from GPU work and host time`.
+pub fn verdict_line(d: &Diff) -> String {
+    let mut out = format!(
+        "{}: step {} → {} ({})",
+        d.verdict.as_str(),
+        fmt_ns(d.step.base_ns),
+        fmt_ns(d.step.new_ns),
+        pct(&d.step)
+    );
+    match d.confidence {
+        Some(c) => {
+            let _ = write!(
+                out,
+                ", confidence {c:.3} (Welch's t-test, {} vs {} steps)",
+                d.base.compared_steps, d.new.compared_steps
+            );
+        }
+        None => {
+            let _ = write!(
+                out,
+                " ({} vs {} steps; {} a side are needed for a verdict)",
+                d.base.compared_steps,
+                d.new.compared_steps,
+                crate::analysis::stats::MIN_STEPS
+            );
+        }
+    }
+    if let Some(c) = d.cause {
+        out.push_str(match c {
+            Cause::GpuWork => ", from GPU work",
+            Cause::HostTime if d.verdict == Verdict::WithinNoise => ", the change is host time",
+            Cause::HostTime if d.same_launches() => {
+                ", from host time with the same launches per step (host noise, not the code)"
+            }
+            Cause::HostTime => ", from host time",
+            Cause::Both => ", from GPU work and host time",
+        });
+    }
+    out
+}
+
+/// An op row's name: `aten::mm [[4096,1024],[1024,1024]] bf16`, with the new side's op where it
+/// differs; fallback groups say what they group.
+pub fn op_label(o: &OpDelta) -> String {
+    let mut out = match o.matched {
+        Match::Module => format!("module {}", o.op),
+        Match::Source => format!("source {}", o.op),
+        Match::Bucket => format!("{} (unmatched ops)", o.op),
+        _ => o.op.clone(),
+    };
+    for x in [&o.shapes, &o.dtype].into_iter().flatten() {
+        out.push(' ');
+        out.push_str(x);
+    }
+    if let Some(n) = &o.new_op {
+        let _ = write!(out, " → {n}");
+    }
+    out
+}
+
+/// `(+22 calls)` when the calls per step differ.
+fn calls_note(o: &OpDelta) -> String {
+    let d = o.new_calls_per_step - o.base_calls_per_step;
+    if d.abs() < 0.005 || matches!(o.matched, Match::Bucket | Match::Module | Match::Source) {
+        String::new()
+    } else {
+        format!(" ({d:+} calls)")
+    }
+}
+
+fn op_table(rows: &[OpDelta], width: usize) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED).force_no_tty();
+    t.set_header(["op", "match", "base", "new", "change", "verdict"]);
+    for o in rows {
+        t.add_row(vec![
+            Cell::new(format!(
+                "{}{}",
+                shorten_tail(&op_label(o), width.saturating_sub(75).max(40)),
+                calls_note(o)
+            )),
+            Cell::new(o.matched.as_str()),
+            Cell::new(fmt_ns(o.base_ns_per_step)).set_alignment(CellAlignment::Right),
+            Cell::new(fmt_ns(o.new_ns_per_step)).set_alignment(CellAlignment::Right),
+            Cell::new(signed(o.delta_ns_per_step)).set_alignment(CellAlignment::Right),
+            Cell::new(o.verdict.as_str()),
+        ]);
+    }
+    t
 }
 
 fn delta_rows(rows: &[&Delta]) -> Table {
@@ -78,15 +172,36 @@ pub fn table(d: &Diff, opts: &TableOptions) -> String {
         side_label(d, true),
         side_label(d, false)
     );
-    let _ = writeln!(
-        out,
-        "step time {} → {} ({}), per step: GPU busy {} → {}\n",
-        fmt_ns(d.step.base_ns),
-        fmt_ns(d.step.new_ns),
-        pct(&d.step),
-        fmt_ns(d.gpu_busy.base_ns),
-        fmt_ns(d.gpu_busy.new_ns)
-    );
+    let _ = writeln!(out, "{}", verdict_line(d));
+    let parts: Vec<String> = d
+        .components
+        .iter()
+        .filter(|c| c.base_ns_per_step != 0 || c.new_ns_per_step != 0)
+        .map(|c| {
+            format!(
+                "{} {} → {} ({})",
+                c.name,
+                fmt_ns(c.base_ns_per_step),
+                fmt_ns(c.new_ns_per_step),
+                c.verdict.as_str()
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "per step: {}", parts.join(", "));
+    for n in &d.statistics.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out.push('\n');
+    if !d.ops.is_empty() {
+        let rows: Vec<OpDelta> = d.ops.iter().take(12).cloned().collect();
+        let _ = writeln!(
+            out,
+            "Ops matched across the runs (GPU time per step; {} of {})\n{}\n",
+            rows.len(),
+            d.ops_total,
+            op_table(&rows, opts.width as usize)
+        );
+    }
     let rows: Vec<&Delta> = d
         .buckets
         .iter()
@@ -155,19 +270,55 @@ pub fn table(d: &Diff, opts: &TableOptions) -> String {
 
 pub fn markdown(d: &Diff) -> String {
     let mut out = String::new();
+    let line = verdict_line(d);
+    let (verdict, rest) = line.split_once(": ").unwrap_or((&line, ""));
     let _ = writeln!(
         out,
-        "## rocprof-classify diff\n\n- base: {}\n- new: {}\n",
+        "## rocprof-classify diff: {}\n\n**S{}**\n",
+        verdict.replace('_', " "),
+        rest.strip_prefix('s').unwrap_or(rest)
+    );
+    let top: Vec<&OpDelta> = d.ops.iter().take(3).collect();
+    if !top.is_empty() {
+        let _ = writeln!(out, "Largest op changes (GPU time per step):\n");
+        for o in top {
+            let _ = writeln!(
+                out,
+                "- {}: {} → {}{} · {} ({})",
+                code(&shorten_tail(&op_label(o), 110)),
+                fmt_ns(o.base_ns_per_step),
+                fmt_ns(o.new_ns_per_step),
+                calls_note(o),
+                o.verdict.as_str().replace('_', " "),
+                o.matched.as_str()
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "- base: {}\n- new: {}\n",
         cell(&side_label(d, true)),
         cell(&side_label(d, false))
     );
-    let _ = writeln!(
-        out,
-        "**Step time {} → {} ({})**\n",
-        fmt_ns(d.step.base_ns),
-        fmt_ns(d.step.new_ns),
-        pct(&d.step)
-    );
+    let parts: Vec<String> = d
+        .components
+        .iter()
+        .filter(|c| c.base_ns_per_step != 0 || c.new_ns_per_step != 0)
+        .map(|c| {
+            format!(
+                "{} {} → {} ({})",
+                c.name.replace('_', " "),
+                fmt_ns(c.base_ns_per_step),
+                fmt_ns(c.new_ns_per_step),
+                c.verdict.as_str().replace('_', " ")
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "Per step: {}\n", parts.join(" · "));
+    for n in &d.statistics.notes {
+        let _ = writeln!(out, "> {}\n", cell(n));
+    }
     let table = |out: &mut String, title: &str, rows: Vec<&Delta>| {
         let _ = writeln!(
             out,
@@ -220,6 +371,28 @@ pub fn markdown(d: &Diff) -> String {
         })
         .collect();
     let _ = writeln!(out, "**Ladder** {}\n", ladder.join(" · "));
+    if !d.ops.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details><summary>Ops ({} of {})</summary>\n\n| op | match | base | new | change | verdict |\n|---|---|---:|---:|---:|---|",
+            d.ops.len(),
+            d.ops_total
+        );
+        for o in &d.ops {
+            let _ = writeln!(
+                out,
+                "| {}{} | {} | {} | {} | {} | {} |",
+                code(&shorten_tail(&op_label(o), 90)),
+                cell(&calls_note(o)),
+                o.matched.as_str(),
+                fmt_ns(o.base_ns_per_step),
+                fmt_ns(o.new_ns_per_step),
+                signed(o.delta_ns_per_step),
+                o.verdict.as_str()
+            );
+        }
+        let _ = writeln!(out, "\n</details>\n");
+    }
     let _ = writeln!(out, "<details><summary>Kernels</summary>\n\n| change | kernel | bucket | per step |\n|---|---|---|---:|");
     for (label, list) in [
         ("appeared", &d.kernels_appeared),

@@ -814,6 +814,65 @@ fn delta_cell(d: &Delta) -> String {
     )
 }
 
+/// The op rows matched across the runs: paired bars of the largest changes, then the table.
+fn render_op_deltas(b: &mut String, d: &Diff) {
+    use crate::analysis::stats::Verdict;
+    if d.ops.is_empty() {
+        return;
+    }
+    let rows: Vec<charts::PairedBar> = d
+        .ops
+        .iter()
+        .take(12)
+        .map(|o| charts::PairedBar {
+            label: shorten_tail(&crate::report::diff::op_label(o), 58),
+            base: o.base_ns_per_step as f64 / 1e3,
+            new: o.new_ns_per_step as f64 / 1e3,
+            color: match o.verdict {
+                Verdict::Slower => plotters::style::RGBColor(214, 39, 40),
+                Verdict::Faster => plotters::style::RGBColor(44, 160, 44),
+                _ => plotters::style::RGBColor(31, 119, 180),
+            },
+        })
+        .collect();
+    b.push_str(&chart(&charts::paired_bars(
+        "Largest op changes: GPU time per step, base (grey) and new (red slower, green faster, blue within noise)",
+        &rows,
+        " µs",
+        1000,
+    )));
+    let _ = writeln!(
+        b,
+        "<h2>Ops matched across the runs ({} of {}, per step)</h2><table class=\"sortable\"><thead><tr><th>op</th><th>match</th><th>base</th><th>new</th><th>change</th><th>calls</th><th>verdict</th><th>confidence</th></tr></thead><tbody>",
+        d.ops.len(),
+        d.ops_total
+    );
+    for o in &d.ops {
+        let label = crate::report::diff::op_label(o);
+        let _ = writeln!(
+            b,
+            "<tr><td><code title=\"{}\">{}</code></td><td>{}</td>{}{}{}<td class=\"n\">{} → {}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            esc(&label),
+            esc(&shorten_tail(&label, 90)),
+            o.matched.as_str(),
+            num(o.base_ns_per_step),
+            num(o.new_ns_per_step),
+            delta_cell(&Delta {
+                name: String::new(),
+                base_ns: o.base_ns_per_step,
+                new_ns: o.new_ns_per_step,
+                delta_ns: o.delta_ns_per_step,
+                delta_pct: o.delta_pct,
+            }),
+            o.base_calls_per_step,
+            o.new_calls_per_step,
+            o.verdict.as_str(),
+            o.confidence.map_or("–".to_string(), |c| format!("{c:.3}"))
+        );
+    }
+    let _ = writeln!(b, "</tbody></table>");
+}
+
 fn delta_table(b: &mut String, title: &str, rows: &[Delta]) {
     let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>{title}</th><th>base</th><th>new</th><th>change</th></tr></thead><tbody>");
     for d in rows.iter().filter(|d| d.base_ns != 0 || d.new_ns != 0) {
@@ -851,16 +910,30 @@ pub fn render_diff(d: &Diff) -> String {
             if s.compiled { "compiled" } else { "eager" }
         );
     }
-    let pct = d
-        .step
-        .delta_pct
-        .map_or(String::new(), |p| format!(" ({p:+.1}%)"));
     let _ = writeln!(
         b,
-        "<p class=\"headline\">Step time {} → {}{pct}</p>",
-        fmt_ns(d.step.base_ns),
-        fmt_ns(d.step.new_ns)
+        "<p class=\"headline\">{}</p>",
+        esc(&crate::report::diff::verdict_line(d))
     );
+    let parts: Vec<String> = d
+        .components
+        .iter()
+        .filter(|c| c.base_ns_per_step != 0 || c.new_ns_per_step != 0)
+        .map(|c| {
+            format!(
+                "{} {} → {} ({})",
+                c.name.replace('_', " "),
+                fmt_ns(c.base_ns_per_step),
+                fmt_ns(c.new_ns_per_step),
+                c.verdict.as_str().replace('_', " ")
+            )
+        })
+        .collect();
+    let _ = writeln!(b, "<p>Per step: {}</p>", esc(&parts.join(" · ")));
+    for n in &d.statistics.notes {
+        let _ = writeln!(b, "<p class=\"note\">{}</p>", esc(n));
+    }
+    render_op_deltas(&mut b, d);
     let stacks: Vec<Stack> = [("base", true), ("new", false)]
         .iter()
         .map(|(label, base)| Stack {

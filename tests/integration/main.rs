@@ -13,6 +13,7 @@ mod collectives;
 mod compile_logs;
 mod corpus;
 mod diagnosis;
+mod diff;
 mod efficiency;
 mod exports;
 mod fuzz_regressions;
