@@ -303,6 +303,10 @@ pub enum Command {
         /// step time or a bucket's time per step grows by more than PCT percent.
         #[arg(long, value_name = "PCT")]
         fail_on_regression: Option<f64>,
+        /// Gate host-time regressions too: a slower step from launch overhead or host idle with
+        /// the same launches per step and unchanged GPU work (by default: host noise, reported).
+        #[arg(long, requires = "fail_on_regression")]
+        gate_host_time: bool,
     },
     /// One rank's partial result (JSON), to merge with the other ranks' later, on any machine:
     /// `rocprof-classify merge` of every rank's partial gives what analyzing the rank files
@@ -444,12 +448,13 @@ pub fn run(cli: Cli) -> Result<Status> {
             base_steps,
             new_steps,
             fail_on_regression,
+            gate_host_time,
         }) => run_diff(
             (&base, &new),
             &analysis,
             (base_steps, new_steps),
             &output,
-            fail_on_regression,
+            fail_on_regression.map(|pct| (pct, gate_host_time)),
             &cli.global,
         ),
         None => run_analyze(&cli),
@@ -834,7 +839,7 @@ fn run_diff(
     args: &AnalysisArgs,
     (base_steps, new_steps): (Option<StepRange>, Option<StepRange>),
     output: &OutputArgs,
-    fail: Option<f64>,
+    fail: Option<(f64, bool)>,
     global: &GlobalArgs,
 ) -> Result<Status> {
     let mut b = run_configured(std::slice::from_ref(base), args, global, |c| {
@@ -859,8 +864,8 @@ fn run_diff(
     if !stdout_used {
         write_stdout(report::diff::table(&d, &table_options(global)).as_bytes())?;
     }
-    if let Some(pct) = fail {
-        let gate = d.gate(pct);
+    if let Some((pct, gate_host_time)) = fail {
+        let gate = d.gate(pct, gate_host_time);
         for r in &gate.notices {
             eprintln!("--fail-on-regression {pct}: {r}");
         }

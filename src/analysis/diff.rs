@@ -309,16 +309,25 @@ fn mean(x: &[f64]) -> f64 {
 
 /// Where the step's change comes from: the parts the test could tell from the noise, else the
 /// larger change.
-fn cause_of(gpu: &Judgement, host: &Judgement) -> Option<Cause> {
-    let (dg, dh) = (
-        (gpu.new_mean - gpu.base_mean).abs(),
-        (host.new_mean - host.base_mean).abs(),
-    );
+fn cause_of(step: &Judgement, gpu: &Judgement, host: &Judgement) -> Option<Cause> {
+    // Only parts that moved the way the step did explain it (GPU work that got faster does not
+    // explain a slower step).
+    let sign = (step.new_mean - step.base_mean).signum();
+    let along = |j: &Judgement| ((j.new_mean - j.base_mean) * sign).max(0.0);
+    let (mut dg, mut dh) = (along(gpu), along(host));
+    if dg + dh == 0.0 {
+        // No step change (or none explained): the larger change.
+        (dg, dh) = (
+            (gpu.new_mean - gpu.base_mean).abs(),
+            (host.new_mean - host.base_mean).abs(),
+        );
+    }
     if dg + dh == 0.0 {
         return None;
     }
     let gpu_share = dg / (dg + dh);
-    Some(match (gpu.verdict.changed(), host.verdict.changed()) {
+    let moved = |j: &Judgement| j.verdict.changed() && along(j) > 0.0;
+    Some(match (moved(gpu), moved(host)) {
         (true, true) if gpu_share >= 0.9 => Cause::GpuWork,
         (true, true) if gpu_share <= 0.1 => Cause::HostTime,
         (true, true) => Cause::Both,
@@ -380,7 +389,7 @@ fn step_verdict(b: &Samples, n: &Samples) -> StepVerdict {
         (pct.max(STEP_FLOOR_PCT) * 100.0).round() / 100.0
     });
     StepVerdict {
-        cause: cause_of(&gpu, &idle),
+        cause: cause_of(&step, &gpu, &idle),
         components: vec![
             component("gpu_work", &gpu),
             component("host_time", &host),
@@ -432,7 +441,7 @@ fn launches_per_step(rows: &[OpStepTotals], numbers: &[u64]) -> Option<f64> {
 fn op_deltas(base: &Analysis, new: &Analysis, b: &Samples, n: &Samples) -> Vec<OpDelta> {
     let (rb, rn) = (&base.parts.op_steps, &new.parts.op_steps);
     let step_base = mean(&b.step);
-    let mut out: Vec<OpDelta> = op_match::match_rows(rb, rn)
+    let tested: Vec<_> = op_match::match_rows(rb, rn)
         .into_iter()
         .map(|g| {
             let (sb, cb) = group_series(rb, &g.base, &b.numbers);
@@ -440,6 +449,20 @@ fn op_deltas(base: &Analysis, new: &Analysis, b: &Samples, n: &Samples) -> Vec<O
             let floor =
                 (ROW_FLOOR_PCT / 100.0 * mean(&sb)).max(ROW_STEP_FLOOR_PCT / 100.0 * step_base);
             let j = stats::judge(&sb, &sn, floor);
+            (g, (cb, cn), floor, j)
+        })
+        .collect();
+    // The rows are tested together: their p-values are adjusted for it.
+    let p: Vec<f64> = tested
+        .iter()
+        .map(|t| t.3.test.map_or(1.0, |w| w.p))
+        .collect();
+    let q = stats::benjamini_hochberg(&p);
+    let mut out: Vec<OpDelta> = tested
+        .into_iter()
+        .zip(q)
+        .map(|((g, (cb, cn), floor, j), q)| {
+            let j = j.at_p(q, floor);
             let verdict = match g.kind {
                 Match::New => Verdict::Slower,
                 Match::Removed => Verdict::Faster,
@@ -662,8 +685,32 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
         })
         .collect();
     let (b_samples, n_samples) = (samples(base), samples(new));
-    let verdict = step_verdict(&b_samples, &n_samples);
-    let mut ops = op_deltas(base, new, &b_samples, &n_samples);
+    let mut verdict = step_verdict(&b_samples, &n_samples);
+    let window = |s: &Samples| s.numbers.first() == Some(&super::op_steps::WINDOW);
+    let mut ops = if b_samples.numbers.is_empty() || n_samples.numbers.is_empty() {
+        verdict
+            .statistics
+            .notes
+            .push("a side has no compared steps: no op rows".to_string());
+        Vec::new()
+    } else if window(&b_samples) != window(&n_samples) {
+        verdict.statistics.notes.push(
+            "one side has steps and the other none (its whole window is one sample): \
+             no op rows"
+                .to_string(),
+        );
+        Vec::new()
+    } else {
+        op_deltas(base, new, &b_samples, &n_samples)
+    };
+    if base.device_count() != new.device_count() {
+        verdict.statistics.notes.push(format!(
+            "the runs have {} and {} devices: op rows add the devices' time, the step and its \
+             parts are per device",
+            base.device_count(),
+            new.device_count()
+        ));
+    }
     let ops_total = ops.len();
     ops.truncate(top);
     let with_samples = |o: &Outcome, s: &Samples| Side {
@@ -720,10 +767,10 @@ pub struct Gate {
 
 impl Diff {
     /// `--fail-on-regression PCT`: trips when the step verdict is `slower` by more than `pct`
-    /// percent, unless the change is host time alone with the same launches per step (host
-    /// noise: the same code in two processes), which is reported, not gated. With too few steps for a verdict it falls
+    /// percent, unless the change is host noise ([`Diff::host_noise`]: the same code in two
+    /// processes), which is reported, not gated (`gate_host_time` gates it too). With too few steps for a verdict it falls
     /// back to [`Diff::regressions`] and says so.
-    pub fn gate(&self, pct: f64) -> Gate {
+    pub fn gate(&self, pct: f64, gate_host_time: bool) -> Gate {
         let mut g = Gate::default();
         let step_pct = self.step.delta_pct.unwrap_or(0.0);
         let largest_slower = self
@@ -761,11 +808,11 @@ impl Diff {
                     self.confidence.unwrap_or(0.0),
                     cause.as_str()
                 );
-                if cause == Cause::HostTime && self.same_launches() {
+                if cause == Cause::HostTime && self.host_noise() && !gate_host_time {
                     g.notices.push(format!(
                         "not gated: {what}: host time (launch overhead, host idle) with the same \
                          launches per step and unchanged GPU work is host noise, not a \
-                         regression of the code"
+                         regression of the code (--gate-host-time gates it)"
                     ));
                 } else {
                     g.tripped.push(format!("{what}{largest_slower}"));
@@ -787,6 +834,20 @@ impl Diff {
             }
         }
         g
+    }
+
+    /// A slower step that host noise explains: the host time (launch overhead, host idle)
+    /// grew, while the GPU work did not and both runs launched the same work per step.
+    pub fn host_noise(&self) -> bool {
+        let verdict = |name: &str| {
+            self.components
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| c.verdict)
+        };
+        self.same_launches()
+            && verdict("host_time") == Some(Verdict::Slower)
+            && verdict("gpu_work") != Some(Verdict::Slower)
     }
 
     /// Both runs launched the same work per step (op calls within 1%); unknown without op

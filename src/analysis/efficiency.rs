@@ -287,7 +287,7 @@ pub fn gemm_mkn(op: &str, shapes: &str) -> Option<Mkn> {
     let dims = dims_of(shapes)?;
     // (a, b) = the two matrix operands.
     let (a, b) = match op {
-        "aten::addmm" | "aten::baddbmm" => (dims.get(1)?, dims.get(2)?),
+        "aten::addmm" | "aten::baddbmm" | "aten::_addmm_activation" => (dims.get(1)?, dims.get(2)?),
         _ => (dims.first()?, dims.get(1)?),
     };
     let k = *a.last()?;

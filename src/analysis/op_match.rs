@@ -53,6 +53,8 @@ impl Match {
 pub enum Via {
     /// The same op, dims and types.
     Exact,
+    /// The same op, in traces recorded without shapes.
+    OpOnly,
     /// GEMMs of the same (batch, M, N, K, dtype) under different op forms.
     GemmSignature,
     /// Inductor's fused kernel names the eager ops, and they share a tensor size.
@@ -136,15 +138,31 @@ fn names_op(fused: &str, eager_op: &str) -> bool {
     !want.is_empty() && tokens.windows(want.len()).any(|w| w == want.as_slice())
 }
 
-/// Tensor element counts of an op's inputs.
+/// Tensor element counts of an op's inputs (a tensor list's tensors each).
 fn numels(dims: &str) -> BTreeSet<i64> {
-    dims_of(dims)
-        .unwrap_or_default()
-        .iter()
-        .filter(|d| !d.is_empty())
-        .map(|d| d.iter().fold(1i64, |p, &x| p.saturating_mul(x)))
-        .filter(|&n| n > 1)
-        .collect()
+    fn add(v: &serde_json::Value, out: &mut BTreeSet<i64>) {
+        let Some(items) = v.as_array() else { return };
+        if items.iter().all(serde_json::Value::is_i64) {
+            let n = items
+                .iter()
+                .filter_map(serde_json::Value::as_i64)
+                .fold(1i64, |p, x| p.saturating_mul(x));
+            if !items.is_empty() && n > 1 {
+                out.insert(n);
+            }
+        } else {
+            for item in items.iter().filter(|i| i.is_array()) {
+                add(item, out);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    if let Ok(serde_json::Value::Array(inputs)) = serde_json::from_str::<serde_json::Value>(dims) {
+        for input in &inputs {
+            add(input, &mut out);
+        }
+    }
+    out
 }
 
 /// Matches the rows of two runs (see the module's doc for the order).
@@ -163,7 +181,11 @@ pub fn match_rows(base: &[OpStepTotals], new: &[OpStepTotals]) -> Vec<Group> {
         mark(&mut used, &b, &n);
         groups.push(Group {
             kind: Match::OpShape,
-            via: Some(Via::Exact),
+            via: Some(if dims.is_empty() {
+                Via::OpOnly
+            } else {
+                Via::Exact
+            }),
             dtype: dtype_of(&types, &dims),
             shapes: (!dims.is_empty()).then(|| compact_dims(&dims)),
             op,
@@ -173,7 +195,30 @@ pub fn match_rows(base: &[OpStepTotals], new: &[OpStepTotals]) -> Vec<Group> {
             new: n,
         });
     }
-    // 1b. GEMM signatures.
+    // 1b. Inductor's kernels of two compiled runs: their numbers change with the graph, the ops
+    // their names keep and their shapes do not.
+    let keyed = by_key(&sides, &used, |r| {
+        fused_names(&r.op).map(|f| (f.to_string(), compact_dims(&r.dims), r.types.clone()))
+    });
+    for ((_, dims, types), [b, n]) in keyed {
+        if b.is_empty() || n.is_empty() {
+            continue;
+        }
+        mark(&mut used, &b, &n);
+        let (lb, ln) = (largest(base, &b), largest(new, &n));
+        groups.push(Group {
+            kind: Match::OpShape,
+            via: Some(Via::InductorName),
+            op: lb.op.clone(),
+            shapes: (!dims.is_empty()).then_some(dims),
+            dtype: dtype_of(&types, &lb.dims),
+            new_op: (lb.op != ln.op).then(|| ln.op.clone()),
+            new_shapes: None,
+            base: b,
+            new: n,
+        });
+    }
+    // 1c. GEMM signatures.
     let keyed = by_key(&sides, &used, |r| gemm_signature(&r.op, &r.dims, &r.types));
     for (_, [b, n]) in keyed {
         if b.is_empty() || n.is_empty() {
@@ -194,7 +239,7 @@ pub fn match_rows(base: &[OpStepTotals], new: &[OpStepTotals]) -> Vec<Group> {
             new: n,
         });
     }
-    // 1c. Inductor's fused kernels and the eager ops they name.
+    // 1d. Inductor's fused kernels and the eager ops they name.
     groups.extend(fused_groups(&sides, &mut used));
     // 2–4. Fallbacks.
     for kind in [Match::Module, Match::Source, Match::Bucket] {
@@ -346,11 +391,13 @@ fn fused_groups(sides: &[&[OpStepTotals]; 2], used: &mut [Vec<bool>; 2]) -> Vec<
             .filter(|&(x, &(sx, _))| {
                 sx != sy && fused[x].is_some_and(|f| names_op(f, &sides[sy][iy].op))
             })
+            // The eager op's largest tensor must be one of the kernel's: sizes such as a
+            // hidden dim are shared by nearly every tensor of a model.
+            .filter(|&(x, _)| sizes[y].last().is_some_and(|m| sizes[x].contains(m)))
             .map(|(x, &(sx, ix))| {
                 let shared = sizes[x].intersection(&sizes[y]).count();
                 (shared, sides[sx][ix].ns(), std::cmp::Reverse(x))
             })
-            .filter(|k| k.0 > 0)
             .max();
         if let Some((.., std::cmp::Reverse(x))) = best {
             let (rx, ry) = (root(&mut parent, x), root(&mut parent, y));
@@ -371,11 +418,11 @@ fn fused_groups(sides: &[&[OpStepTotals]; 2], used: &mut [Vec<bool>; 2]) -> Vec<
             .filter(|&(y, &(sy, iy))| {
                 sy != sx && linked[y] && fused[y].is_none() && names_op(f, &sides[sy][iy].op)
             })
+            .filter(|&(y, _)| sizes[y].last().is_some_and(|m| sizes[x].contains(m)))
             .map(|(y, &(sy, iy))| {
                 let shared = sizes[x].intersection(&sizes[y]).count();
                 (shared, sides[sy][iy].ns(), std::cmp::Reverse(y))
             })
-            .filter(|k| k.0 > 0)
             .max();
         if let Some((.., std::cmp::Reverse(y))) = best {
             let (rx, ry) = (root(&mut parent, x), root(&mut parent, y));
@@ -482,8 +529,27 @@ mod tests {
             gemm_signature("aten::bmm", "[[16,512,64],[16,64,512]]", BF16X2).as_deref(),
             Some("16x512x512x64 bf16")
         );
+        assert_eq!(
+            gemm_signature(
+                "aten::_addmm_activation",
+                "[[1024],[512,768],[768,1024],[],[],[]]",
+                BF16X2
+            )
+            .as_deref(),
+            Some("1x512x1024x768 bf16")
+        );
         assert_eq!(gemm_signature("aten::mm", "[[4,8],[4,8]]", BF16X2), None);
         assert_eq!(gemm_signature("aten::add", "[[4,8],[4,8]]", BF16X2), None);
+    }
+
+    #[test]
+    fn tensor_lists_count_each_tensor() {
+        let n = numels("[[[64,1,768],[64,196,768]],[],[8,2]]");
+        assert_eq!(
+            n.into_iter().collect::<Vec<_>>(),
+            vec![16, 64 * 768, 64 * 196 * 768]
+        );
+        assert!(numels("[[1],[]]").is_empty());
     }
 
     #[test]
@@ -495,6 +561,31 @@ mod tests {
         let f = fused_names("triton_red_fused_add_native_layer_norm_6").unwrap();
         assert!(names_op(f, "aten::native_layer_norm") && names_op(f, "aten::add_"));
         assert_eq!(fused_names("aten::mm"), None);
+    }
+
+    #[test]
+    fn two_compiled_runs_match_kernels_renumbered_by_inductor() {
+        let k = |op: &str| {
+            row(
+                op,
+                "[[8,512,4096],[4096,4096],[]]",
+                BF16X2,
+                Bucket::Elementwise,
+            )
+        };
+        let g = match_rows(
+            &[k("triton_poi_fused__unsafe_view_mul_silu_2")],
+            &[k("triton_poi_fused__unsafe_view_mul_silu_5")],
+        );
+        assert_eq!(g.len(), 1);
+        assert_eq!(
+            (g[0].kind, g[0].via),
+            (Match::OpShape, Some(Via::InductorName))
+        );
+        assert_eq!(
+            g[0].new_op.as_deref(),
+            Some("triton_poi_fused__unsafe_view_mul_silu_5")
+        );
     }
 
     #[test]

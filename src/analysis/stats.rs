@@ -187,6 +187,18 @@ fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
     h
 }
 
+fn decide(w: &Welch, floor: f64) -> Verdict {
+    if w.p < ALPHA && (w.new_mean - w.base_mean).abs() >= floor {
+        if w.new_mean > w.base_mean {
+            Verdict::Slower
+        } else {
+            Verdict::Faster
+        }
+    } else {
+        Verdict::WithinNoise
+    }
+}
+
 /// A verdict on one quantity, with the test behind it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Judgement {
@@ -219,22 +231,44 @@ pub fn judge(base: &[f64], new: &[f64], floor: f64) -> Judgement {
         };
     }
     let w = welch(base, new).expect("at least MIN_STEPS samples a side");
-    let verdict = if w.p < ALPHA && (w.new_mean - w.base_mean).abs() >= floor {
-        if w.new_mean > w.base_mean {
-            Verdict::Slower
-        } else {
-            Verdict::Faster
-        }
-    } else {
-        Verdict::WithinNoise
-    };
     Judgement {
-        verdict,
+        verdict: decide(&w, floor),
         confidence: Some(((1.0 - w.p) * 1e3).round() / 1e3),
         base_mean,
         new_mean,
         test: Some(w),
     }
+}
+
+impl Judgement {
+    /// The same test judged at another p (one adjusted for the other rows tested with it).
+    pub fn at_p(&self, p: f64, floor: f64) -> Judgement {
+        let Some(w) = self.test else {
+            return *self;
+        };
+        let w = Welch { p, ..w };
+        Judgement {
+            verdict: decide(&w, floor),
+            confidence: Some(((1.0 - p) * 1e3).round() / 1e3),
+            test: Some(w),
+            ..*self
+        }
+    }
+}
+
+/// Benjamini–Hochberg adjusted p-values (q-values) of tests run together: with hundreds of op
+/// rows, a 5% level would call some of them by chance; their false discovery rate stays at 5%.
+pub fn benjamini_hochberg(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]).then(a.cmp(&b)));
+    let mut q = vec![1.0; m];
+    let mut running = 1.0f64;
+    for (rank, &i) in order.iter().enumerate().rev() {
+        running = running.min(p[i] * m as f64 / (rank + 1) as f64);
+        q[i] = running.min(1.0);
+    }
+    q
 }
 
 #[cfg(test)]
@@ -262,6 +296,21 @@ mod tests {
         // Means 11 and 15, variances 2.5 and 2.5: se = 1, t = 4, df = 8.
         assert!((w.t - 4.0).abs() < 1e-9 && (w.df - 8.0).abs() < 1e-9);
         assert!((w.p - 0.003_949).abs() < 1e-5, "{}", w.p);
+    }
+
+    #[test]
+    fn benjamini_hochberg_matches_its_definition() {
+        // m = 4: q(i) = min over j >= i of p(j) * m / j, in p order.
+        let q = benjamini_hochberg(&[0.01, 0.04, 0.03, 0.5]);
+        let want = [0.04, 0.04 * 4.0 / 3.0, 0.04 * 4.0 / 3.0, 0.5];
+        for (got, want) in q.iter().zip(want) {
+            assert!((got - want).abs() < 1e-12, "{q:?}");
+        }
+        let base = [100.0, 101.0, 99.0, 100.0, 100.0, 101.0];
+        let slower: Vec<f64> = base.iter().map(|x| x + 10.0).collect();
+        let j = judge(&base, &slower, 1.0);
+        assert_eq!(j.at_p(0.2, 1.0).verdict, Verdict::WithinNoise);
+        assert_eq!(j.at_p(0.2, 1.0).confidence, Some(0.8));
     }
 
     #[test]

@@ -51,10 +51,23 @@ pub fn verdict_line(d: &Diff) -> String {
         pct(&d.step)
     );
     match d.confidence {
-        Some(c) => {
+        Some(c) if d.verdict.changed() => {
             let _ = write!(
                 out,
                 ", confidence {c:.3} (Welch's t-test, {} vs {} steps)",
+                d.base.compared_steps, d.new.compared_steps
+            );
+        }
+        Some(c) => {
+            let p = 1.0 - c;
+            let floor = if p < d.statistics.alpha {
+                format!("under the {}% floor, ", d.statistics.step_floor_pct)
+            } else {
+                String::new()
+            };
+            let _ = write!(
+                out,
+                " ({floor}p = {p:.3}, Welch's t-test, {} vs {} steps)",
                 d.base.compared_steps, d.new.compared_steps
             );
         }
@@ -72,7 +85,7 @@ pub fn verdict_line(d: &Diff) -> String {
         out.push_str(match c {
             Cause::GpuWork => ", from GPU work",
             Cause::HostTime if d.verdict == Verdict::WithinNoise => ", the change is host time",
-            Cause::HostTime if d.same_launches() => {
+            Cause::HostTime if d.host_noise() => {
                 ", from host time with the same launches per step (host noise, not the code)"
             }
             Cause::HostTime => ", from host time",
@@ -103,8 +116,8 @@ pub fn op_label(o: &OpDelta) -> String {
 
 /// `(+22 calls)` when the calls per step differ.
 fn calls_note(o: &OpDelta) -> String {
-    let d = o.new_calls_per_step - o.base_calls_per_step;
-    if d.abs() < 0.005 || matches!(o.matched, Match::Bucket | Match::Module | Match::Source) {
+    let d = ((o.new_calls_per_step - o.base_calls_per_step) * 100.0).round() / 100.0;
+    if d == 0.0 || matches!(o.matched, Match::Bucket | Match::Module | Match::Source) {
         String::new()
     } else {
         format!(" ({d:+} calls)")

@@ -94,6 +94,54 @@ fn the_same_code_run_twice_is_noise_and_host_time() {
 }
 
 #[test]
+fn host_noise_of_a_third_of_the_step_is_reported_not_gated() {
+    // timm ViT-B/16 eager twice (`make_noise_pairs.py`): one process ran its steps ~50% longer
+    // on the host, with the same kernels.
+    let (a, b) = (capture("vit_noise_a"), capture("vit_noise_b"));
+    let d = diff(&b, &a);
+    assert_eq!(d["verdict"], "slower");
+    assert!(
+        d["step"]["delta_pct"].as_f64().unwrap() > 20.0,
+        "{}",
+        d["step"]
+    );
+    assert_eq!(d["cause"], "host_time");
+    assert_eq!(component(&d, "gpu_work")["verdict"], "within_noise");
+    assert_eq!(
+        d["base"]["launches_per_step"],
+        d["new"]["launches_per_step"]
+    );
+    assert!(
+        ops(&d).iter().all(|o| o["verdict"] == "within_noise"),
+        "{:#}",
+        d["ops"]
+    );
+    bin()
+        .arg("diff")
+        .arg(&b)
+        .arg(&a)
+        .args(["--fail-on-regression", "5", "--json", "/dev/null"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("not gated").and(predicate::str::contains("host noise")));
+    // Asked for, host time is gated too.
+    bin()
+        .arg("diff")
+        .arg(&b)
+        .arg(&a)
+        .args([
+            "--fail-on-regression",
+            "5",
+            "--gate-host-time",
+            "--json",
+            "/dev/null",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("from host_time"));
+}
+
+#[test]
 fn a_planted_matmul_is_its_op_rows_slowdown() {
     let t = truth();
     let plant = &t["runs"]["planted"]["planted"];
