@@ -280,8 +280,10 @@ pub enum Command {
     },
     /// Print the JSON Schema of the feed.
     Schema,
-    /// Compare two runs (files or directories, any format or vendor): step time, buckets, time
-    /// partition, kernels, findings and the ladder, before → after.
+    /// Compare two runs (files or directories, any format or vendor): a verdict on the step time
+    /// (faster, slower, within_noise or too_few_steps, by Welch's t-test over the steps) with its
+    /// cause, ops matched by op and shape (--top of them), buckets, time partition, kernels,
+    /// findings and the ladder, before → after.
     Diff {
         /// The baseline trace.
         base: PathBuf,
