@@ -20,7 +20,7 @@ pub struct Outcome<'a> {
 use super::op_match::{self, Match, Via};
 use super::op_steps::OpStepTotals;
 use super::partition::Category;
-use super::stats::{self, Judgement, Verdict};
+use super::stats::{self, mean, Judgement, Verdict};
 use crate::classify::Bucket;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -297,14 +297,6 @@ pub fn samples(a: &Analysis) -> Samples {
         out.other.push(other / n);
     }
     out
-}
-
-fn mean(x: &[f64]) -> f64 {
-    if x.is_empty() {
-        0.0
-    } else {
-        x.iter().sum::<f64>() / x.len() as f64
-    }
 }
 
 /// Where the step's change comes from: the parts the test could tell from the noise, else the

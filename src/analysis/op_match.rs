@@ -373,33 +373,48 @@ fn fused_groups(sides: &[&[OpStepTotals]; 2], used: &mut [Vec<bool>; 2]) -> Vec<
         .iter()
         .map(|&(s, i)| numels(&sides[s][i].dims))
         .collect();
-    // Each eager row joins the one kernel that names it and shares the most tensor sizes with
-    // it (then the larger kernel): common ops (`add`, `mul`) would otherwise chain every
-    // kernel of a model into one group.
+    // Per node, the eager op names its Inductor kernel keeps (None: an eager row).
     let fused: Vec<Option<&str>> = nodes
         .iter()
         .map(|&(s, i)| fused_names(&sides[s][i].op))
         .collect();
+    // Of `candidates`, the best to link with node `to`: the eager op's largest tensor must be
+    // one of the kernel's (sizes such as a hidden dim are shared by nearly every tensor of a
+    // model); then the most shared sizes, then the larger candidate.
+    let best = |to: usize, candidates: Vec<usize>| -> Option<usize> {
+        candidates
+            .into_iter()
+            .filter(|&c| {
+                let (kernel, eager) = if fused[to].is_some() {
+                    (to, c)
+                } else {
+                    (c, to)
+                };
+                sizes[eager]
+                    .last()
+                    .is_some_and(|m| sizes[kernel].contains(m))
+            })
+            .map(|c| {
+                let shared = sizes[c].intersection(&sizes[to]).count();
+                let (s, i) = nodes[c];
+                (shared, sides[s][i].ns(), std::cmp::Reverse(c))
+            })
+            .max()
+            .map(|(.., std::cmp::Reverse(c))| c)
+    };
     let mut linked = vec![false; nodes.len()];
+    // Each eager row joins the one kernel that names it (common ops such as `add` and `mul`
+    // would otherwise chain every kernel of a model into one group).
     for (y, &(sy, iy)) in nodes.iter().enumerate() {
         if fused[y].is_some() {
             continue;
         }
-        let best = nodes
-            .iter()
-            .enumerate()
-            .filter(|&(x, &(sx, _))| {
-                sx != sy && fused[x].is_some_and(|f| names_op(f, &sides[sy][iy].op))
+        let kernels = (0..nodes.len())
+            .filter(|&x| {
+                nodes[x].0 != sy && fused[x].is_some_and(|f| names_op(f, &sides[sy][iy].op))
             })
-            // The eager op's largest tensor must be one of the kernel's: sizes such as a
-            // hidden dim are shared by nearly every tensor of a model.
-            .filter(|&(x, _)| sizes[y].last().is_some_and(|m| sizes[x].contains(m)))
-            .map(|(x, &(sx, ix))| {
-                let shared = sizes[x].intersection(&sizes[y]).count();
-                (shared, sides[sx][ix].ns(), std::cmp::Reverse(x))
-            })
-            .max();
-        if let Some((.., std::cmp::Reverse(x))) = best {
+            .collect();
+        if let Some(x) = best(y, kernels) {
             let (rx, ry) = (root(&mut parent, x), root(&mut parent, y));
             parent[rx.max(ry)] = rx.min(ry);
             linked[x] = true;
@@ -412,19 +427,13 @@ fn fused_groups(sides: &[&[OpStepTotals]; 2], used: &mut [Vec<bool>; 2]) -> Vec<
         let Some(f) = fused[x].filter(|_| !linked[x]) else {
             continue;
         };
-        let best = nodes
-            .iter()
-            .enumerate()
-            .filter(|&(y, &(sy, iy))| {
+        let eager = (0..nodes.len())
+            .filter(|&y| {
+                let (sy, iy) = nodes[y];
                 sy != sx && linked[y] && fused[y].is_none() && names_op(f, &sides[sy][iy].op)
             })
-            .filter(|&(y, _)| sizes[y].last().is_some_and(|m| sizes[x].contains(m)))
-            .map(|(y, &(sy, iy))| {
-                let shared = sizes[x].intersection(&sizes[y]).count();
-                (shared, sides[sy][iy].ns(), std::cmp::Reverse(y))
-            })
-            .max();
-        if let Some((.., std::cmp::Reverse(y))) = best {
+            .collect();
+        if let Some(y) = best(x, eager) {
             let (rx, ry) = (root(&mut parent, x), root(&mut parent, y));
             parent[rx.max(ry)] = rx.min(ry);
             linked[x] = true;

@@ -52,6 +52,15 @@ pub struct Welch {
     pub p: f64,
 }
 
+/// The mean of a sample (0 for an empty one).
+pub fn mean(x: &[f64]) -> f64 {
+    if x.is_empty() {
+        0.0
+    } else {
+        x.iter().sum::<f64>() / x.len() as f64
+    }
+}
+
 fn mean_var(x: &[f64]) -> (f64, f64) {
     let n = x.len() as f64;
     let mean = x.iter().sum::<f64>() / n;
@@ -213,13 +222,6 @@ pub struct Judgement {
 /// `faster`/`slower` when Welch's p < [`ALPHA`] and the means differ by at least `floor`;
 /// `within_noise` otherwise; `too_few_steps` under [`MIN_STEPS`] a side.
 pub fn judge(base: &[f64], new: &[f64], floor: f64) -> Judgement {
-    let mean = |x: &[f64]| {
-        if x.is_empty() {
-            0.0
-        } else {
-            x.iter().sum::<f64>() / x.len() as f64
-        }
-    };
     let (base_mean, new_mean) = (mean(base), mean(new));
     if base.len() < MIN_STEPS || new.len() < MIN_STEPS {
         return Judgement {

@@ -95,6 +95,32 @@ pub fn verdict_line(d: &Diff) -> String {
     out
 }
 
+/// The step's parts before and after with their verdicts (`gpu_work 4.1 ms → 4.4 ms (slower)`),
+/// as identifiers or, with `words`, as words.
+pub fn components_text(d: &Diff, words: bool, sep: &str) -> String {
+    let word = |s: &str| {
+        if words {
+            s.replace('_', " ")
+        } else {
+            s.to_string()
+        }
+    };
+    d.components
+        .iter()
+        .filter(|c| c.base_ns_per_step != 0 || c.new_ns_per_step != 0)
+        .map(|c| {
+            format!(
+                "{} {} → {} ({})",
+                word(c.name),
+                fmt_ns(c.base_ns_per_step),
+                fmt_ns(c.new_ns_per_step),
+                word(c.verdict.as_str())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
 /// An op row's name: `aten::mm [[4096,1024],[1024,1024]] bf16`, with the new side's op where it
 /// differs; fallback groups say what they group.
 pub fn op_label(o: &OpDelta) -> String {
@@ -186,21 +212,7 @@ pub fn table(d: &Diff, opts: &TableOptions) -> String {
         side_label(d, false)
     );
     let _ = writeln!(out, "{}", verdict_line(d));
-    let parts: Vec<String> = d
-        .components
-        .iter()
-        .filter(|c| c.base_ns_per_step != 0 || c.new_ns_per_step != 0)
-        .map(|c| {
-            format!(
-                "{} {} → {} ({})",
-                c.name,
-                fmt_ns(c.base_ns_per_step),
-                fmt_ns(c.new_ns_per_step),
-                c.verdict.as_str()
-            )
-        })
-        .collect();
-    let _ = writeln!(out, "per step: {}", parts.join(", "));
+    let _ = writeln!(out, "per step: {}", components_text(d, false, ", "));
     for n in &d.statistics.notes {
         let _ = writeln!(out, "note: {n}");
     }
@@ -314,21 +326,7 @@ pub fn markdown(d: &Diff) -> String {
         cell(&side_label(d, true)),
         cell(&side_label(d, false))
     );
-    let parts: Vec<String> = d
-        .components
-        .iter()
-        .filter(|c| c.base_ns_per_step != 0 || c.new_ns_per_step != 0)
-        .map(|c| {
-            format!(
-                "{} {} → {} ({})",
-                c.name.replace('_', " "),
-                fmt_ns(c.base_ns_per_step),
-                fmt_ns(c.new_ns_per_step),
-                c.verdict.as_str().replace('_', " ")
-            )
-        })
-        .collect();
-    let _ = writeln!(out, "Per step: {}\n", parts.join(" · "));
+    let _ = writeln!(out, "Per step: {}\n", components_text(d, true, " · "));
     for n in &d.statistics.notes {
         let _ = writeln!(out, "> {}\n", cell(n));
     }

@@ -915,21 +915,11 @@ pub fn render_diff(d: &Diff) -> String {
         "<p class=\"headline\">{}</p>",
         esc(&crate::report::diff::verdict_line(d))
     );
-    let parts: Vec<String> = d
-        .components
-        .iter()
-        .filter(|c| c.base_ns_per_step != 0 || c.new_ns_per_step != 0)
-        .map(|c| {
-            format!(
-                "{} {} → {} ({})",
-                c.name.replace('_', " "),
-                fmt_ns(c.base_ns_per_step),
-                fmt_ns(c.new_ns_per_step),
-                c.verdict.as_str().replace('_', " ")
-            )
-        })
-        .collect();
-    let _ = writeln!(b, "<p>Per step: {}</p>", esc(&parts.join(" · ")));
+    let _ = writeln!(
+        b,
+        "<p>Per step: {}</p>",
+        esc(&crate::report::diff::components_text(d, true, " · "))
+    );
     for n in &d.statistics.notes {
         let _ = writeln!(b, "<p class=\"note\">{}</p>", esc(n));
     }
