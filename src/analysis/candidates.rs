@@ -43,6 +43,28 @@ pub struct CandidateTotals {
     pub launches: u64,
 }
 
+/// A launch's source: Inductor's file (it names a Triton kernel's source better than any
+/// frame), else the innermost source frame.
+pub(crate) fn source_of(args: &crate::model::OpArgs, frame: NameId) -> NameId {
+    if args.inductor != NameId::NONE {
+        args.inductor
+    } else {
+        frame
+    }
+}
+
+/// A [`source_of`] as text: Inductor's `kernel_file`, or the frame.
+pub(crate) fn source_text(trace: &Trace, source: NameId) -> Option<String> {
+    if source == NameId::NONE {
+        return None;
+    }
+    let s = trace.names.get(source);
+    match crate::model::inductor::InductorArgs::decode(s) {
+        Some(i) => i.file,
+        None => Some(s.to_string()),
+    }
+}
+
 /// Every kernel in scope by (name, launching op, its args, source), in key order.
 pub fn totals(
     trace: &Trace,
@@ -58,13 +80,7 @@ pub fn totals(
         let (op, args, source) = match op_of.get(a).copied().flatten() {
             Some(h) => {
                 let args = host.op_args(h as usize);
-                // Inductor's file names a Triton kernel's source better than any frame.
-                let source = if args.inductor != NameId::NONE {
-                    args.inductor
-                } else {
-                    frame
-                };
-                (host.name[h as usize], args, source)
+                (host.name[h as usize], args, source_of(&args, frame))
             }
             None => (NameId::NONE, crate::model::OpArgs::NONE, frame),
         };
@@ -81,15 +97,7 @@ pub fn totals(
     let mut out: Vec<CandidateTotals> = by
         .into_iter()
         .map(|((kernel, op, args, source), (ns, launches))| {
-            let source = if source == NameId::NONE {
-                None
-            } else {
-                let s = trace.names.get(source);
-                match crate::model::inductor::InductorArgs::decode(s) {
-                    Some(i) => i.file,
-                    None => Some(s.to_string()),
-                }
-            };
+            let source = source_text(trace, source);
             CandidateTotals {
                 kernel: name(kernel),
                 op: if op == NameId::NONE {

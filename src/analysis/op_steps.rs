@@ -103,16 +103,11 @@ pub fn totals(trace: &Trace, steps: &Steps, at: &Annotations) -> Vec<OpStepTotal
         let (op, dims, types, source, call) = match owner {
             Some(h) => {
                 let args = host.op_args(h as usize);
-                let source = if args.inductor != NameId::NONE {
-                    args.inductor
-                } else {
-                    frame
-                };
                 (
                     host.name[h as usize],
                     args.input_dims,
                     args.input_types,
-                    source,
+                    super::candidates::source_of(&args, frame),
                     u64::from(counted.insert(h)),
                 )
             }
@@ -131,11 +126,7 @@ pub fn totals(trace: &Trace, steps: &Steps, at: &Annotations) -> Vec<OpStepTotal
     let rows = by
         .into_iter()
         .map(|((op, dims, types, module, source, bucket), per_step)| {
-            let source =
-                some(source).map(|s| match crate::model::inductor::InductorArgs::decode(&s) {
-                    Some(i) => i.file.unwrap_or(s),
-                    None => s,
-                });
+            let source = super::candidates::source_text(trace, source);
             OpStepTotals {
                 op: if op == NameId::NONE {
                     NO_OP.to_string()
