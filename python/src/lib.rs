@@ -7,7 +7,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict};
-use rocprof_classify::analysis::steps::StepRange;
+use rocprof_classify::analysis::time::steps::StepRange;
 use rocprof_classify::analysis::AnalysisOptions;
 use rocprof_classify::classify::RuleSet;
 use rocprof_classify::error::RunError;
@@ -249,11 +249,11 @@ impl NativeRun {
 
     /// The terminal table, without color, `width` columns wide.
     fn table(&self, width: u16) -> String {
-        let opts = report::table::TableOptions {
+        let opts = report::text::TableOptions {
             color: false,
             width,
         };
-        String::from_utf8_lossy(&report::table::render(&self.run, &opts)).into_owned()
+        String::from_utf8_lossy(&report::text::render(&self.run, &opts)).into_owned()
     }
 
     /// The report's one-line headline (what the HTML and Markdown open with), plain text.
@@ -268,7 +268,7 @@ impl NativeRun {
     fn write_dataset(&self, py: Python<'_>, dir: PathBuf) -> PyResult<Vec<(String, usize)>> {
         let run = Arc::clone(&self.run);
         let files = py
-            .detach(move || report::export::write_dataset(&run, &dir))
+            .detach(move || report::writers::export::write_dataset(&run, &dir))
             .map_err(|e| PyRuntimeError::new_err(format!("writing the dataset: {e}")))?;
         Ok(files
             .into_iter()
@@ -278,7 +278,7 @@ impl NativeRun {
 
     /// The classified activity table as an Arrow C stream (PyCapsule protocol).
     fn activities(&self) -> PyResult<ArrowStream> {
-        let stream = report::export::arrow_stream(Arc::clone(&self.run))
+        let stream = report::writers::export::arrow_stream(Arc::clone(&self.run))
             .map_err(|e| PyRuntimeError::new_err(format!("building the activity table: {e}")))?;
         Ok(ArrowStream {
             stream: std::sync::Mutex::new(Some(stream)),
@@ -290,7 +290,7 @@ impl NativeRun {
 /// (`pyarrow.table(stream)`, `polars.DataFrame(stream)`).
 #[pyclass(frozen, module = "rocprof_classify._native")]
 struct ArrowStream {
-    stream: std::sync::Mutex<Option<report::export::ArrowArrayStream>>,
+    stream: std::sync::Mutex<Option<report::writers::export::ArrowArrayStream>>,
 }
 
 #[pymethods]
@@ -375,23 +375,20 @@ fn diff<'py>(
     new_steps: Option<String>,
 ) -> PyResult<(Bound<'py, PyBytes>, String, String)> {
     let config = options.config()?;
-    let top = config.analysis.top;
     let (base_steps, new_steps) = (step_range(base_steps)?, step_range(new_steps)?);
     let rendered = without_gil(py, options.threads, |cancel| {
         let config = Config {
             cancel: Some(cancel),
             ..config
         };
-        let side = |steps| rocprof_classify::pipeline::diff_side(&config, steps);
-        let mut b = rocprof_classify::run(std::slice::from_ref(&base), &side(base_steps))?;
-        b.drop_rows();
-        let mut n = rocprof_classify::run(std::slice::from_ref(&new), &side(new_steps))?;
-        n.drop_rows();
-        let d = rocprof_classify::analysis::diff::diff(&b.outcome(), &n.outcome(), top);
+        let steps = (base_steps, new_steps);
+        let d = rocprof_classify::pipeline::diff((&base, &new), &config, steps, |_, path, c| {
+            rocprof_classify::run(&[path.to_path_buf()], &c)
+        })?;
         Ok((
             report::diff::json(&d),
             report::diff::markdown(&d),
-            report::html::render_diff(&d),
+            report::diff::html::render(&d),
         ))
     })?;
     Ok((PyBytes::new(py, &rendered.0), rendered.1, rendered.2))
@@ -426,7 +423,7 @@ fn explain_rule<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     out.set_item("rule", matched.first())?;
     out.set_item("matches", matched)?;
-    out.set_item("text", report::catalog::rule_explanation(&set, name))?;
+    out.set_item("text", report::explain::rule_explanation(&set, name))?;
     Ok(out)
 }
 
@@ -480,10 +477,10 @@ fn classify_names(names: Vec<String>, rules: Vec<PathBuf>) -> PyResult<Vec<Class
 fn explain_id(id: &str, rules: Vec<PathBuf>) -> PyResult<String> {
     let catalog = Catalog::load(&rules)
         .map_err(|e| RulesError::new_err(format!("loading the ladder catalog: {e}")))?;
-    report::catalog::explain_id(&catalog, id).ok_or_else(|| {
+    report::explain::explain_id(&catalog, id).ok_or_else(|| {
         PyValueError::new_err(format!(
             "unknown id {id:?}; known ids: {}",
-            report::catalog::known_ids(&catalog).join(", ")
+            report::explain::known_ids(&catalog).join(", ")
         ))
     })
 }
@@ -494,7 +491,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", py.get_type::<InputError>())?;
     m.add("RulesError", py.get_type::<RulesError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("FEED_SCHEMA", report::FEED_SCHEMA)?;
+    m.add("FEED_SCHEMA", report::json::FEED_SCHEMA)?;
     m.add_class::<NativeRun>()?;
     m.add_class::<ArrowStream>()?;
     m.add_function(wrap_pyfunction!(run, m)?)?;

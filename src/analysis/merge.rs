@@ -10,105 +10,20 @@
 //! calls exactly as in one trace; regions add by path; inputs, step rows and memory
 //! concatenate in rank order.
 
-use super::attribution::{self, FlopTally, FrameRow, OpTotals, RootModule, ShapeTotals};
-use super::collectives::{self, Call};
-use super::compile::{self, CompileFacts};
-use super::partition::{self, Category, Partition, PartitionRow};
-use super::regions::{RegionBucket, RegionRow};
-use super::{pct, steps, Analysis, Summary};
+use crate::analysis::compile::{self};
+use crate::analysis::kernels::KernelTotals;
+use crate::analysis::numbers::pct;
+use crate::analysis::ops::attribution::{self, OpTotals, ShapeTotals};
+use crate::analysis::ops::frames::{FrameRow, RootModule};
+use crate::analysis::output::{Analysis, Parts, Summary};
+use crate::analysis::signals::collective_calls::Call;
+use crate::analysis::signals::collectives;
+use crate::analysis::time::partition::{self, Category, PartitionRow};
+use crate::analysis::time::regions::{RegionBucket, RegionRow};
+use crate::analysis::time::steps;
 use crate::classify::devices::DevicePeaks;
 use crate::classify::{Bucket, KernelTag};
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
-
-/// GPU time of one rank (or input) in one step: communication and the rest.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Load {
-    pub comm_ns: i64,
-    pub compute_ns: i64,
-}
-
-impl Load {
-    pub fn add(&mut self, o: &Load) {
-        self.comm_ns += o.comm_ns;
-        self.compute_ns += o.compute_ns;
-    }
-}
-
-/// One input's GPU time per profiled step, what the straggler is found from.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct InputLoads {
-    /// Its kept step numbers.
-    pub kept: BTreeSet<u64>,
-    /// Activities in scope launched in a step, by step number.
-    pub per_step: BTreeMap<u64, Load>,
-    /// Activities in scope launched in no step.
-    pub outside: Load,
-}
-
-/// GPU time of one kernel name in one bucket (the launching op's, which can differ from the
-/// name's own class), with the name's class: what the kernel tables and the kernel findings
-/// are computed from.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct KernelTotals {
-    pub bucket: Bucket,
-    pub name: String,
-    /// The class of the name itself (its rule's bucket, tag, family, library).
-    pub class_bucket: Bucket,
-    pub tag: Option<KernelTag>,
-    pub family: String,
-    pub library: String,
-    pub rule_id: Option<String>,
-    pub launches: u64,
-    pub ns: i64,
-}
-
-impl KernelTotals {
-    /// No rule matched the name (`Classified::is_unclassified`).
-    pub fn unclassified(&self) -> bool {
-        self.rule_id.is_none() && self.family == "unclassified"
-    }
-}
-
-/// What merging ranks needs of an analysis beyond its feed blocks (not in the feed).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Parts {
-    /// Every (bucket, kernel name) in scope, most time first.
-    pub kernels: Vec<KernelTotals>,
-    /// Hardware counters per kernel name (rocprof-compute workloads).
-    pub counters: Vec<super::hardware::CounterSums>,
-    /// The time partition before rounding, summed over devices.
-    pub partition: Partition,
-    /// Analyzed step durations (slowest input per step number).
-    pub step_durations: Vec<(u64, i64)>,
-    /// Kept steps per input.
-    pub steps_per_input: Vec<usize>,
-    pub compile: CompileFacts,
-    /// Outermost modules (eager vs compiled time).
-    pub roots: Vec<RootModule>,
-    pub ops: Vec<OpTotals>,
-    pub shapes: Vec<ShapeTotals>,
-    pub memory_shapes: Vec<super::attribution::MemoryShapeTotals>,
-    /// Per input.
-    pub flops: Vec<FlopTally>,
-    /// Collective kernels in scope, and per input whether it has steps.
-    pub calls: Vec<Call>,
-    pub has_steps: Vec<bool>,
-    /// Per input.
-    pub loads: Vec<InputLoads>,
-    /// Per `memory` row, its input.
-    pub memory_inputs: Vec<u32>,
-    /// GPU time per rule tag (the analysis' `tagged_ns`).
-    pub tagged_ns: BTreeMap<KernelTag, i64>,
-    /// Iterations by phase, and the marker they came from (traces without `ProfilerStep#N`).
-    pub phases: Vec<super::iterations::PhaseTotals>,
-    pub iteration_marker: Option<super::iterations::IterationMarker>,
-    /// Every kernel by launching op, shape and source (kernel candidates).
-    pub candidates: Vec<super::candidates::CandidateTotals>,
-    /// GPU time per step by op and shape (with `AnalysisOptions::op_series`: `diff`).
-    #[serde(default)]
-    pub op_steps: Vec<super::op_steps::OpStepTotals>,
-}
+use std::collections::BTreeMap;
 
 /// The job's analysis from its ranks' (in merge order: by rank); `top` rows of `top_kernels`
 /// are kept.
@@ -116,7 +31,8 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     let mut inputs = Vec::new();
     let mut p = Parts::default();
     let mut durations: BTreeMap<u64, i64> = BTreeMap::new();
-    let mut counters: BTreeMap<&str, super::hardware::CounterSums> = BTreeMap::new();
+    let mut counters: BTreeMap<&str, crate::analysis::signals::counters::CounterSums> =
+        BTreeMap::new();
     let (mut window_ns, mut kernel_ns) = (0i64, 0i64);
     let mut out = Analysis::default();
     let mut op_view = false;
@@ -143,10 +59,11 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
         p.has_steps.extend(&rp.has_steps);
         p.loads.extend(rp.loads.iter().cloned());
         for (row, &input) in a.memory.iter().zip(&rp.memory_inputs) {
-            out.memory.push(super::memory::DeviceMemory {
-                input: input + offset,
-                ..row.clone()
-            });
+            out.memory
+                .push(crate::analysis::signals::memory::DeviceMemory {
+                    input: input + offset,
+                    ..row.clone()
+                });
             p.memory_inputs.push(input + offset);
         }
         for (tag, ns) in &rp.tagged_ns {
@@ -159,7 +76,7 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
                 None => {
                     counters.insert(
                         c.name.as_str(),
-                        super::hardware::CounterSums {
+                        crate::analysis::signals::counters::CounterSums {
                             input: c.input + offset,
                             ..c.clone()
                         },
@@ -170,7 +87,7 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     }
 
     let (kernels, ops, shapes, roots) = sum_tables(ranks);
-    let mut tables = super::tables_from_rows(kernels, kernel_ns, top);
+    let mut tables = crate::analysis::kernels::tables_from_rows(kernels, kernel_ns, top);
     p.kernels = std::mem::take(&mut tables.kernels);
     p.step_durations = durations.into_iter().collect();
     let durations: Vec<i64> = p.step_durations.iter().map(|d| d.1).collect();
@@ -185,7 +102,9 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     compile.eager_modules = compile::eager_modules(&p.roots, tables.kernel_ns, compiled);
     p.ops = ops;
     p.shapes = shapes;
-    p.phases = super::iterations::merge_phases(ranks.iter().map(|a| a.parts.phases.as_slice()));
+    p.phases = crate::analysis::time::phases::merge_phases(
+        ranks.iter().map(|a| a.parts.phases.as_slice()),
+    );
     // Ranks of one job mark their iterations alike; the first rank's marker names them.
     p.iteration_marker = ranks.iter().find_map(|a| a.parts.iteration_marker.clone());
 
@@ -213,19 +132,20 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     out.modules = merge_frames(ranks.iter().map(|a| a.modules.as_slice()));
     out.sources = merge_frames(ranks.iter().map(|a| a.sources.as_slice()));
     out.regions = merge_regions(ranks.iter().map(|a| a.regions.as_slice()));
-    out.phases = super::iterations::phase_rows(&p.phases);
+    out.phases = crate::analysis::time::phases::phase_rows(&p.phases);
     p.counters = counters.into_values().collect();
-    out.kernel_counters = super::hardware::kernel_counters(&p.counters, &inputs);
+    out.kernel_counters = crate::analysis::signals::counters::kernel_counters(&p.counters, &inputs);
     out.tagged_ns = p.tagged_ns.clone();
     out.inputs = inputs;
-    p.candidates = super::candidates::merge(
+    p.candidates = crate::analysis::ops::candidates::merge(
         &ranks
             .iter()
             .map(|a| a.parts.candidates.as_slice())
             .collect::<Vec<_>>(),
     );
-    out.kernel_candidates = super::candidates::rows(&p.candidates, &out, devices);
-    p.op_steps = super::op_steps::merge(
+    let candidates = crate::analysis::ops::candidates::rows(&p.candidates, &out.rating(), devices);
+    out.kernel_candidates = candidates;
+    p.op_steps = crate::analysis::ops::op_steps::merge(
         &ranks
             .iter()
             .map(|a| a.parts.op_steps.clone())
@@ -236,7 +156,7 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
 }
 
 /// The ranks' kernel, op, shape and root-module tables added by name (each sorted by its key;
-/// root modules largest first, as `attribution::frames` lists them).
+/// root modules largest first, as `frames::frames` lists them).
 fn sum_tables(
     ranks: &[&Analysis],
 ) -> (
@@ -300,9 +220,12 @@ fn sum_tables(
 }
 
 /// The ranks' memory-bound shapes added by (op, shapes).
-fn merge_memory_shapes(ranks: &[&Analysis]) -> Vec<super::attribution::MemoryShapeTotals> {
+fn merge_memory_shapes(
+    ranks: &[&Analysis],
+) -> Vec<crate::analysis::ops::attribution::MemoryShapeTotals> {
     type Key<'a> = (&'a str, &'a str, &'a str, Option<&'a str>);
-    let mut by: BTreeMap<Key, super::attribution::MemoryShapeTotals> = BTreeMap::new();
+    let mut by: BTreeMap<Key, crate::analysis::ops::attribution::MemoryShapeTotals> =
+        BTreeMap::new();
     for rp in ranks.iter().map(|a| &a.parts) {
         for m in &rp.memory_shapes {
             let key = (
@@ -312,7 +235,7 @@ fn merge_memory_shapes(ranks: &[&Analysis]) -> Vec<super::attribution::MemorySha
                 m.kernel_file.as_deref(),
             );
             by.entry(key)
-                .or_insert_with(|| super::attribution::MemoryShapeTotals {
+                .or_insert_with(|| crate::analysis::ops::attribution::MemoryShapeTotals {
                     op: m.op.clone(),
                     dims: m.dims.clone(),
                     types: m.types.clone(),
@@ -330,7 +253,7 @@ fn merge_memory_shapes(ranks: &[&Analysis]) -> Vec<super::attribution::MemorySha
 fn summary(
     inputs: &[crate::model::InputMeta],
     p: &Parts,
-    tables: &super::KernelTables,
+    tables: &crate::analysis::kernels::KernelTables,
     (window_ns, op_view): (i64, bool),
     devices: &[DevicePeaks],
 ) -> Summary {
@@ -347,22 +270,23 @@ fn summary(
         ..Default::default()
     };
     summary.set_iterations(&p.phases, p.iteration_marker.as_ref());
-    summary.mfu = super::mfu_of(
+    summary.mfu = crate::analysis::ops::mfu::mfu_of(
         inputs,
         devices,
         (&p.flops, &p.steps_per_input),
-        &summary,
+        (summary.step_ns.as_ref().map(|s| s.mean), summary.window_ns),
         &tables.buckets,
     );
     summary
 }
 
 /// The `top` largest rows of the kernel table, as the feed's `top_kernels`.
-pub fn top_kernels(a: &Analysis, top: usize) -> Vec<super::KernelRow> {
-    super::tables_from_rows(a.parts.kernels.clone(), a.summary.kernel_ns, top).top_kernels
+pub fn top_kernels(a: &Analysis, top: usize) -> Vec<crate::analysis::kernels::KernelRow> {
+    crate::analysis::kernels::tables_from_rows(a.parts.kernels.clone(), a.summary.kernel_ns, top)
+        .top_kernels
 }
 
-/// Module or source rows added by name, in the order `attribution::frames` sorts them.
+/// Module or source rows added by name, in the order `frames::frames` sorts them.
 fn merge_frames<'a>(ranks: impl Iterator<Item = &'a [FrameRow]>) -> Vec<FrameRow> {
     let key = |r: &FrameRow| r.name.clone().or(r.location.clone()).unwrap_or_default();
     let mut by: BTreeMap<String, FrameRow> = BTreeMap::new();

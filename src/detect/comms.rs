@@ -2,7 +2,7 @@
 //! bus bandwidth over the transfer time stays far below the link, without a late rank to blame.
 
 use super::{ms, pct, Finding, FindingId, Severity};
-use crate::analysis::collectives::CollectiveRow;
+use crate::analysis::signals::collectives::CollectiveRow;
 use crate::analysis::Analysis;
 use serde_json::json;
 

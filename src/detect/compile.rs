@@ -4,7 +4,7 @@
 
 use super::{ms, pct, round2, step_count, Finding, FindingId, Severity};
 use crate::analysis::compile::logs::Joined;
-use crate::analysis::partition::LAUNCH_OVERHEAD;
+use crate::analysis::time::partition::LAUNCH_OVERHEAD;
 use crate::analysis::Context;
 use crate::model::compile_log::{CompileFixes, FixCause, GraphBreak, GuardKind};
 use serde_json::{json, Value};

@@ -2,8 +2,8 @@
 //! synchronizations inside steps.
 
 use super::{ms, pct, round2, step_count, Finding, FindingId, Severity};
-use crate::analysis::links::{is_allocator_call, is_free_call, is_sync_call};
-use crate::analysis::partition::{HOST_IDLE, LAUNCH_OVERHEAD};
+use crate::analysis::time::links::{is_allocator_call, is_free_call, is_sync_call};
+use crate::analysis::time::partition::{HOST_IDLE, LAUNCH_OVERHEAD};
 use crate::analysis::Context;
 use crate::model::{ActivityKind, HostKind};
 use serde_json::json;
@@ -133,7 +133,7 @@ impl StallWindows {
         }
         let mut compiling: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
         for i in 0..host.len() {
-            if crate::analysis::links::is_compile_event(trace.names.get(host.name[i])) {
+            if crate::analysis::time::links::is_compile_event(trace.names.get(host.name[i])) {
                 compiling[host.input[i] as usize]
                     .push((host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i])));
             }
@@ -232,7 +232,7 @@ struct Busy {
 
 impl Busy {
     fn of(spans: Vec<(i64, i64)>) -> Busy {
-        let spans = crate::analysis::partition::merge(spans, 0);
+        let spans = crate::analysis::time::partition::merge(spans, 0);
         let mut before = Vec::with_capacity(spans.len() + 1);
         let mut sum = 0i64;
         before.push(0);

@@ -5,8 +5,8 @@
 use super::{ms, pct, round2, Finding, FindingId, Severity};
 // The achievable bandwidth share and the latency-bound call time are the kernel candidates'
 // definitions, so the finding and the candidates agree.
-use crate::analysis::candidates::{ACHIEVABLE_BANDWIDTH_PCT, MIN_STREAM_NS};
-use crate::analysis::merge::KernelTotals;
+use crate::analysis::kernels::KernelTotals;
+use crate::analysis::ops::candidates::{ACHIEVABLE_BANDWIDTH_PCT, MIN_STREAM_NS};
 use crate::analysis::{Analysis, Context};
 use crate::classify::{Bucket, KernelTag};
 use crate::model::{HostKind, NameId};
@@ -273,7 +273,8 @@ fn convolution_layouts(ctx: &Context) -> ConvSpans {
             continue;
         }
         let first = |id: NameId| {
-            crate::analysis::efficiency::dims_of(ctx.name(id)).and_then(|d| d.into_iter().next())
+            crate::analysis::ops::efficiency::dims_of(ctx.name(id))
+                .and_then(|d| d.into_iter().next())
         };
         let channels_last = (host.input_strides(h) != NameId::NONE)
             .then(
@@ -398,7 +399,8 @@ pub fn memcpy_heavy(a: &Analysis) -> Vec<Finding> {
     let share = pct(mem, a.summary.kernel_ns);
     // Of the window, the copies' time inside it (the partition's): GPU work outside the window
     // (a warm-up step's tail before the first step) is not part of it.
-    let in_window = a.parts.partition.0[crate::analysis::partition::bucket_index(Bucket::Memory)];
+    let in_window =
+        a.parts.partition.0[crate::analysis::time::partition::bucket_index(Bucket::Memory)];
     let window_share = pct(in_window.round() as i64, a.summary.window_ns);
     if share < 10.0 && window_share < 5.0 {
         return vec![];

@@ -1,8 +1,9 @@
 //! GPU memory against the device: close to running out, or far from using what it has.
 
 use super::{Finding, FindingId, Severity};
-use crate::analysis::memory::DeviceMemory;
-use crate::analysis::{pct, Context};
+use crate::analysis::numbers::pct;
+use crate::analysis::signals::memory::DeviceMemory;
+use crate::analysis::Context;
 use serde_json::json;
 
 /// Reserved at or above this share of the device: the next larger batch, sequence or

@@ -4,7 +4,7 @@
 mod comms;
 mod compile;
 pub use compile::annotate;
-mod hardware;
+mod counters;
 mod host;
 mod kernels;
 mod memory;
@@ -308,10 +308,10 @@ const DETECTORS: &[Detector] = &[
     kernels::exposed_communication,
     memory::memory_pressure,
     memory::memory_headroom,
-    hardware::low_occupancy,
-    hardware::memory_bound_gemm,
-    hardware::low_gemm_efficiency,
-    hardware::no_matrix_cores,
+    counters::low_occupancy,
+    counters::memory_bound_gemm,
+    counters::low_gemm_efficiency,
+    counters::no_matrix_cores,
 ];
 
 type JobDetector = fn(&crate::analysis::Analysis) -> Vec<Finding>;
@@ -363,7 +363,7 @@ pub fn sort(findings: &mut [Finding]) {
 
 /// Percent of `whole`, for summaries.
 fn pct(part: i64, whole: i64) -> f64 {
-    crate::analysis::pct(part, whole)
+    crate::analysis::numbers::pct(part, whole)
 }
 
 /// `1234567` ns → "1.23 ms" for summaries.

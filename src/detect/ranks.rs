@@ -8,13 +8,13 @@
 //! timestamps, are compared: ranks on different hosts have unsynchronized clocks.
 
 use super::{ms, pct, Finding, FindingId, Severity};
-use crate::analysis::collectives::Arrival;
-use crate::analysis::steps::median;
+use crate::analysis::numbers::median;
+use crate::analysis::signals::collectives::Arrival;
 use crate::analysis::Analysis;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::analysis::merge::Load;
+use crate::analysis::time::window::Load;
 
 /// The straggler must be last in more than half of the compared steps, and the others' wait
 /// must be worth reading about.

@@ -2,8 +2,9 @@
 //! warm-up step inside the window.
 
 use super::{pct, round2, Finding, FindingId, Severity};
-use crate::analysis::iterations::Phase;
-use crate::analysis::steps::{is_warmup, median, step_stats};
+use crate::analysis::numbers::median;
+use crate::analysis::time::phases::Phase;
+use crate::analysis::time::steps::{is_warmup, step_stats};
 use crate::analysis::Analysis;
 use serde_json::json;
 

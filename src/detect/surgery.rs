@@ -2,7 +2,7 @@
 //! matmul) and projections that read the same input in separate GEMMs (Q/K/V, gate/up).
 
 use super::{round2, step_count, Finding, FindingId, Severity};
-use crate::analysis::links::is_compile_event;
+use crate::analysis::time::links::is_compile_event;
 use crate::analysis::Context;
 use crate::classify::{Bucket, KernelTag};
 use crate::model::{HostKind, NameId};
@@ -373,7 +373,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
         let shapes: Vec<String> = example
             .iter()
             .map(|&h| {
-                crate::analysis::attribution::compact_dims(trace.names.get(host.input_dims(h)))
+                crate::analysis::ops::attribution::compact_dims(trace.names.get(host.input_dims(h)))
             })
             .collect();
         let per_step = list.len() as f64 / step_count(ctx);

@@ -6,7 +6,8 @@
 //! Raw counters become the physical quantities rocprof-compute's own analysis derives (its
 //! speed-of-light formulas): FLOPs per pipe, HBM and L2 bytes, and the kernel's resources.
 
-use super::rocprof_csv::{agent_number, new_input, ns, read_csv, CsvKind, InputState};
+use super::rocprof_csv::read_csv;
+use super::rocprof_csv::rows::{agent_number, new_input, ns, CsvKind, InputState};
 use super::ReadOptions;
 use crate::error::IngestError;
 use crate::model::{

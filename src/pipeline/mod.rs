@@ -3,9 +3,11 @@
 //! and hands back a [`Run`] that every output renders from. The command line, the tests, the
 //! benches and the fuzz targets all call it; [`run_trace`] starts from a trace already read.
 
-use crate::analysis::partition::PartitionRow;
+use crate::analysis::time::partition::PartitionRow;
+use crate::analysis::time::steps::StepRange;
 use crate::analysis::{self, ActivityTable, Analysis, AnalysisOptions, BucketRow, Summary};
 use crate::classify::RuleSet;
+use crate::compare::{self, Diff};
 use crate::detect::{self, Finding};
 use crate::error::RunError;
 use crate::ingest::{self, Cancel, Progress, ReadOptions};
@@ -14,7 +16,7 @@ use crate::model::{Format, InputMeta, Trace, Vendor};
 use crate::recommend::{self, Catalog, EnvListing, Plan};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub mod partial;
@@ -90,8 +92,8 @@ impl Run {
     }
 
     /// What a before/after comparison reads of this run.
-    pub fn outcome(&self) -> analysis::diff::Outcome<'_> {
-        analysis::diff::Outcome {
+    pub fn outcome(&self) -> compare::Outcome<'_> {
+        compare::Outcome {
             analysis: &self.analysis,
             finding_ids: self.findings.iter().map(|f| f.id.to_string()).collect(),
             ladder: self
@@ -413,10 +415,39 @@ fn analyze_all(
     (merged.analysis, table, merged.findings, merged.ranks)
 }
 
+/// Which run of a comparison is being analyzed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiffSide {
+    Base,
+    New,
+}
+
+/// Compares two runs (`rocprof-classify diff`, Python's `diff`): each side is analyzed by
+/// `analyze` with its own configuration (every kernel kept, each op's GPU time per step, the
+/// side's own steps where given), freed of its rows, and the two compared with
+/// `config.analysis.top` op rows. `analyze` is [`run`] or a caller's wrapper of it (a progress
+/// bar, warnings on stderr).
+pub fn diff<E>(
+    (base, new): (&Path, &Path),
+    config: &Config,
+    (base_steps, new_steps): (Option<StepRange>, Option<StepRange>),
+    mut analyze: impl FnMut(DiffSide, &Path, Config) -> Result<Run, E>,
+) -> Result<Diff, E> {
+    let mut b = analyze(DiffSide::Base, base, diff_side(config, base_steps))?;
+    b.drop_rows();
+    let mut n = analyze(DiffSide::New, new, diff_side(config, new_steps))?;
+    n.drop_rows();
+    Ok(compare::diff(
+        &b.outcome(),
+        &n.outcome(),
+        config.analysis.top,
+    ))
+}
+
 /// What one side of a `diff` is analyzed with: every kernel (so the kernel lists are complete),
 /// each op's GPU time per step (the op rows' samples), and the side's own steps
 /// (`--base-steps`/`--new-steps`) where given.
-pub fn diff_side(config: &Config, steps: Option<crate::analysis::steps::StepRange>) -> Config {
+fn diff_side(config: &Config, steps: Option<StepRange>) -> Config {
     let mut c = config.clone();
     c.analysis.top = usize::MAX;
     c.analysis.op_series = true;

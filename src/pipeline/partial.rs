@@ -9,7 +9,7 @@
 //! run, of other settings, or of a rank already given are refused.
 
 use super::RankView;
-use crate::analysis::{merge::Parts, Analysis, AnalysisOptions};
+use crate::analysis::{output::Parts, Analysis, AnalysisOptions};
 use crate::classify::RuleSet;
 use crate::detect::{self, Finding};
 use crate::error::RunError;
@@ -31,7 +31,7 @@ pub struct Settings {
     pub attribution: bool,
     /// `--iteration-marker` and `--phase`.
     pub iteration_marker: Option<String>,
-    pub phase: Option<crate::analysis::iterations::Phase>,
+    pub phase: Option<crate::analysis::time::phases::Phase>,
     /// FNV-1a over the loaded rules: classification, op and library rules, device table.
     pub rules: String,
 }

@@ -1,7 +1,7 @@
 //! A recommendation's own evidence: the facts of the analysis its advice rests on
 //! (`because = [...]` in `rules/ladder.toml`), said before the triggering findings.
 
-use crate::analysis::efficiency::{is_attention_op, is_composite};
+use crate::analysis::ops::efficiency::{is_attention_op, is_composite};
 use crate::analysis::Analysis;
 use crate::classify::Bucket;
 use crate::detect::Finding;
@@ -90,7 +90,7 @@ fn shapes_efficiency(a: &Analysis, keep: impl Fn(&str) -> bool, what: &str) -> O
     Some(format!(
         "{what} shapes with FLOPs from their input shapes run at {weighted:.1}% of the device's dense peak, time-weighted over {} ({:.0}% of kernel time); the largest: {}",
         crate::model::units::fmt_ns(ns),
-        crate::analysis::pct(ns, a.summary.kernel_ns),
+        crate::analysis::numbers::pct(ns, a.summary.kernel_ns),
         largest.join("; ")
     ))
 }
@@ -110,7 +110,7 @@ fn attention_kernel(a: &Analysis) -> Option<String> {
     Some(format!(
         "attention ({:.1}% of kernel time) runs mostly in {name} ({:.0}% of attention time, {} {}){}",
         attention.pct,
-        crate::analysis::pct(top.total_ns, attention.kernel_ns),
+        crate::analysis::numbers::pct(top.total_ns, attention.kernel_ns),
         top.library,
         top.family,
         efficiency.map_or(String::new(), |e| format!("; {e}"))

@@ -1,7 +1,7 @@
 //! Loading `rules/ladder.toml` (built in) and a user `ladder.toml` (`--rules DIR`), whose
 //! entries replace built-in ones with the same id.
 
-use crate::analysis::partition::Category;
+use crate::analysis::time::partition::Category;
 use crate::error::RuleError;
 use crate::model::compile_log::{CompileFixes, FixCause};
 use serde::Deserialize;

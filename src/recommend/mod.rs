@@ -11,7 +11,7 @@ pub use because::Fact;
 pub use catalog::{Catalog, EnvCheck, LevelDef, RecDef};
 pub use ladder::{LadderStatus, Verdict};
 
-use crate::analysis::partition::Category;
+use crate::analysis::time::partition::Category;
 use crate::analysis::Analysis;
 use crate::detect::Finding;
 use crate::model::Vendor;
@@ -122,7 +122,7 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
     }
     if let Some(t) = &rec.max_tag_share {
         let tagged = a.tagged_ns.get(&t.tag).copied().unwrap_or(0);
-        if crate::analysis::pct(tagged, a.bucket(t.bucket).kernel_ns) >= t.pct {
+        if crate::analysis::numbers::pct(tagged, a.bucket(t.bucket).kernel_ns) >= t.pct {
             return None;
         }
     }
@@ -148,8 +148,9 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
         .filter(|f| rec.findings.contains(&f.id))
         .filter(|f| a.compile.compiled || !rec.findings_if_compiled.contains(&f.id))
         .filter(|f| {
-            rec.min_stake_pct
-                .is_none_or(|p| crate::analysis::pct(f.time_at_stake_ns, a.summary.window_ns) >= p)
+            rec.min_stake_pct.is_none_or(|p| {
+                crate::analysis::numbers::pct(f.time_at_stake_ns, a.summary.window_ns) >= p
+            })
         })
         .filter(|f| {
             rec.min_workgroups.is_none_or(|min| {
@@ -319,7 +320,7 @@ pub fn plan(
             level: rec.level,
             title: rec.title.clone(),
             est_savings_ns: est,
-            est_savings_pct: crate::analysis::pct(est, window),
+            est_savings_pct: crate::analysis::numbers::pct(est, window),
             confidence: rec.confidence,
             blocked_by_level: None,
             finding_ids,

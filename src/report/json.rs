@@ -1,8 +1,9 @@
 //! The JSON feed (`--json`), the contract in FEED.md. Field names are an API: add, never rename.
 
-use crate::analysis::attribution::{FrameRow, OpRow};
 use crate::analysis::compile::CompileSummary;
-use crate::analysis::partition::PartitionRow;
+use crate::analysis::ops::attribution::OpRow;
+use crate::analysis::ops::frames::FrameRow;
+use crate::analysis::time::partition::PartitionRow;
 use crate::analysis::{BucketRow, KernelRow, StepRow, Summary};
 use crate::detect::Finding;
 use crate::model::InputMeta;
@@ -34,32 +35,32 @@ struct Feed<'a> {
     next_level: Option<u8>,
     ranks: &'a [RankView],
     ops: &'a [OpRow],
-    op_shapes: &'a [crate::analysis::attribution::ShapeRow],
+    op_shapes: &'a [crate::analysis::ops::attribution::ShapeRow],
     /// Memory-bound ops per shape with their bandwidth (an addition; traces with shapes).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    memory_shapes: &'a [crate::analysis::attribution::MemoryShapeRow],
+    memory_shapes: &'a [crate::analysis::ops::attribution::MemoryShapeRow],
     modules: &'a [FrameRow],
     sources: &'a [FrameRow],
     /// Per analyzed step: its window and partition (an addition to FEED.md's fields).
     step_breakdown: &'a [StepRow],
     /// Hardware-counter metrics per kernel (rocprof-compute workloads; an addition to FEED.md).
-    kernel_counters: &'a [crate::analysis::hardware::KernelCounters],
+    kernel_counters: &'a [crate::analysis::signals::counters::KernelCounters],
     /// Files of input directories left out because no reader recognized them (an addition).
     skipped_files: &'a [crate::model::SkippedFile],
     /// Per collective type × message size × process group (FEED.md `collectives[]`).
-    collectives: &'a [crate::analysis::collectives::CollectiveRow],
+    collectives: &'a [crate::analysis::signals::collectives::CollectiveRow],
     /// Per rank, how it arrives at the collectives matched across ranks (an addition).
-    collective_arrivals: &'a [crate::analysis::collectives::Arrival],
+    collective_arrivals: &'a [crate::analysis::signals::collectives::Arrival],
     /// GPU memory per device (FEED.md `memory`).
-    memory: &'a [crate::analysis::memory::DeviceMemory],
+    memory: &'a [crate::analysis::signals::memory::DeviceMemory],
     /// Annotated ranges and PyTorch's phases, a tree in pre-order (FEED.md `regions[]`).
-    regions: &'a [crate::analysis::regions::RegionRow],
+    regions: &'a [crate::analysis::time::regions::RegionRow],
     /// Iterations by phase (FEED.md `phases[]`; traces without `ProfilerStep#N`).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    phases: &'a [crate::analysis::iterations::PhaseRow],
+    phases: &'a [crate::analysis::time::phases::PhaseRow],
     /// The kernels whose tuning could win back the most time (FEED.md `kernel_candidates[]`).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    kernel_candidates: &'a [crate::analysis::candidates::Candidate],
+    kernel_candidates: &'a [crate::analysis::ops::candidates::Candidate],
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
@@ -102,3 +103,6 @@ pub fn render(run: &Run) -> Vec<u8> {
     out.push(b'\n');
     out
 }
+
+/// The feed's JSON Schema (draft 2020-12), also printed by `rocprof-classify schema`.
+pub const FEED_SCHEMA: &str = include_str!("feed.schema.json");

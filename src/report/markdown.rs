@@ -3,8 +3,8 @@
 
 use crate::analysis::Analysis;
 use crate::pipeline::Run;
+use crate::report::format::{display_name, fmt_ns, shorten_tail};
 use crate::report::sections::{level_tag, Sections};
-use crate::report::table::{display_name, fmt_ns, shorten_tail};
 use std::fmt::Write as _;
 
 /// Escapes text for a Markdown table cell.
@@ -250,10 +250,10 @@ fn render_top_kernels(out: &mut String, a: &Analysis) {
 fn render_top_ops(out: &mut String, a: &Analysis) {
     if a.ops
         .iter()
-        .any(|o| o.name != crate::analysis::attribution::NO_OP)
+        .any(|o| o.name != crate::analysis::ops::attribution::NO_OP)
     {
         let _ = writeln!(out, "\n<details><summary>Top ops</summary>\n\n| op | self | total | bucket | shapes | TFLOP/s | % of peak | GB/s | % of HBM peak |\n|---|---:|---:|---|---|---:|---:|---:|---:|");
-        let opt = super::opt_num;
+        let opt = crate::report::format::opt_num;
         for o in a.ops.iter().take(10) {
             let _ = writeln!(
                 out,
@@ -282,7 +282,7 @@ fn render_top_ops(out: &mut String, a: &Analysis) {
 fn render_op_shapes(out: &mut String, a: &Analysis) {
     if !a.op_shapes.is_empty() {
         let _ = writeln!(out, "\n<details><summary>Efficiency by shape</summary>\n\n| op | shapes | calls | time | TFLOP/s | % of peak | GB/s |\n|---|---|---:|---:|---:|---:|---:|");
-        let opt = super::opt_num;
+        let opt = crate::report::format::opt_num;
         for r in a.op_shapes.iter().take(10) {
             let _ = writeln!(
                 out,
@@ -322,8 +322,8 @@ fn render_candidates(out: &mut String, run: &Run) {
         }
         for c in &k.commands {
             let kind = match c.kind {
-                crate::analysis::candidates::CommandKind::Profile => "profile",
-                crate::analysis::candidates::CommandKind::Tune => "tune",
+                crate::analysis::ops::candidates::CommandKind::Profile => "profile",
+                crate::analysis::ops::candidates::CommandKind::Tune => "tune",
             };
             let _ = writeln!(out, "   - {kind}: {}", code(&c.text));
         }
@@ -379,7 +379,7 @@ fn render_collectives(out: &mut String, run: &Run) {
 fn render_counters(out: &mut String, a: &Analysis) {
     if !a.kernel_counters.is_empty() {
         let _ = writeln!(out, "\n<details><summary>Hardware counters per kernel</summary>\n\n| kernel | bound | pipe | TFLOP/s | % of peak | HBM GB/s | % of peak | FLOP/byte | waves/SIMD |\n|---|---|---|---:|---:|---:|---:|---:|---|");
-        let opt = super::opt_num;
+        let opt = crate::report::format::opt_num;
         for k in a.kernel_counters.iter().take(10) {
             let occ = k.occupancy_label();
             let _ = writeln!(

@@ -2,7 +2,7 @@
 //! buckets and partition rows appear, how devices, steps and savings read, the headline and the
 //! ladder line. Decided once here; the renderers only lay them out.
 
-use crate::analysis::partition::PartitionRow;
+use crate::analysis::time::partition::PartitionRow;
 use crate::analysis::BucketRow;
 use crate::model::units::fmt_ns;
 use crate::model::InputMeta;
@@ -111,7 +111,7 @@ impl<'r> Sections<'r> {
         };
         format!(
             "{step} · GPU busy {:.1}% of the window · {} of GPU activity · next ladder level: {}",
-            crate::analysis::pct(s.gpu_busy_ns, s.window_ns),
+            crate::analysis::numbers::pct(s.gpu_busy_ns, s.window_ns),
             fmt_ns(s.kernel_ns),
             self.next_level
         )
@@ -198,11 +198,11 @@ pub fn collectives(run: &Run, top: usize) -> Option<(Vec<[String; 11]>, &'static
 /// Why Inductor's Triton kernels have no bandwidth, when some have none: `3 Triton kernels (4.5%
 /// of GPU time) have no bandwidth: …`; None when every one has its bytes.
 pub fn triton_rate_note(a: &crate::analysis::Analysis) -> Option<String> {
-    let without: Vec<&crate::analysis::attribution::OpRow> = a
+    let without: Vec<&crate::analysis::ops::attribution::OpRow> = a
         .ops
         .iter()
         .filter(|o| {
-            crate::analysis::bytes_moved::is_inductor_memory_kernel(&o.name)
+            crate::analysis::ops::bytes_moved::is_inductor_memory_kernel(&o.name)
                 && o.self_ns > 0
                 && o.gbps.is_none()
         })
@@ -214,7 +214,7 @@ pub fn triton_rate_note(a: &crate::analysis::Analysis) -> Option<String> {
     Some(format!(
         "{} Triton kernel(s) ({:.1}% of GPU time) have no bandwidth: Inductor writes each kernel's bytes (kernel_num_gb) into the trace only when the run sets TORCHINDUCTOR_BENCHMARK_KERNEL=1",
         without.len(),
-        crate::analysis::pct(ns, a.summary.kernel_ns)
+        crate::analysis::numbers::pct(ns, a.summary.kernel_ns)
     ))
 }
 
@@ -232,7 +232,7 @@ pub const CANDIDATE_HEADER: [&str; 6] = [
 pub fn candidates(
     run: &Run,
     n: usize,
-) -> Option<Vec<([String; 6], &crate::analysis::candidates::Candidate)>> {
+) -> Option<Vec<([String; 6], &crate::analysis::ops::candidates::Candidate)>> {
     let c = &run.analysis.kernel_candidates;
     if c.is_empty() {
         return None;
@@ -244,8 +244,8 @@ pub fn candidates(
                 let rate = match (k.achieved, k.peak, k.unit) {
                     (Some(a), Some(p), Some(u)) => {
                         let u = match u {
-                            crate::analysis::candidates::Unit::Tflops => "TFLOP/s",
-                            crate::analysis::candidates::Unit::Gbps => "GB/s",
+                            crate::analysis::ops::candidates::Unit::Tflops => "TFLOP/s",
+                            crate::analysis::ops::candidates::Unit::Gbps => "GB/s",
                         };
                         format!("{a:.1} / {p:.0} {u}")
                     }
@@ -259,7 +259,7 @@ pub fn candidates(
                 (
                     [
                         k.rank.to_string(),
-                        crate::report::table::display_name(&k.name),
+                        crate::report::format::display_name(&k.name),
                         op,
                         rate,
                         fmt_ns(k.total_ns),
@@ -414,7 +414,7 @@ pub fn region_line(run: &Run) -> Option<String> {
 
 /// One region's row for the Markdown and HTML tables: region, count, CPU, GPU time, GPU span,
 /// elapsed (each per occurrence), the two largest buckets, the idle share of its spans.
-pub fn region_cells(r: &crate::analysis::regions::RegionRow) -> [String; 8] {
+pub fn region_cells(r: &crate::analysis::time::regions::RegionRow) -> [String; 8] {
     let per = |ns: i64| fmt_ns(ns / r.count.max(1) as i64);
     let buckets: Vec<String> = r
         .buckets

@@ -86,7 +86,8 @@ pub fn assert_valid_feed(feed: &[u8]) -> serde_json::Value {
     static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
     let validator = SCHEMA.get_or_init(|| {
         let schema: serde_json::Value =
-            serde_json::from_str(rocprof_classify::report::FEED_SCHEMA).expect("schema is JSON");
+            serde_json::from_str(rocprof_classify::report::json::FEED_SCHEMA)
+                .expect("schema is JSON");
         jsonschema::validator_for(&schema).expect("schema compiles")
     });
     let value: serde_json::Value = serde_json::from_slice(feed).expect("feed is JSON");

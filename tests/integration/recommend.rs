@@ -470,7 +470,7 @@ fn a_user_rule_renaming_a_family_keeps_its_detector() {
 #[test]
 fn the_readme_table_of_recommendations_is_the_catalogs() {
     let cat = catalog();
-    let table = rocprof_classify::report::catalog::recommendations_table(&cat);
+    let table = rocprof_classify::report::explain::recommendations_table(&cat);
     for r in &cat.recommendations {
         assert!(
             table.contains(&format!("| `{}` |", r.id)),

@@ -1,7 +1,7 @@
 //! Snapshots of the feed and the table for committed fixtures (`cargo insta review` to bless).
 
 use crate::common::{assert_valid_feed, fixture, run_path};
-use rocprof_classify::report::{json, table};
+use rocprof_classify::report::{json, text};
 
 fn feed_snapshot(rel: &str) -> serde_json::Value {
     let a = run_path(&fixture(rel));
@@ -33,15 +33,15 @@ fn terminal_table() {
     let mut a = run_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
     a.analysis.inputs[0].path = "eager_manual_attn.json.gz".into();
     a.analysis.top_kernels.truncate(8);
-    let text = String::from_utf8(table::render(
+    let rendered = String::from_utf8(text::render(
         &a,
-        &table::TableOptions {
+        &text::TableOptions {
             color: false,
             width: 120,
         },
     ))
     .unwrap();
-    let text = text.replace(env!("CARGO_PKG_VERSION"), "[version]");
+    let text = rendered.replace(env!("CARGO_PKG_VERSION"), "[version]");
     insta::assert_snapshot!("table_eager_manual_attn", text);
 }
 

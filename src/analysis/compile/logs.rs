@@ -8,7 +8,7 @@
 //! the trace's process id, and the session chosen is the latest one, before the trace ends on
 //! the wall clock, that compiled a region the trace runs.
 
-use crate::analysis::links::compiled_region;
+use crate::analysis::time::links::compiled_region;
 use crate::model::compile_log::{
     CompileId, CompileLog, GraphBreak, LogEvent, LogRecord, Recompile,
 };

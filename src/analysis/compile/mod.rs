@@ -5,8 +5,8 @@
 
 pub mod logs;
 
-use super::links::{compiled_region, is_compile_event, is_graph_launch, Links};
-use super::steps::Steps;
+use crate::analysis::time::links::{compiled_region, is_compile_event, is_graph_launch, Links};
+use crate::analysis::time::steps::Steps;
 use crate::model::{HostKind, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -61,7 +61,7 @@ pub struct EagerModule {
 /// only when something runs compiled, each root mostly eager (≥ 90% of its time) and holding
 /// at least [`EAGER_MODULE_MIN_PCT`] of `kernel_ns`.
 pub fn eager_modules(
-    roots: &[super::attribution::RootModule],
+    roots: &[crate::analysis::ops::frames::RootModule],
     kernel_ns: i64,
     compiled_anywhere: bool,
 ) -> Vec<EagerModule> {
@@ -76,7 +76,7 @@ pub fn eager_modules(
         .map(|(r, eager)| EagerModule {
             name: r.name.clone(),
             kernel_ns: eager,
-            pct: super::pct(eager, kernel_ns),
+            pct: crate::analysis::numbers::pct(eager, kernel_ns),
         })
         .filter(|m| m.pct >= EAGER_MODULE_MIN_PCT)
         .collect()
@@ -412,7 +412,7 @@ fn round3(x: f64) -> f64 {
 
 /// Per GPU activity: whether compiled code launched it: its launch call runs inside a
 /// `Torch-Compiled Region` on the same thread, or its kernel is one Inductor generated (code
-/// replayed from a graph keeps no region marker). [`crate::analysis::attribution::frames`] adds
+/// replayed from a graph keeps no region marker). [`crate::analysis::ops::frames::frames`] adds
 /// the activities under an `OptimizedModule` frame (`torch.compile(model)`).
 pub fn compiled_activities(
     trace: &Trace,
@@ -433,7 +433,7 @@ pub fn compiled_activities(
     }
     // Regions nest only within a frame's own call: merge each thread's spans for a binary search.
     for list in spans.values_mut() {
-        *list = super::partition::merge(std::mem::take(list), 0);
+        *list = crate::analysis::time::partition::merge(std::mem::take(list), 0);
     }
     let acts = &trace.activities;
     (0..acts.len())

@@ -1,0 +1,496 @@
+//! The analysis of one trace in two stages: [`prepare`] classifies it and computes every
+//! aggregate into the [`Context`] the detectors read; [`Context::finish`] cuts that into the
+//! [`Analysis`] and the per-activity [`ActivityTable`].
+
+use crate::analysis::compile::{self, CompileDetail, CompileSummary};
+use crate::analysis::kernels::kernel_tables;
+use crate::analysis::numbers::pct;
+use crate::analysis::ops::{attribution, candidates, frames, mfu, op_index, op_steps};
+use crate::analysis::output::{Analysis, Parts, Summary};
+use crate::analysis::signals::{collective_calls, collectives, counters, memory};
+use crate::analysis::table::ActivityTable;
+use crate::analysis::time::links::{self, Links};
+use crate::analysis::time::partition::{self, HostTimeline, Partition};
+use crate::analysis::time::phases;
+use crate::analysis::time::regions;
+use crate::analysis::time::steps::{self, StepRange, Steps};
+use crate::analysis::time::window::{
+    activities_in_scope, device_activities, partition_time, phase_buckets, step_loads, step_spans,
+};
+use crate::classify::{Bucket, Classified, RuleSet};
+use crate::model::{InputMeta, NameId, Trace};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
+
+/// Options that change what is computed (not how it is shown).
+#[derive(Clone, Debug)]
+pub struct AnalysisOptions {
+    /// How many rows `top_kernels` keeps.
+    pub top: usize,
+    /// Analyze only these steps (`--steps A..B`).
+    pub steps: Option<StepRange>,
+    /// Leave the first step out (`--skip-warmup`).
+    pub skip_warmup: bool,
+    /// Host gaps shorter than this between profiled host events still count as dispatching.
+    pub dispatch_threshold_ns: i64,
+    /// Attribute GPU time to ops, modules and source lines (op-aware buckets, efficiency).
+    pub attribution: bool,
+    /// Build the region tree (the per-rank views leave it out: the feed shows the job's).
+    pub regions: bool,
+    /// Take iterations from this annotation (or Python function) instead of `ProfilerStep#N`
+    /// (`--iteration-marker`).
+    pub iteration_marker: Option<String>,
+    /// Analyze only iterations of this phase (`--phase`).
+    pub phase: Option<phases::Phase>,
+    /// Keep each op and shape's GPU time per step (what `diff` compares; off otherwise, as
+    /// it grows with rows × steps).
+    pub op_series: bool,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions {
+            top: 20,
+            steps: None,
+            skip_warmup: false,
+            dispatch_threshold_ns: 50_000,
+            attribution: true,
+            regions: true,
+            iteration_marker: None,
+            phase: None,
+            op_series: false,
+        }
+    }
+}
+
+/// Everything detectors may read: the trace, its classification, the links between host and
+/// GPU, the steps, the per-activity decisions, and the aggregate numbers so far.
+pub struct Context<'a> {
+    pub trace: &'a Trace,
+    pub rules: &'a RuleSet,
+    pub opts: &'a AnalysisOptions,
+    pub classified: Classified,
+    /// Per activity: its bucket, the launching op's where an op rule decides (`rules/ops.toml`).
+    pub activity_buckets: Vec<Bucket>,
+    pub links: Links,
+    pub steps: Steps,
+    /// Per activity: part of the analysis (all, unless steps were selected).
+    pub in_scope: Vec<bool>,
+    pub partition: Partition,
+    pub compile_detail: CompileDetail,
+    /// Analyzed step durations (slowest rank per step number), in step order.
+    pub step_durations: Vec<(u64, i64)>,
+    /// Per activity: the host index of its innermost launching op.
+    pub op_of: Vec<Option<u32>>,
+    /// The aggregate numbers (modules and sources are added by [`Context::finish`]).
+    pub analysis: Analysis,
+}
+
+impl Context<'_> {
+    /// The sum over devices of each device's analysis window.
+    pub fn window_ns(&self) -> i64 {
+        self.analysis.summary.window_ns
+    }
+    pub fn bucket_of(&self, a: usize) -> Bucket {
+        self.activity_buckets[a]
+    }
+    pub fn name(&self, id: NameId) -> &str {
+        self.trace.names.get(id)
+    }
+}
+
+/// Activities that start more than 1 µs before the previous one on their (device, stream)
+/// ends, per input: (count, largest overlap). A CUDA/HIP stream runs one thing at a time, so
+/// these are clock skew or corruption; real traces have none or one. Only Kineto traces name
+/// streams (rocprof's queues may run dispatches side by side), and graph replays are left out
+/// (their branches may run in parallel on the stream that launched them).
+fn stream_overlaps(trace: &Trace, links: &Links) -> BTreeMap<u32, (u64, i64)> {
+    const TOLERANCE_NS: i64 = 1_000;
+    let acts = &trace.activities;
+    let graph_launch = trace.names.per_name(links::is_graph_launch);
+    let mut streams: HashMap<(u32, u32, u32), Vec<u32>> = HashMap::default();
+    for a in 0..acts.len() {
+        if trace.inputs[acts.input[a] as usize].format != crate::model::Format::Kineto
+            || links.launch[a].is_some_and(|h| graph_launch[trace.host.name[h as usize].index()])
+        {
+            continue;
+        }
+        streams
+            .entry((acts.input[a], acts.device[a], acts.stream[a]))
+            .or_default()
+            .push(a as u32);
+    }
+    let mut out: BTreeMap<u32, (u64, i64)> = BTreeMap::new();
+    for ((input, ..), mut list) in streams {
+        list.sort_unstable_by_key(|&a| (acts.ts_ns[a as usize], a));
+        let mut end = i64::MIN;
+        for a in list.into_iter().map(|a| a as usize) {
+            let overlap = end.saturating_sub(acts.ts_ns[a]);
+            if overlap > TOLERANCE_NS {
+                let e = out.entry(input).or_default();
+                e.0 += 1;
+                e.1 = e.1.max(overlap);
+            }
+            end = end.max(acts.ts_ns[a].saturating_add(acts.dur_ns[a]));
+        }
+    }
+    out
+}
+
+/// GPU time in scope per rule tag.
+fn tagged_ns(
+    trace: &Trace,
+    classified: &Classified,
+    in_scope: &[bool],
+) -> BTreeMap<crate::classify::KernelTag, i64> {
+    let acts = &trace.activities;
+    let mut out = BTreeMap::new();
+    for a in (0..acts.len()).filter(|&a| in_scope[a]) {
+        if let Some(tag) = classified.get(acts.name[a]).tag {
+            *out.entry(tag).or_insert(0) += acts.dur_ns[a];
+        }
+    }
+    out
+}
+
+/// The inputs, with what the analysis found wrong in them added to their warnings.
+fn inputs_with_warnings(
+    trace: &Trace,
+    overlaps: &BTreeMap<u32, (u64, i64)>,
+    unfinished: &[(usize, Vec<u64>)],
+    (steps, marker): (&Steps, Option<&str>),
+) -> Vec<InputMeta> {
+    let mut inputs = trace.inputs.clone();
+    if let Some(m) = marker {
+        for (input, meta) in inputs.iter_mut().enumerate() {
+            if !steps.are_iterations(input) {
+                meta.warnings.push(format!(
+                    "--iteration-marker {m:?} matches no annotation or Python frame: no steps or iterations"
+                ));
+            }
+        }
+    }
+    for (input, (count, worst)) in overlaps {
+        inputs[*input as usize].warnings.push(format!(
+            "{count} GPU activities start before the previous one on their stream ends (by up to {}): clock skew or a corrupt trace; busy time counts their union",
+            crate::model::units::fmt_ns(*worst)
+        ));
+    }
+    for (input, numbers) in unfinished {
+        inputs[*input].warnings.push(format!(
+            "left out {} step(s) the cut left unfinished (#{}{}): their kernels are missing",
+            numbers.len(),
+            numbers[0],
+            if numbers.len() > 1 {
+                format!("..#{}", numbers[numbers.len() - 1])
+            } else {
+                String::new()
+            }
+        ));
+    }
+    inputs
+}
+
+/// torch.compile's summary, with the share of GPU time in Inductor's kernels.
+fn compile_summary(
+    facts: &compile::CompileFacts,
+    tagged_ns: &BTreeMap<crate::classify::KernelTag, i64>,
+    kernel_ns: i64,
+) -> (CompileSummary, CompileDetail) {
+    let (mut compile, detail) = compile::summarize(facts);
+    let inductor = tagged_ns.get(&crate::classify::KernelTag::Inductor);
+    compile.inductor_kernel_pct = pct(inductor.copied().unwrap_or(0), kernel_ns);
+    (compile, detail)
+}
+
+/// Independent indexes over the host events, built side by side: the ops, the steps (or
+/// iterations), the host timelines.
+fn host_indexes(
+    trace: &Trace,
+    links: &Links,
+    opts: &AnalysisOptions,
+) -> (op_index::OpIndex, (Steps, Vec<HostTimeline>)) {
+    rayon::join(
+        || {
+            if opts.attribution {
+                op_index::OpIndex::build(trace, links)
+            } else {
+                op_index::OpIndex::empty(trace)
+            }
+        },
+        || {
+            rayon::join(
+                || {
+                    let marker = opts.iteration_marker.as_deref();
+                    Steps::find(trace, links, marker, opts.dispatch_threshold_ns)
+                },
+                || HostTimeline::build_all(trace, opts.dispatch_threshold_ns),
+            )
+        },
+    )
+}
+
+/// Classifies the trace and computes every aggregate: the [`Context`] the detectors read, from
+/// which [`Context::finish`] cuts the [`Analysis`] and the [`ActivityTable`].
+pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptions) -> Context<'a> {
+    let classified = rules.classify_trace(trace);
+    let links = Links::build(trace);
+    let (op_index, (mut steps, timelines)) = host_indexes(trace, &links, opts);
+    let (activity_buckets, op_view) =
+        op_index::activity_buckets(trace, &op_index, rules, &classified);
+    let mut selecting = steps.select(opts.steps, opts.skip_warmup, opts.phase);
+    // A cut trace's last steps lack their GPU work: leave them out, and say so.
+    let unfinished = steps.drop_unfinished(trace, &links);
+    let overlaps = stream_overlaps(trace, &links);
+    selecting |= !unfinished.is_empty();
+    let (step_span, host_span) = step_spans(trace, &steps);
+    let in_scope = activities_in_scope(trace, &steps, selecting, &step_span);
+    let tables = kernel_tables(
+        trace,
+        rules,
+        &classified,
+        &activity_buckets,
+        &in_scope,
+        opts.top,
+    );
+    let devices = device_activities(trace, &links, &activity_buckets, &in_scope);
+    let mut parts = partition_time(trace, &steps, &devices, &timelines, &step_span, &host_span);
+    phase_buckets(
+        trace,
+        &steps,
+        &activity_buckets,
+        &in_scope,
+        &mut parts.phases,
+    );
+    let regions = if opts.regions {
+        regions::analyze(&regions::Inputs {
+            trace,
+            links: &links,
+            steps: &steps,
+            activity_buckets: &activity_buckets,
+            in_scope: &in_scope,
+            devices: &devices,
+            timelines: &timelines,
+        })
+    } else {
+        Vec::new()
+    };
+    drop(devices);
+    let durations: Vec<i64> = parts.step_durations.iter().map(|d| d.1).collect();
+    let (step_ns, warmup_in_window) = match steps::step_stats(&durations) {
+        Some((s, w)) => (Some(s), w),
+        None => (None, false),
+    };
+    let compile_facts = compile::facts(trace, &links, &steps, &parts.host_windows);
+    let tagged_ns = tagged_ns(trace, &classified, &in_scope);
+    let (compile, compile_detail) = compile_summary(&compile_facts, &tagged_ns, tables.kernel_ns);
+    let mut summary = Summary {
+        window_ns: parts.window_ns,
+        steps: durations.len(),
+        step_ns,
+        gpu_busy_ns: parts.busy_ns,
+        kernel_ns: tables.kernel_ns,
+        unclassified_pct: pct(tables.unclassified_ns, tables.kernel_ns),
+        bucket_view: if op_view { "ops" } else { "kernels" }.to_string(),
+        ..Default::default()
+    };
+    let marker = steps.marker.iter().flatten().next().cloned();
+    summary.set_iterations(&parts.phases, marker.as_ref());
+    let op_tables = if opts.attribution {
+        attribution::ops(
+            trace,
+            &op_index,
+            &rules.devices,
+            &classified,
+            &activity_buckets,
+            &in_scope,
+        )
+    } else {
+        Default::default()
+    };
+    let op_of = op_index.owner_ops();
+    drop(op_index);
+    let steps_per_input: Vec<usize> = (0..trace.inputs.len())
+        .map(|i| steps.kept(i).count())
+        .collect();
+    summary.mfu = mfu::mfu_of(
+        &trace.inputs,
+        &rules.devices,
+        (&op_tables.flops, &steps_per_input),
+        (summary.step_ns.as_ref().map(|s| s.mean), summary.window_ns),
+        &tables.buckets,
+    );
+    let analysis = Analysis {
+        inputs: inputs_with_warnings(
+            trace,
+            &overlaps,
+            &unfinished,
+            (&steps, opts.iteration_marker.as_deref()),
+        ),
+        time_partition: partition::rows(&parts.total, parts.window_ns),
+        summary,
+        buckets: tables.buckets,
+        top_kernels: tables.top_kernels,
+        compile,
+        step_breakdown: parts.step_rows,
+        activities: tables.activities,
+        distinct_kernels: tables.distinct_kernels,
+        warmup_in_window,
+        has_op_shapes: trace.host.has_input_dims(),
+        ops: attribution::op_rows(&op_tables.ops),
+        op_shapes: attribution::shape_rows(&op_tables.shapes),
+        memory_shapes: attribution::memory_shape_rows(&op_tables.memory_shapes),
+        modules: Vec::new(),
+        sources: Vec::new(),
+        kernel_counters: Vec::new(),
+        collectives: collectives::Collectives::default(),
+        memory: memory::analyze(trace, &steps, &rules.devices),
+        regions,
+        phases: phases::phase_rows(&parts.phases),
+        kernel_candidates: Vec::new(),
+        tagged_ns: tagged_ns.clone(),
+        skipped_files: trace.skipped.clone(),
+        parts: Parts {
+            kernels: tables.kernels,
+            partition: parts.total,
+            step_durations: parts.step_durations.clone(),
+            steps_per_input,
+            compile: compile_facts,
+            ops: op_tables.ops,
+            shapes: op_tables.shapes,
+            memory_shapes: op_tables.memory_shapes,
+            flops: op_tables.flops,
+            tagged_ns,
+            phases: parts.phases,
+            iteration_marker: marker,
+            ..Default::default()
+        },
+    };
+    let mut ctx = Context {
+        trace,
+        rules,
+        opts,
+        classified,
+        activity_buckets,
+        links,
+        steps,
+        in_scope,
+        partition: parts.total,
+        compile_detail,
+        step_durations: parts.step_durations,
+        op_of,
+        analysis,
+    };
+    add_collectives_and_counters(&mut ctx);
+    ctx
+}
+
+/// The collectives and hardware-counter views, and what merging ranks needs of the context
+/// beyond the analysis.
+fn add_collectives_and_counters(ctx: &mut Context) {
+    let counters = counters::counter_sums(ctx.trace, &ctx.classified);
+    ctx.analysis.kernel_counters = counters::kernel_counters(&counters, &ctx.trace.inputs);
+    ctx.analysis.parts.counters = counters;
+    let calls = collective_calls::calls(&collective_calls::CallSources {
+        trace: ctx.trace,
+        links: &ctx.links,
+        steps: &ctx.steps,
+        in_scope: &ctx.in_scope,
+        activity_buckets: &ctx.activity_buckets,
+        op_of: &ctx.op_of,
+    });
+    let has_steps: Vec<bool> = ctx.steps.per_input.iter().map(|s| !s.is_empty()).collect();
+    ctx.analysis.collectives = collectives::analyze(
+        &calls,
+        &collectives::CallInputs {
+            inputs: &ctx.trace.inputs,
+            has_steps: &has_steps,
+            devices: &ctx.rules.devices,
+        },
+    );
+    let parts = &mut ctx.analysis.parts;
+    parts.calls = calls;
+    parts.has_steps = has_steps;
+    parts.loads = step_loads(ctx.trace, &ctx.steps, &ctx.activity_buckets, &ctx.in_scope);
+    parts.memory_inputs = ctx.analysis.memory.iter().map(|m| m.input).collect();
+}
+
+/// GPU time by `nn.Module` and by user source line, and each activity's innermost of both
+/// (traces recorded with `with_stack`; empty otherwise).
+#[derive(Default)]
+pub struct Frames {
+    pub modules: frames::Frames,
+    pub sources: frames::Frames,
+}
+
+impl<'a> Context<'a> {
+    /// The frame views (they read only the trace and the links: computed beside the detectors).
+    pub fn frames(&self) -> Frames {
+        if !self.opts.attribution {
+            return Frames::default();
+        }
+        let (modules, sources) = rayon::join(
+            || {
+                let compiled =
+                    compile::compiled_activities(self.trace, &self.links, &self.classified);
+                frames::frames(self.trace, &self.links, &self.in_scope, true, &compiled)
+            },
+            || frames::frames(self.trace, &self.links, &self.in_scope, false, &[]),
+        );
+        Frames { modules, sources }
+    }
+
+    /// The analysis and the annotated activity table; what only the detectors needed is dropped.
+    pub fn finish(self, frames: Frames) -> (Analysis, ActivityTable) {
+        let mut analysis = self.analysis;
+        let compiled = analysis.compile.compiled || analysis.compile.inductor_kernel_pct > 0.0;
+        analysis.compile.eager_modules =
+            compile::eager_modules(&frames.modules.roots, analysis.summary.kernel_ns, compiled);
+        analysis.parts.roots = frames.modules.roots;
+        if self.opts.attribution {
+            let totals = candidates::totals(
+                self.trace,
+                &self.op_of,
+                &frames.sources.of_activity,
+                &self.in_scope,
+            );
+            // Different host args can spell one key (two launcher ops of one Triton file).
+            let totals = candidates::merge(&[&totals]);
+            let rows = candidates::rows(&totals, &analysis.rating(), &self.rules.devices);
+            analysis.kernel_candidates = rows;
+            analysis.parts.candidates = totals;
+            if self.opts.op_series {
+                analysis.parts.op_steps = op_steps::totals(
+                    self.trace,
+                    &self.steps,
+                    &op_steps::Annotations {
+                        op_of: &self.op_of,
+                        modules: &frames.modules.of_activity,
+                        sources: &frames.sources.of_activity,
+                        buckets: &self.activity_buckets,
+                        in_scope: &self.in_scope,
+                    },
+                );
+            }
+        }
+        analysis.modules = frames.modules.rows;
+        analysis.sources = frames.sources.rows;
+        let table = ActivityTable {
+            bucket: self.activity_buckets,
+            classified: self.classified,
+            rule_ids: self.rules.rules.iter().map(|r| r.def.id.clone()).collect(),
+            step: self.steps.of_activity,
+            step_numbers: self
+                .steps
+                .per_input
+                .iter()
+                .map(|s| s.iter().map(|w| w.number).collect())
+                .collect(),
+            op: self.op_of,
+            module: frames.modules.of_activity,
+            source: frames.sources.of_activity,
+            in_window: self.in_scope,
+        };
+        (analysis, table)
+    }
+}

@@ -1,0 +1,123 @@
+//! What the activity and host-event tables share: a compact column of ids, row filtering, and
+//! the times a profiler can write.
+
+/// A column of ids (correlation, External id) that are nearly always below 2^31: 4 bytes each,
+/// the rare wider one kept in a side list and its index stored above 2^31.
+#[derive(Default, Debug, Clone)]
+pub struct Ids {
+    small: Vec<u32>,
+    wide: Vec<u64>,
+}
+
+/// Values from here up are indices into [`Ids::wide`].
+const WIDE_ID: u32 = 1 << 31;
+
+impl Ids {
+    pub fn push(&mut self, v: u64) {
+        match u32::try_from(v) {
+            Ok(small) if small < WIDE_ID => self.small.push(small),
+            _ => {
+                self.small.push(WIDE_ID + self.wide.len() as u32);
+                self.wide.push(v);
+            }
+        }
+    }
+    /// The id of row `i`.
+    pub fn get(&self, i: usize) -> u64 {
+        match self.small[i] {
+            v if v < WIDE_ID => u64::from(v),
+            v => self.wide[(v - WIDE_ID) as usize],
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.small.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.small.is_empty()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+    pub(crate) fn retain_by(&mut self, keep: &[bool]) {
+        retain_by(&mut self.small, keep);
+    }
+    /// Appends another column's rows (its wide ids after this one's).
+    pub(crate) fn append(&mut self, o: Ids) {
+        let base = self.wide.len() as u32;
+        self.small.extend(
+            o.small
+                .into_iter()
+                .map(|v| if v < WIDE_ID { v } else { v + base }),
+        );
+        self.wide.extend(o.wide);
+    }
+    pub(crate) fn reserve_exact(&mut self, more: usize) {
+        self.small.reserve_exact(more);
+    }
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.small.shrink_to_fit();
+        self.wide.shrink_to_fit();
+    }
+}
+
+/// Keeps the elements of `column` whose index `keep` marks.
+pub(crate) fn retain_by<T>(column: &mut Vec<T>, keep: &[bool]) {
+    let mut i = 0;
+    column.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+}
+
+/// Which rows have times a profiler can write (duration within `max_dur`, start within
+/// [`MAX_TS_NS`]), and how many rows per input do not.
+pub(crate) fn plausible(
+    ts: &[i64],
+    dur: &[i64],
+    input: &[u32],
+    max_dur: i64,
+) -> (Vec<bool>, std::collections::BTreeMap<u32, u64>) {
+    let keep: Vec<bool> = ts
+        .iter()
+        .zip(dur)
+        .map(|(t, d)| (0..=max_dur).contains(d) && (0..=MAX_TS_NS).contains(t))
+        .collect();
+    let mut dropped = std::collections::BTreeMap::new();
+    for (i, _) in keep.iter().enumerate().filter(|(_, k)| !**k) {
+        *dropped.entry(input[i]).or_default() += 1;
+    }
+    (keep, dropped)
+}
+
+/// Times a trace can hold: from 0 (the epoch, or boot) to about 146 years after it (2^62 ns),
+/// so that sums and differences of two of them never overflow an i64.
+pub const MAX_TS_NS: i64 = 1 << 62;
+/// The longest GPU activity kept (1 hour) and host event (1 day): longer ones are corrupt times.
+pub const MAX_ACTIVITY_NS: i64 = 3_600_000_000_000;
+pub const MAX_HOST_EVENT_NS: i64 = 86_400_000_000_000;
+
+#[cfg(test)]
+mod tests {
+    use super::Ids;
+
+    #[test]
+    fn ids_keep_wide_values_through_append_and_retain() {
+        let values = [0u64, 9, (1 << 31) - 1, 1 << 31, u64::MAX, 7];
+        let mut a = Ids::default();
+        for v in values {
+            a.push(v);
+        }
+        assert_eq!(a.iter().collect::<Vec<_>>(), values);
+        let mut b = Ids::default();
+        b.push(1 << 40);
+        b.push(3);
+        a.append(b);
+        assert_eq!(a.get(6), 1 << 40);
+        assert_eq!(a.get(7), 3);
+        a.retain_by(&[true, false, false, true, true, false, true, true]);
+        assert_eq!(
+            a.iter().collect::<Vec<_>>(),
+            [0, 1 << 31, u64::MAX, 1 << 40, 3]
+        );
+    }
+}

@@ -1,0 +1,6 @@
+//! Writers of a run's annotated activities: a Perfetto trace ([`perfetto`]) and the Parquet/CSV
+//! activity table ([`export`], with polars).
+
+#[cfg(feature = "polars")]
+pub mod export;
+pub mod perfetto;
