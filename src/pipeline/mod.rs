@@ -6,6 +6,7 @@
 use crate::analysis::time::partition::PartitionRow;
 use crate::analysis::time::steps::StepRange;
 use crate::analysis::{self, ActivityTable, Analysis, AnalysisOptions, BucketRow, Summary};
+use crate::classify::devices::DevicePeaks;
 use crate::classify::RuleSet;
 use crate::compare::{self, Diff};
 use crate::detect::{self, Finding};
@@ -81,6 +82,9 @@ pub struct Run {
     pub plan: Plan,
     /// Each rank's own view, when the inputs hold several ranks.
     pub ranks: Vec<RankView>,
+    /// The device table the analysis rated against (the built-in one, extended by `--rules`):
+    /// what renderers read device peaks from.
+    pub devices: Vec<DevicePeaks>,
     pub timings: Timings,
 }
 
@@ -261,6 +265,7 @@ pub fn merge(partials: &[(String, Vec<u8>)], config: &Config) -> Result<Run, Run
         findings: merged.findings,
         plan,
         ranks: merged.ranks,
+        devices: rules.devices.clone(),
         timings: Timings {
             read: Duration::ZERO,
             analysis: started.elapsed(),
@@ -345,6 +350,7 @@ pub fn run_trace(
         findings,
         plan,
         ranks,
+        devices: rules.devices.clone(),
         timings: Timings::default(),
     }
 }

@@ -3,8 +3,8 @@
 //! (`fixtures/kineto/h200/bandwidth`, `make_bandwidth_traces.py`), whose bytes follow from their
 //! shapes and whose kernels the script timed.
 
-use crate::common::{analyze_path, assert_valid_feed, fixture, run_path};
-use rocprof_classify::analysis::attribution::MemoryShapeRow;
+use crate::common::{analyze_path, assert_valid_feed, fixture, run_path, stdout_of};
+use rocprof_classify::analysis::ops::attribution::MemoryShapeRow;
 use serde_json::Value;
 
 fn truth() -> Value {
@@ -212,7 +212,7 @@ fn triton_kernels_take_inductors_bytes_when_the_run_asked_for_them() {
     }
     let md = rocprof_classify::report::markdown::render(&run);
     assert!(md.contains("TORCHINDUCTOR_BENCHMARK_KERNEL=1"), "{md}");
-    let table = rocprof_classify::report::table::render(&run, &Default::default());
+    let table = rocprof_classify::report::text::render(&run, &Default::default());
     assert!(String::from_utf8_lossy(&table).contains("TORCHINDUCTOR_BENCHMARK_KERNEL=1"));
 }
 
@@ -220,7 +220,7 @@ fn triton_kernels_take_inductors_bytes_when_the_run_asked_for_them() {
 /// for memory-bound work), with what launched them and how to look closer.
 #[test]
 fn kernel_candidates_rank_by_headroom_with_commands() {
-    use rocprof_classify::analysis::candidates::{CommandKind, Unit};
+    use rocprof_classify::analysis::ops::candidates::{CommandKind, Unit};
     let run = run_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
     let c = &run.analysis.kernel_candidates;
     assert!(c.len() >= 5, "{c:?}");
@@ -274,7 +274,7 @@ fn kernel_candidates_rank_by_headroom_with_commands() {
 
 #[test]
 fn triton_candidates_name_their_file_or_why_they_have_no_rate() {
-    use rocprof_classify::analysis::candidates::CommandKind;
+    use rocprof_classify::analysis::ops::candidates::CommandKind;
     let a = analyze_path(&fixture(
         "kineto/h200/bandwidth/compiled_bench_kernel.json.gz",
     ));
@@ -325,7 +325,7 @@ fn amd_decode_gemm_is_a_bandwidth_candidate_with_rocm_commands() {
             .expect("the eager lm_head GEMM");
         assert_eq!(lm_head.shapes.as_deref(), Some("[[32,2880],[2880,201088]]"));
         // M = 32 sequences: far from the compute roof, near the memory one.
-        assert_eq!(lm_head.unit, Some(rocprof_classify::analysis::candidates::Unit::Gbps));
+        assert_eq!(lm_head.unit, Some(rocprof_classify::analysis::ops::candidates::Unit::Gbps));
         assert_eq!(lm_head.peak, Some(5300.0));
         let text: Vec<&str> = lm_head.commands.iter().map(|c| c.text.as_str()).collect();
         assert!(text.iter().any(|t| t.starts_with("rocprofv3 --kernel-trace")), "{text:?}");
@@ -359,12 +359,47 @@ fn the_html_roofline_places_every_rated_shape() {
     }
 }
 
+/// The roofline's roofs come from the device table the run used, `--rules` included: a user
+/// who measured their H100's bandwidth (a compiled GPT-2 block, whose Triton kernels give the
+/// roofline no memory-bound shape to read the HBM peak from) sees that roof, not the built-in
+/// datasheet's.
+#[test]
+fn the_html_roofline_uses_the_devices_the_rules_give() {
+    let trace = fixture("kineto/h100/compiled_clean.json.gz");
+    let roofline = |html: &str| {
+        let at = html.find("Roofline: ").expect("a roofline");
+        html[at..at + html[at..].find(" (dot area").unwrap()].to_string()
+    };
+    let built_in = stdout_of(&trace, &["--html", "-"]);
+    assert_eq!(roofline(&built_in), "Roofline: 989 TFLOP/s, 3350 GB/s");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("devices.toml"),
+        r#"[[device]]
+model = "NVIDIA H100 SXM (measured)"
+names = ["H100"]
+fp32 = 67.0
+tf32 = 494.7
+bf16 = 989.4
+fp16 = 989.4
+fp8 = 1978.9
+hbm_gbps = 2900.0
+memory_gib = 80.0
+source = "a STREAM copy on this machine"
+"#,
+    )
+    .unwrap();
+    let rules = dir.path().to_str().unwrap();
+    let measured = stdout_of(&trace, &["--rules", rules, "--html", "-"]);
+    assert_eq!(roofline(&measured), "Roofline: 989 TFLOP/s, 2900 GB/s");
+}
+
 /// TunableOp's untuned lines from the trace's GEMM ops equal the ones PyTorch 2.11 recorded for
 /// the same calls (`PYTORCH_TUNABLEOP_RECORD_UNTUNED=1`, H200): mm, addmm with a bias, linear
 /// (an mm of a transposed weight), bmm, a transposed first operand, fp16 and fp32.
 #[test]
 fn tunableop_lines_are_the_ones_pytorch_records() {
-    use rocprof_classify::analysis::candidates::tunableop_line;
+    use rocprof_classify::analysis::ops::candidates::tunableop_line;
     let p = fixture("kineto/h200/tunableop/tunableop_truth.json");
     let t: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
     let cases = t["cases"].as_array().unwrap();
@@ -445,7 +480,7 @@ fn triton_templates_are_rated_from_inductors_flops() {
             let cand = cand.expect("a candidate");
             assert_eq!(
                 cand.unit,
-                Some(rocprof_classify::analysis::candidates::Unit::Tflops)
+                Some(rocprof_classify::analysis::ops::candidates::Unit::Tflops)
             );
             assert!(cand
                 .commands

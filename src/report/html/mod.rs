@@ -4,6 +4,7 @@
 pub mod charts;
 
 use crate::analysis::Analysis;
+use crate::classify::devices::DevicePeaks;
 use crate::pipeline::Run;
 use crate::report::format::{display_name, fmt_ns, shorten_tail};
 use crate::report::sections::Sections;
@@ -96,7 +97,7 @@ pub fn render(run: &Run) -> String {
 
     // Kernels.
     render_top_kernels(&mut b, a);
-    render_attribution(&mut b, a);
+    render_attribution(&mut b, a, &run.devices);
     render_phases(&mut b, run);
     render_candidates(&mut b, run);
     render_collectives(&mut b, run);
@@ -365,7 +366,7 @@ fn render_top_kernels(b: &mut String, a: &Analysis) {
 }
 
 /// Ops, modules and source lines by GPU time, and the GEMM ops' efficiency as a chart.
-fn render_attribution(b: &mut String, a: &Analysis) {
+fn render_attribution(b: &mut String, a: &Analysis, devices: &[DevicePeaks]) {
     if !a
         .ops
         .iter()
@@ -393,7 +394,7 @@ fn render_attribution(b: &mut String, a: &Analysis) {
             1000,
         )));
     }
-    render_roofline(b, a);
+    render_roofline(b, a, devices);
     let opt = crate::report::format::opt_num;
     let _ = writeln!(b, "<input class=\"filter\" data-table=\"ops\" placeholder=\"filter ops\"><table id=\"ops\" class=\"sortable\"><thead><tr><th>op</th><th>self</th><th>total</th><th>launches</th><th>bucket</th><th>shapes</th><th>TFLOP/s</th><th>% of peak</th><th>GB/s</th><th>% of HBM peak</th></tr></thead><tbody>");
     for o in &a.ops {
@@ -582,7 +583,7 @@ pub const MEMORY_BOUND_INTENSITY: f64 = 0.25;
 
 /// The roofline of the GEMM/attention/conv shapes (their FLOPs and bytes) and the memory-bound
 /// shapes (their bandwidth), when the device's peaks are known.
-fn render_roofline(b: &mut String, a: &Analysis) {
+fn render_roofline(b: &mut String, a: &Analysis, devices: &[DevicePeaks]) {
     // The dense peak of the dominant type (MFU's), else of the largest GEMM shape, else bf16.
     let peak_tflops = a
         .summary
@@ -595,18 +596,20 @@ fn render_roofline(b: &mut String, a: &Analysis) {
                 .find_map(|r| Some(r.tflops * 100.0 / r.pct_of_peak.filter(|p| *p > 0.0)?))
         })
         .or_else(|| {
-            a.inputs.iter().flat_map(|i| &i.devices).find_map(|d| {
-                crate::classify::devices::peaks_of(crate::classify::devices::devices(), d)?.bf16
-            })
+            a.inputs
+                .iter()
+                .flat_map(|i| &i.devices)
+                .find_map(|d| crate::classify::devices::peaks_of(devices, d)?.bf16)
         });
     let hbm = a
         .memory_shapes
         .iter()
         .find_map(|m| m.peak_gbps)
         .or_else(|| {
-            a.inputs.iter().flat_map(|i| &i.devices).find_map(|d| {
-                crate::classify::devices::peaks_of(crate::classify::devices::devices(), d)?.hbm_gbps
-            })
+            a.inputs
+                .iter()
+                .flat_map(|i| &i.devices)
+                .find_map(|d| crate::classify::devices::peaks_of(devices, d)?.hbm_gbps)
         });
     let (Some(peak), Some(hbm)) = (peak_tflops, hbm) else {
         return;
