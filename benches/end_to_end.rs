@@ -17,7 +17,8 @@
 //! `BENCH_ONLY=attribution` runs only the attribution on/off comparison on big_eager.
 //! `BENCH_BASELINE=REV` first builds commit REV (a git worktree, release, its own target
 //! directory under `bench-baseline/`, seeded with this build's dependencies) and runs it against
-//! this build on big_eager, alternating, and prints old/new wall and peak-RSS ratios;
+//! this build on big_eager and on 8 ranks of it, alternating, and prints old/new wall and
+//! peak-RSS ratios;
 //! `BENCH_ONLY=baseline` stops after that.
 
 use serde::de::IgnoredAny;
@@ -427,13 +428,13 @@ fn build_baseline(rev: &str, target_dir: &Path) -> PathBuf {
 /// machine hits both alike. Peak RSS with the default threads depends on how the reader's
 /// threads interleave (several MB from run to run), so it is compared on one thread too, where
 /// it repeats to the 100 kB.
-fn against_baseline(rev: &str, old: &Path, big: &Path, runs: usize) {
+fn against_baseline(rev: &str, old: &Path, (big, ranks): (&Path, &Path), runs: usize) {
     let runs = runs.max(5);
-    let pair = |args: &[&str]| {
+    let pair_on = |input: &Path, args: &[&str]| {
         let (mut o, mut n) = (Vec::new(), Vec::new());
         for _ in 0..runs {
-            o.push(run_bin(old, args, big));
-            n.push(run_once(args, big));
+            o.push(run_bin(old, args, input));
+            n.push(run_once(args, input));
         }
         o.sort();
         n.sort();
@@ -444,6 +445,7 @@ fn against_baseline(rev: &str, old: &Path, big: &Path, runs: usize) {
         };
         (o[runs / 2].0, n[runs / 2].0, rss(&o), rss(&n))
     };
+    let pair = |args: &[&str]| pair_on(big, args);
     let (ow, nw, orss, nrss) = pair(&["-q", "--json", "/dev/null"]);
     let (_, _, orss1, nrss1) = pair(&["-q", "--threads", "1", "--json", "/dev/null"]);
     println!(
@@ -457,6 +459,16 @@ fn against_baseline(rev: &str, old: &Path, big: &Path, runs: usize) {
         orss1 as f64 / 1e6,
         nrss1 as f64 / 1e6,
         nrss1 as f64 / orss1 as f64
+    );
+    let (ow, nw, orss, nrss) = pair_on(ranks, &["-q", "--json", "/dev/null"]);
+    println!(
+        "baseline {rev} vs this build on 8 ranks of big_eager ({runs} runs each, alternating, medians): wall {:.3} s vs {:.3} s, old/new wall {:.3}; peak RSS {:.1} MB vs {:.1} MB (new/old {:.3})",
+        ow.as_secs_f64(),
+        nw.as_secs_f64(),
+        ow.as_secs_f64() / nw.as_secs_f64(),
+        orss as f64 / 1e6,
+        nrss as f64 / 1e6,
+        nrss as f64 / orss as f64
     );
 }
 
@@ -511,7 +523,8 @@ fn main() {
     }
     if let Ok(rev) = std::env::var("BENCH_BASELINE") {
         let old = build_baseline(&rev, &target_dir);
-        against_baseline(&rev, &old, &big, runs);
+        let ranks = rank_directory(&dir, &big);
+        against_baseline(&rev, &old, (&big, &ranks), runs);
     }
     if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "baseline") {
         return;

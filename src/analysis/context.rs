@@ -82,7 +82,12 @@ pub struct Context<'a> {
     pub step_durations: Vec<(u64, i64)>,
     /// Per activity: the host index of its innermost launching op.
     pub op_of: Vec<Option<u32>>,
-    /// The aggregate numbers (modules and sources are added by [`Context::finish`]).
+    /// Per activity: its innermost `nn.Module` frame and user source line (`NameId::NONE`
+    /// without one; empty without frames or attribution).
+    pub module_of: Vec<NameId>,
+    pub source_of: Vec<NameId>,
+    /// The aggregate numbers, complete: modules, sources, kernel candidates and the eager
+    /// modules included.
     pub analysis: Analysis,
 }
 
@@ -262,7 +267,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         &in_scope,
         &mut parts.phases,
     );
-    let regions = if opts.regions {
+    let regions = opts.regions.then(|| {
         regions::analyze(&regions::Inputs {
             trace,
             links: &links,
@@ -272,15 +277,11 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
             devices: &devices,
             timelines: &timelines,
         })
-    } else {
-        Vec::new()
-    };
+    });
     drop(devices);
     let durations: Vec<i64> = parts.step_durations.iter().map(|d| d.1).collect();
-    let (step_ns, warmup_in_window) = match steps::step_stats(&durations) {
-        Some((s, w)) => (Some(s), w),
-        None => (None, false),
-    };
+    let (step_ns, warmup_in_window) =
+        steps::step_stats(&durations).map_or((None, false), |(s, w)| (Some(s), w));
     let compile_facts = compile::facts(trace, &links, &steps, &parts.host_windows);
     let tagged_ns = tagged_ns(trace, &classified, &in_scope);
     let (compile, compile_detail) = compile_summary(&compile_facts, &tagged_ns, tables.kernel_ns);
@@ -345,7 +346,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         kernel_counters: Vec::new(),
         collectives: collectives::Collectives::default(),
         memory: memory::analyze(trace, &steps, &rules.devices),
-        regions,
+        regions: regions.unwrap_or_default(),
         phases: phases::phase_rows(&parts.phases),
         kernel_candidates: Vec::new(),
         tagged_ns: tagged_ns.clone(),
@@ -379,9 +380,12 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         compile_detail,
         step_durations: parts.step_durations,
         op_of,
+        module_of: Vec::new(),
+        source_of: Vec::new(),
         analysis,
     };
     add_collectives_and_counters(&mut ctx);
+    ctx.add_frames_and_candidates();
     ctx
 }
 
@@ -415,43 +419,33 @@ fn add_collectives_and_counters(ctx: &mut Context) {
     parts.memory_inputs = ctx.analysis.memory.iter().map(|m| m.input).collect();
 }
 
-/// GPU time by `nn.Module` and by user source line, and each activity's innermost of both
-/// (traces recorded with `with_stack`; empty otherwise).
-#[derive(Default)]
-pub struct Frames {
-    pub modules: frames::Frames,
-    pub sources: frames::Frames,
-}
-
-impl<'a> Context<'a> {
-    /// The frame views (they read only the trace and the links: computed beside the detectors).
-    pub fn frames(&self) -> Frames {
-        if !self.opts.attribution {
-            return Frames::default();
-        }
-        let (modules, sources) = rayon::join(
-            || {
-                let compiled =
-                    compile::compiled_activities(self.trace, &self.links, &self.classified);
-                frames::frames(self.trace, &self.links, &self.in_scope, true, &compiled)
-            },
-            || frames::frames(self.trace, &self.links, &self.in_scope, false, &[]),
-        );
-        Frames { modules, sources }
-    }
-
-    /// The analysis and the annotated activity table; what only the detectors needed is dropped.
-    pub fn finish(self, frames: Frames) -> (Analysis, ActivityTable) {
-        let mut analysis = self.analysis;
+impl Context<'_> {
+    /// The frame views (modules and sources: they read only the trace and the links), and what
+    /// reads them or the op rows: the eager modules, the kernel candidates, each op's time per
+    /// step. After it the analysis is complete.
+    fn add_frames_and_candidates(&mut self) {
+        let (modules, sources) = if self.opts.attribution {
+            rayon::join(
+                || {
+                    let compiled =
+                        compile::compiled_activities(self.trace, &self.links, &self.classified);
+                    frames::frames(self.trace, &self.links, &self.in_scope, true, &compiled)
+                },
+                || frames::frames(self.trace, &self.links, &self.in_scope, false, &[]),
+            )
+        } else {
+            Default::default()
+        };
+        let analysis = &mut self.analysis;
         let compiled = analysis.compile.compiled || analysis.compile.inductor_kernel_pct > 0.0;
         analysis.compile.eager_modules =
-            compile::eager_modules(&frames.modules.roots, analysis.summary.kernel_ns, compiled);
-        analysis.parts.roots = frames.modules.roots;
+            compile::eager_modules(&modules.roots, analysis.summary.kernel_ns, compiled);
+        analysis.parts.roots = modules.roots;
         if self.opts.attribution {
             let totals = candidates::totals(
                 self.trace,
                 &self.op_of,
-                &frames.sources.of_activity,
+                &sources.of_activity,
                 &self.in_scope,
             );
             // Different host args can spell one key (two launcher ops of one Triton file).
@@ -465,16 +459,23 @@ impl<'a> Context<'a> {
                     &self.steps,
                     &op_steps::Annotations {
                         op_of: &self.op_of,
-                        modules: &frames.modules.of_activity,
-                        sources: &frames.sources.of_activity,
+                        modules: &modules.of_activity,
+                        sources: &sources.of_activity,
                         buckets: &self.activity_buckets,
                         in_scope: &self.in_scope,
                     },
                 );
             }
         }
-        analysis.modules = frames.modules.rows;
-        analysis.sources = frames.sources.rows;
+        analysis.modules = modules.rows;
+        analysis.sources = sources.rows;
+        self.module_of = modules.of_activity;
+        self.source_of = sources.of_activity;
+    }
+
+    /// The analysis and the annotated activity table; what only the detectors needed is dropped.
+    pub fn finish(self) -> (Analysis, ActivityTable) {
+        let analysis = self.analysis;
         let table = ActivityTable {
             bucket: self.activity_buckets,
             classified: self.classified,
@@ -487,8 +488,8 @@ impl<'a> Context<'a> {
                 .map(|s| s.iter().map(|w| w.number).collect())
                 .collect(),
             op: self.op_of,
-            module: frames.modules.of_activity,
-            source: frames.sources.of_activity,
+            module: self.module_of,
+            source: self.source_of,
             in_window: self.in_scope,
         };
         (analysis, table)

@@ -40,7 +40,5 @@ use crate::model::Trace;
 
 /// Classifies and aggregates, without the detectors: the numbers alone.
 pub fn analyze(trace: &Trace, rules: &RuleSet, opts: &AnalysisOptions) -> Analysis {
-    let ctx = prepare(trace, rules, opts);
-    let frames = ctx.frames();
-    ctx.finish(frames).0
+    prepare(trace, rules, opts).finish().0
 }

@@ -3,7 +3,7 @@
 
 mod comms;
 mod compile;
-pub use compile::annotate;
+use compile::annotate;
 mod counters;
 mod host;
 mod kernels;
@@ -14,7 +14,9 @@ mod ranks;
 mod steps;
 mod surgery;
 
+use crate::analysis::compile::logs::Joined;
 use crate::analysis::Context;
+use crate::model::compile_log::CompileFixes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -339,19 +341,41 @@ const JOB_DETECTORS: &[(FindingId, JobDetector)] = &[
     ),
 ];
 
-/// Runs every detector; findings sorted by severity, then time at stake (descending), then id.
-pub fn run_all(ctx: &Context) -> Vec<Finding> {
+/// What torch.compile's logs of the run say, and the fixes of the causes they name: a pass
+/// given them adds the causes to its findings ([`annotate`]).
+pub type CompileLogs<'a> = (&'a Joined<'a>, &'a CompileFixes);
+
+/// One detection pass over one trace or rank, on its complete analysis: every detector once
+/// (those that read events on the [`Context`], then the job-level ones and the module findings
+/// on its analysis), the causes the compile logs name added, sorted once (FEED.md order). A
+/// job of several ranks runs this once per rank, and [`merge`] once for the job.
+pub fn detect(ctx: &Context, logs: Option<CompileLogs>) -> Vec<Finding> {
     use rayon::prelude::*;
     // Independent detectors run in parallel; collect keeps their order (and the sort below
     // fixes the final one), so the output does not depend on the thread count.
     let mut out: Vec<Finding> = DETECTORS.par_iter().flat_map_iter(|d| d(ctx)).collect();
-    out.extend(JOB_DETECTORS.iter().flat_map(|(_, d)| d(&ctx.analysis)));
-    sort(&mut out);
+    out.extend(job_findings(&ctx.analysis));
+    finish(out, logs)
+}
+
+/// The findings of a job's whole analysis: [`JOB_DETECTORS`] and the module findings.
+fn job_findings(a: &crate::analysis::Analysis) -> Vec<Finding> {
+    let mut out: Vec<Finding> = JOB_DETECTORS.iter().flat_map(|(_, d)| d(a)).collect();
+    out.extend(from_modules(a));
     out
 }
 
+/// The end of a pass: the compile logs' causes added, then the one sort.
+fn finish(mut findings: Vec<Finding>, logs: Option<CompileLogs>) -> Vec<Finding> {
+    if let Some((joined, fixes)) = logs {
+        annotate(&mut findings, joined, fixes);
+    }
+    sort(&mut findings);
+    findings
+}
+
 /// The feed's order: severity, then time at stake (descending), then id and summary.
-pub fn sort(findings: &mut [Finding]) {
+fn sort(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
         a.severity
             .cmp(&b.severity)
@@ -390,7 +414,11 @@ const MODULE_FINDINGS: &[FindingId] = &[FindingId::EagerModules, FindingId::Norm
 /// the severity is the most severe, the time at stake the sum, and `evidence.ranks` lists each
 /// rank's time at stake. The findings of [`JOB_DETECTORS`] and the module findings are found on
 /// the merged analysis instead.
-pub fn merge(ranks: &[(Option<u32>, &[Finding])], job: &crate::analysis::Analysis) -> Vec<Finding> {
+pub fn merge(
+    ranks: &[(Option<u32>, &[Finding])],
+    job: &crate::analysis::Analysis,
+    logs: Option<CompileLogs>,
+) -> Vec<Finding> {
     use std::collections::BTreeMap;
     // Per (id, k-th of that id on its rank): the rank and its finding.
     type Members<'a> = Vec<(Option<u32>, &'a Finding)>;
@@ -462,10 +490,8 @@ pub fn merge(ranks: &[(Option<u32>, &[Finding])], job: &crate::analysis::Analysi
             }
         })
         .collect();
-    out.extend(JOB_DETECTORS.iter().flat_map(|(_, d)| d(job)));
-    out.extend(from_modules(job));
-    sort(&mut out);
-    out
+    out.extend(job_findings(job));
+    finish(out, logs)
 }
 
 /// Ranks as runs: `0-3, 5, 7-9` (inputs without a rank last, as `none`).

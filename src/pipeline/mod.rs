@@ -82,6 +82,9 @@ pub struct Run {
     pub plan: Plan,
     /// Each rank's own view, when the inputs hold several ranks.
     pub ranks: Vec<RankView>,
+    /// Detection passes this run made: one per rank analyzed here, and one for the job (a trace
+    /// without several ranks is its own job: one).
+    pub detect_passes: u32,
     /// The device table the analysis rated against (the built-in one, extended by `--rules`):
     /// what renderers read device peaks from.
     pub devices: Vec<DevicePeaks>,
@@ -224,7 +227,7 @@ pub fn partial(
     }
     let rank = ranks.into_iter().next().flatten();
     let opts = partial_options(&config.analysis);
-    let (analysis, _, findings) = analyze_one(&trace, &rules, &opts, true);
+    let (analysis, _, findings) = analyze_one(&trace, &rules, &opts, None);
     Ok(partial::Partial::new(
         rank,
         analysis,
@@ -266,6 +269,7 @@ pub fn merge(partials: &[(String, Vec<u8>)], config: &Config) -> Result<Run, Run
         plan,
         ranks: merged.ranks,
         devices: rules.devices.clone(),
+        detect_passes: 1,
         timings: Timings {
             read: Duration::ZERO,
             analysis: started.elapsed(),
@@ -336,12 +340,11 @@ pub fn run_trace(
     env: Option<&EnvListing>,
     opts: &AnalysisOptions,
 ) -> Run {
-    let (analysis, activities, mut findings, ranks) = analyze_all(&trace, rules, opts);
-    if !logs.is_empty() {
-        let joined = analysis::compile::logs::join(logs, has_trace.then_some(&trace));
-        detect::annotate(&mut findings, &joined, &catalog.compile_fixes);
-        detect::sort(&mut findings);
-    }
+    let joined = (!logs.is_empty())
+        .then(|| analysis::compile::logs::join(logs, has_trace.then_some(&trace)));
+    let logs = joined.as_ref().map(|j| (j, &catalog.compile_fixes));
+    let (analysis, activities, findings, ranks, detect_passes) =
+        analyze_all(&trace, rules, opts, logs);
     let plan = recommend::plan(&analysis, &findings, catalog, env);
     Run {
         trace,
@@ -351,33 +354,22 @@ pub fn run_trace(
         plan,
         ranks,
         devices: rules.devices.clone(),
+        detect_passes,
         timings: Timings::default(),
     }
 }
 
-/// The analysis and findings of one trace (or one rank's part of it).
+/// The analysis and findings of one trace (or one rank's part of it): one detection pass over
+/// its complete analysis.
 fn analyze_one(
     trace: &Trace,
     rules: &RuleSet,
     opts: &AnalysisOptions,
-    frames: bool,
+    logs: Option<detect::CompileLogs>,
 ) -> (Analysis, ActivityTable, Vec<Finding>) {
     let ctx = analysis::prepare(trace, rules, opts);
-    // The detectors and the frame views run side by side.
-    let (findings, frames) = rayon::join(
-        || detect::run_all(&ctx),
-        || {
-            if frames {
-                ctx.frames()
-            } else {
-                Default::default()
-            }
-        },
-    );
-    let (analysis, table) = ctx.finish(frames);
-    let mut findings = findings;
-    findings.extend(detect::from_modules(&analysis));
-    detect::sort(&mut findings);
+    let findings = detect::detect(&ctx, logs);
+    let (analysis, table) = ctx.finish();
     (analysis, table, findings)
 }
 
@@ -388,15 +380,16 @@ fn analyze_all(
     trace: &Trace,
     rules: &RuleSet,
     opts: &AnalysisOptions,
-) -> (Analysis, ActivityTable, Vec<Finding>, Vec<RankView>) {
+    logs: Option<detect::CompileLogs>,
+) -> (Analysis, ActivityTable, Vec<Finding>, Vec<RankView>, u32) {
     use rayon::prelude::*;
     let mut ranks: BTreeMap<Option<u32>, Vec<u32>> = BTreeMap::new();
     for (i, input) in trace.inputs.iter().enumerate() {
         ranks.entry(input.rank).or_default().push(i as u32);
     }
     if ranks.keys().flatten().count() <= 1 {
-        let (a, t, f) = analyze_one(trace, rules, opts, true);
-        return (a, t, f, Vec::new());
+        let (a, t, f) = analyze_one(trace, rules, opts, logs);
+        return (a, t, f, Vec::new(), 1);
     }
     // Inputs without a rank (torch.compile logs, a stray trace) are one more part, merged last.
     let mut groups: Vec<(Option<u32>, Vec<u32>)> = ranks.into_iter().collect();
@@ -407,7 +400,7 @@ fn analyze_all(
     let parts: Vec<(partial::Partial, (ActivityTable, Vec<u32>))> = groups
         .into_par_iter()
         .map(|(rank, inputs)| {
-            let (a, table, findings) = analyze_one(&trace.subset(&inputs), rules, &rank_opts, true);
+            let (a, table, findings) = analyze_one(&trace.subset(&inputs), rules, &rank_opts, None);
             let p = partial::Partial::new(rank, a, findings, settings.clone());
             // Through JSON, as a file carries it (one holding a non-finite float from a corrupt
             // counter, which JSON cannot, is kept as it is rather than failing the analysis).
@@ -416,9 +409,18 @@ fn analyze_all(
         })
         .collect();
     let (partials, tables): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
-    let merged = partial::merge_in_rank_order(partials, rules, opts.top, trace.skipped.clone());
+    let rank_passes = partials.len() as u32;
+    let skipped = trace.skipped.clone();
+    let merged = partial::merge_in_rank_order(partials, rules, (opts.top, skipped), logs);
     let table = ActivityTable::stitch(trace, tables);
-    (merged.analysis, table, merged.findings, merged.ranks)
+    let passes = rank_passes + 1;
+    (
+        merged.analysis,
+        table,
+        merged.findings,
+        merged.ranks,
+        passes,
+    )
 }
 
 /// Which run of a comparison is being analyzed.

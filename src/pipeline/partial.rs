@@ -302,7 +302,12 @@ pub fn merge(
     for i in order {
         ordered.push(slots[i].take().expect("each partial once"));
     }
-    Ok(merge_in_rank_order(ordered, rules, top, skipped_files))
+    Ok(merge_in_rank_order(
+        ordered,
+        rules,
+        (top, skipped_files),
+        None,
+    ))
 }
 
 /// The first field of `distributedInfo` two runs differ in.
@@ -333,8 +338,8 @@ fn run_difference(a: Option<&Distributed>, b: Option<&Distributed>) -> Option<&'
 pub(crate) fn merge_in_rank_order(
     mut partials: Vec<Partial>,
     rules: &RuleSet,
-    top: usize,
-    skipped_files: Vec<SkippedFile>,
+    (top, skipped_files): (usize, Vec<SkippedFile>),
+    logs: Option<detect::CompileLogs>,
 ) -> Merged {
     for p in &mut partials {
         p.analysis.parts = std::mem::take(&mut p.parts);
@@ -370,7 +375,7 @@ pub(crate) fn merge_in_rank_order(
         .iter()
         .map(|p| (p.rank, p.findings.as_slice()))
         .collect();
-    let findings = detect::merge(&per_rank, &analysis);
+    let findings = detect::merge(&per_rank, &analysis, logs);
     Merged {
         analysis,
         findings,

@@ -4,6 +4,7 @@
 //! version, run, settings, or a rank given twice are refused.
 
 use crate::common::{bin, fixture, read_json_gz, rules, write_json_gz};
+use crate::with_shared;
 use rocprof_classify::analysis::{self, AnalysisOptions};
 use rocprof_classify::detect::{self, FindingId};
 use rocprof_classify::ingest::{read_all, ReadOptions};
@@ -173,6 +174,33 @@ fn ddp_job(dir: &Path, n: u32) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Detection runs once per rank and once for the job, each pass over a complete analysis: the
+/// detectors see the modules, sources and kernel candidates the reports show.
+#[test]
+fn detection_runs_once_per_rank_and_once_per_job() {
+    let one = crate::common::run_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
+    assert_eq!(one.detect_passes, 1);
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    ddp_job(&job, 8);
+    let run = crate::common::run_path(&job);
+    assert_eq!(run.ranks.len(), 8);
+    assert_eq!(run.detect_passes, 8 + 1);
+    with_shared!(shared => {
+        // Python stacks: modules, sources and kernel candidates are there before detection.
+        let trace = shared.join("corpus/tracelens/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+        let read = read_all(std::slice::from_ref(&trace), &ReadOptions::default()).unwrap();
+        let opts = AnalysisOptions::default();
+        let ctx = analysis::prepare(&read, rules(), &opts);
+        assert!(!ctx.analysis.modules.is_empty() && !ctx.analysis.sources.is_empty());
+        assert!(!ctx.analysis.kernel_candidates.is_empty());
+        let seen = serde_json::to_string(&ctx.analysis).unwrap();
+        let (finished, _) = ctx.finish();
+        assert_eq!(seen, serde_json::to_string(&finished).unwrap());
+    });
+}
+
 #[test]
 fn an_eight_rank_directory_merges_to_its_one_process_analysis() {
     let tmp = tempfile::tempdir().unwrap();
@@ -269,8 +297,8 @@ fn merged_numbers_agree_with_one_pass_over_the_whole_trace() {
         let trace = read_all(std::slice::from_ref(&dir), &ReadOptions::default()).unwrap();
         let opts = AnalysisOptions::default();
         let ctx = analysis::prepare(&trace, rules(), &opts);
-        let whole_findings = detect::run_all(&ctx);
-        let whole = ctx.finish(Default::default()).0;
+        let whole_findings = detect::detect(&ctx, None);
+        let whole = ctx.finish().0;
         let merged = crate::common::run_path(&dir);
         let m = &merged.analysis;
         let json = |v: &dyn erased::Ser| v.json();
