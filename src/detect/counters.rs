@@ -7,6 +7,7 @@ use crate::analysis::ops::efficiency::{dtype_of, find_device, gemm_mkn, Dtype, M
 use crate::analysis::signals::counters::{share_pct, total_ns, Bound, KernelCounters};
 use crate::analysis::Context;
 use crate::classify::Bucket;
+use crate::model::compile_log::ActionKind;
 use serde_json::{json, Value};
 
 /// Kernels below this share of the counter passes' time are not worth a finding.
@@ -399,8 +400,8 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
     let mut fixes = Vec::new();
     if !shapes.is_empty() {
         fixes.push(json!({
-            "kind": "env",
-            "for": "tuning.gemm-shapes",
+            "kind": ActionKind::Env,
+            "for": super::GEMM_SHAPES,
             "text": format!(
                 "PYTORCH_TUNABLEOP_ENABLED=1 PYTORCH_TUNABLEOP_TUNING=1 PYTORCH_TUNABLEOP_FILENAME=tunableop.csv python3 your_script.py   # tunes each GEMM shape on first sight, these among them: {}; then run with PYTORCH_TUNABLEOP_TUNING=0",
                 shapes.join("; ")
@@ -413,8 +414,8 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
             .any(|i| i.vendor == crate::model::Vendor::Amd)
         {
             fixes.push(json!({
-                "kind": "command",
-                "for": "tuning.gemm-shapes",
+                "kind": ActionKind::Command,
+                "for": super::GEMM_SHAPES,
                 "text": format!(
                     "AITER_TUNE_GEMM=1 python3 your_script.py   # records the untuned shapes ({}); tune them with aiter's GemmTuner and add the CSV to AITER_CONFIG_GEMM_BF16",
                     shapes.join("; ")

@@ -16,7 +16,7 @@ mod surgery;
 
 use crate::analysis::compile::logs::Joined;
 use crate::analysis::Context;
-use crate::model::compile_log::CompileFixes;
+use crate::model::compile_log::{ActionKind, CompileFixes};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -168,7 +168,7 @@ impl Finding {
 /// A fix a finding names for its own cause (from torch.compile's logs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fix {
-    pub kind: String,
+    pub kind: ActionKind,
     pub text: String,
     /// The one recommendation it belongs to, when it is meant for one only.
     pub only_for: Option<String>,
@@ -197,7 +197,7 @@ impl Finding {
             .flatten()
             .filter_map(|f| {
                 Some(Fix {
-                    kind: f["kind"].as_str()?.to_string(),
+                    kind: ActionKind::deserialize(&f["kind"]).ok()?,
                     text: f["text"].as_str()?.to_string(),
                     only_for: f["for"].as_str().map(str::to_string),
                 })
@@ -340,6 +340,13 @@ const JOB_DETECTORS: &[(FindingId, JobDetector)] = &[
         kernels::low_bandwidth_efficiency,
     ),
 ];
+
+/// The recommendations detectors name for their fixes (`evidence.fixes[].for`): the catalog
+/// refuses to load without each of them.
+pub const RECOMMENDATIONS_NAMED: &[&str] = &[GEMM_SHAPES, EAGER_MODULES, TRITON_FUSIONS];
+const GEMM_SHAPES: &str = "tuning.gemm-shapes";
+const EAGER_MODULES: &str = "compile.eager-modules";
+const TRITON_FUSIONS: &str = "tuning.triton-fusions";
 
 /// What torch.compile's logs of the run say, and the fixes of the causes they name: a pass
 /// given them adds the causes to its findings ([`annotate`]).

@@ -3,6 +3,7 @@
 
 use super::{ms, pct, Finding, FindingId, Severity};
 use crate::analysis::Analysis;
+use crate::model::compile_log::ActionKind;
 use regex::Regex;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -40,12 +41,12 @@ fn eager_modules(a: &Analysis) -> Option<Finding> {
         .iter()
         .map(|m| {
             json!({
-                "kind": "code",
+                "kind": ActionKind::Code,
                 "text": format!(
                     "compile {} too: module = torch.compile(module, mode=\"default\")   # {:.1}% of kernel time runs eager in it",
                     module_class(&m.name), m.pct
                 ),
-                "for": "compile.eager-modules",
+                "for": super::EAGER_MODULES,
             })
         })
         .collect();
@@ -122,9 +123,9 @@ fn norm_activation_heavy(a: &Analysis) -> Option<Finding> {
                 "act(gate) * up in one fused Triton kernel"
             };
             json!({
-                "kind": "code",
+                "kind": ActionKind::Code,
                 "text": format!("{c} ({:.1}% of kernel time): {how}, registered with torch.library.custom_op so it stays compile-compatible", pct(*ns, a.summary.kernel_ns)),
-                "for": "tuning.triton-fusions",
+                "for": super::TRITON_FUSIONS,
             })
         })
         .collect();

@@ -276,11 +276,29 @@ impl FixCause {
     }
 }
 
-/// One fix as data: its kind (`code`, `config`, …) and its text with `{name}` placeholders.
+/// What a person does to apply an action or a fix (FEED.md `recommendations[].actions[].kind`):
+/// set an environment variable, change code, run a command, change a configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionKind {
+    Env,
+    Code,
+    Command,
+    Config,
+}
+
+/// The feed's name of the kind (serde's, so the two cannot drift apart).
+impl std::fmt::Display for ActionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.serialize(f)
+    }
+}
+
+/// One fix as data: its kind and its text with `{name}` placeholders.
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FixText {
-    pub kind: String,
+    pub kind: ActionKind,
     pub text: String,
 }
 

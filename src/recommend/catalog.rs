@@ -2,8 +2,10 @@
 //! entries replace built-in ones with the same id.
 
 use crate::analysis::time::partition::Category;
+use crate::classify::Bucket;
 use crate::error::RuleError;
-use crate::model::compile_log::{CompileFixes, FixCause};
+use crate::model::compile_log::{ActionKind, CompileFixes, FixCause};
+use crate::model::Vendor;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -44,7 +46,7 @@ pub struct EnvCheck {
     #[serde(default)]
     pub unset: bool,
     #[serde(default)]
-    pub vendor: Option<String>,
+    pub vendor: Option<Vendor>,
     #[serde(default)]
     pub why: String,
 }
@@ -52,17 +54,17 @@ pub struct EnvCheck {
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct MinBucket {
-    pub bucket: String,
+    pub bucket: Bucket,
     pub pct: f64,
 }
 
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct ActionDef {
-    pub kind: String,
+    pub kind: ActionKind,
     pub text: String,
     #[serde(default)]
-    pub vendor: Option<String>,
+    pub vendor: Option<Vendor>,
 }
 
 /// A tag's share of a bucket (`max_tag_share`).
@@ -80,7 +82,7 @@ pub struct TagShare {
 pub struct CaveatDef {
     pub text: String,
     #[serde(default)]
-    pub vendor: Option<String>,
+    pub vendor: Option<Vendor>,
 }
 
 /// One recommendation of the catalog.
@@ -103,7 +105,7 @@ pub struct RecDef {
     pub evidence_key: Option<String>,
     /// Only on these vendors (empty: all).
     #[serde(default)]
-    pub vendors: Vec<String>,
+    pub vendors: Vec<Vendor>,
     /// Only when the trace is (not) compiled.
     #[serde(default)]
     pub compiled: Option<bool>,
@@ -146,9 +148,9 @@ pub struct RecDef {
     pub rank_first: bool,
     /// Partition categories whose time the action can recover (the savings ceiling).
     pub acts_on: Vec<Category>,
-    /// "categories" (default): fraction of the acts_on time; "finding": of the finding's time at stake.
-    #[serde(default = "default_basis")]
-    pub basis: String,
+    /// What `fraction` is of: the acts_on time (default) or the finding's time at stake.
+    #[serde(default)]
+    pub basis: Basis,
     pub fraction: f64,
     pub confidence: f64,
     pub seed: String,
@@ -159,8 +161,15 @@ pub struct RecDef {
     pub caveats: Vec<CaveatDef>,
 }
 
-fn default_basis() -> String {
-    "categories".into()
+/// What a recommendation's saving is a fraction of.
+#[derive(Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    /// The time of its `acts_on` partition categories.
+    #[default]
+    Categories,
+    /// The largest time at stake of the findings that fired it.
+    Finding,
 }
 
 /// The loaded catalog.
@@ -173,12 +182,23 @@ pub struct Catalog {
     pub compile_fixes: CompileFixes,
 }
 
-const KINDS: [&str; 4] = ["env", "code", "command", "config"];
-
 impl Catalog {
     /// The built-in catalog plus `ladder.toml` in any of `dirs`.
     pub fn load(dirs: &[PathBuf]) -> Result<Catalog, RuleError> {
-        let mut cat = parse(BUILTIN, Path::new("rules/ladder.toml"))?;
+        let builtin = Path::new("rules/ladder.toml");
+        let mut cat = parse(BUILTIN, builtin)?;
+        check_ids(&cat, &cat.recommendations, builtin)?;
+        if let Some(id) = crate::detect::RECOMMENDATIONS_NAMED
+            .iter()
+            .find(|id| cat.get(id).is_none())
+        {
+            return Err(RuleError::Example {
+                file: builtin.into(),
+                id: (*id).to_string(),
+                message: "a detector names this recommendation for its fixes, and there is none"
+                    .into(),
+            });
+        }
         if let Some(c) = FixCause::ALL
             .iter()
             .find(|c| !cat.compile_fixes.0.contains_key(c.key()))
@@ -198,6 +218,7 @@ impl Catalog {
                 source,
             })?;
             let user = parse(&text, &path)?;
+            let theirs = user.recommendations.clone();
             for rec in user.recommendations {
                 match cat.recommendations.iter_mut().find(|r| r.id == rec.id) {
                     Some(r) => *r = rec,
@@ -214,6 +235,7 @@ impl Catalog {
             cat.levels.sort_by_key(|l| l.level);
             // A user file's causes replace the built-in fixes of that cause.
             cat.compile_fixes.0.extend(user.compile_fixes.0);
+            check_ids(&cat, &theirs, &path)?;
         }
         Ok(cat)
     }
@@ -278,21 +300,6 @@ fn parse(text: &str, file: &Path) -> Result<Catalog, RuleError> {
                 "needs findings, acts_on and at least one action".into(),
             ));
         }
-        if !matches!(r.basis.as_str(), "categories" | "finding") {
-            return Err(bad(
-                &r.id,
-                format!("basis must be 'categories' or 'finding', not '{}'", r.basis),
-            ));
-        }
-        if let Some(a) = r.actions.iter().find(|a| !KINDS.contains(&a.kind.as_str())) {
-            return Err(bad(
-                &r.id,
-                format!(
-                    "action kind '{}' is not env, code, command or config",
-                    a.kind
-                ),
-            ));
-        }
         if let Some(p) = &r.gemm_library {
             regex::Regex::new(p).map_err(|e| bad(&r.id, format!("gemm_library: {e}")))?;
         }
@@ -314,6 +321,20 @@ fn parse(text: &str, file: &Path) -> Result<Catalog, RuleError> {
         recommendations: f.recommendations,
         compile_fixes: f.compile_fixes,
     })
+}
+
+/// Every `after` of `recs` (the recommendations of `file`) names a recommendation of the catalog.
+fn check_ids(cat: &Catalog, recs: &[RecDef], file: &Path) -> Result<(), RuleError> {
+    for r in recs {
+        if let Some(a) = r.after.iter().find(|a| cat.get(a).is_none()) {
+            return Err(RuleError::Example {
+                file: file.to_path_buf(),
+                id: r.id.clone(),
+                message: format!("after: no recommendation has the id '{a}'"),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn cause_keys() -> String {

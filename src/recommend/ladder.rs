@@ -219,8 +219,7 @@ fn level1(
     let mut missing = Vec::new();
     for c in &catalog.env_checks {
         if c.vendor
-            .as_deref()
-            .is_some_and(|v| vendor != Vendor::Unknown && v != vendor.as_str())
+            .is_some_and(|v| vendor != Vendor::Unknown && v != vendor)
         {
             continue;
         }

@@ -8,12 +8,13 @@ mod ladder;
 
 pub use because::Fact;
 
-pub use catalog::{Catalog, EnvCheck, LevelDef, RecDef};
+pub use catalog::{Basis, Catalog, EnvCheck, LevelDef, RecDef};
 pub use ladder::{LadderStatus, Verdict};
 
 use crate::analysis::time::partition::Category;
 use crate::analysis::Analysis;
 use crate::detect::Finding;
+use crate::model::compile_log::ActionKind;
 use crate::model::Vendor;
 use regex::Regex;
 use serde::Serialize;
@@ -22,7 +23,7 @@ use std::collections::BTreeMap;
 /// One action of a recommendation, as the feed carries it.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ActionOut {
-    pub kind: String,
+    pub kind: ActionKind,
     pub text: String,
 }
 
@@ -77,10 +78,6 @@ pub fn parse_env(text: &str) -> EnvListing {
         .collect()
 }
 
-fn vendor_name(v: Vendor) -> &'static str {
-    v.as_str()
-}
-
 /// Partition time of the named categories.
 fn categories_ns(a: &Analysis, cats: &[Category]) -> i64 {
     cats.iter().map(|&c| a.partition_ns(c)).sum()
@@ -89,7 +86,7 @@ fn categories_ns(a: &Analysis, cats: &[Category]) -> i64 {
 /// Whether a recommendation's trigger holds; returns the triggering findings.
 fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<Vec<&'a Finding>> {
     let vendor = a.vendor();
-    if !rec.vendors.is_empty() && !rec.vendors.iter().any(|v| v == vendor_name(vendor)) {
+    if !rec.vendors.is_empty() && !rec.vendors.contains(&vendor) {
         return None;
     }
     if rec.compiled.is_some_and(|c| c != a.compile.compiled) {
@@ -102,7 +99,7 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
         let pct = a
             .buckets
             .iter()
-            .find(|b| b.bucket.as_str() == m.bucket)
+            .find(|b| b.bucket == m.bucket)
             .map_or(0.0, |b| b.pct);
         if pct < m.pct {
             return None;
@@ -251,8 +248,8 @@ impl SteadyPart {
 
 /// Whether an action or caveat meant for `only` (None: every vendor) applies to the trace's
 /// vendor (an unknown vendor gets them all).
-fn fits_vendor(only: Option<&str>, vendor: Vendor) -> bool {
-    only.is_none_or(|v| vendor == Vendor::Unknown || v == vendor_name(vendor))
+fn fits_vendor(only: Option<Vendor>, vendor: Vendor) -> bool {
+    only.is_none_or(|v| vendor == Vendor::Unknown || v == vendor)
 }
 
 /// Evaluates the catalog against an analysis.
@@ -271,9 +268,9 @@ pub fn plan(
             continue;
         };
         let ceiling = steady.ceiling(a, &rec.acts_on);
-        let basis = match rec.basis.as_str() {
-            "finding" => hits.iter().map(|f| f.time_at_stake_ns).max().unwrap_or(0),
-            _ => ceiling,
+        let basis = match rec.basis {
+            Basis::Finding => hits.iter().map(|f| f.time_at_stake_ns).max().unwrap_or(0),
+            Basis::Categories => ceiling,
         };
         let est = ((basis as f64 * rec.fraction).round() as i64).clamp(0, ceiling.max(0));
         let mut finding_ids: Vec<String> = hits.iter().map(|f| f.id.to_string()).collect();
@@ -297,11 +294,13 @@ pub fn plan(
         let generic: Vec<ActionOut> = rec
             .actions
             .iter()
-            .filter(|act| fits_vendor(act.vendor.as_deref(), vendor))
+            .filter(|act| fits_vendor(act.vendor, vendor))
             .map(|act| ActionOut {
-                kind: act.kind.clone(),
-                text: match (&act.vendor, vendor) {
-                    (Some(v), Vendor::Unknown) => format!("{}: {}", v.to_uppercase(), act.text),
+                kind: act.kind,
+                text: match (act.vendor, vendor) {
+                    (Some(v), Vendor::Unknown) => {
+                        format!("{}: {}", v.as_str().to_uppercase(), act.text)
+                    }
                     _ => act.text.clone(),
                 },
             })
@@ -336,7 +335,7 @@ pub fn plan(
             caveats: rec
                 .caveats
                 .iter()
-                .filter(|c| fits_vendor(c.vendor.as_deref(), vendor))
+                .filter(|c| fits_vendor(c.vendor, vendor))
                 .map(|c| c.text.clone())
                 .collect(),
         });

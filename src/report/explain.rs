@@ -3,7 +3,7 @@
 
 use crate::analysis::time::partition::Category;
 use crate::classify::RuleSet;
-use crate::recommend::{Catalog, RecDef};
+use crate::recommend::{Basis, Catalog, RecDef};
 use std::fmt::Write;
 
 /// `rules list`: every rule with its bucket, family, library, priority and file.
@@ -135,7 +135,8 @@ fn trigger(r: &RecDef) -> Vec<String> {
         ));
     }
     if !r.vendors.is_empty() {
-        when.push(format!("on {}", r.vendors.join(", ")));
+        let vendors: Vec<&str> = r.vendors.iter().map(|v| v.as_str()).collect();
+        when.push(format!("on {}", vendors.join(", ")));
     }
     if !r.archs.is_empty() {
         when.push(format!("on architectures {}*", r.archs.join("*, ")));
@@ -154,7 +155,11 @@ fn trigger(r: &RecDef) -> Vec<String> {
         );
     }
     if let Some(m) = &r.min_bucket {
-        when.push(format!("{} >= {}% of GPU activity time", m.bucket, m.pct));
+        when.push(format!(
+            "{} >= {}% of GPU activity time",
+            m.bucket.as_str(),
+            m.pct
+        ));
     }
     if let Some(l) = &r.gemm_library {
         when.push(format!(
@@ -185,7 +190,7 @@ fn trigger(r: &RecDef) -> Vec<String> {
 
 /// What a recommendation saves, in words.
 fn savings_model(r: &RecDef) -> String {
-    let basis = if r.basis == "finding" {
+    let basis = if r.basis == Basis::Finding {
         "the finding's time at stake".to_string()
     } else {
         format!("the time of {}", join_categories(&r.acts_on))
@@ -214,16 +219,14 @@ fn explain_recommendation(r: &RecDef) -> String {
     for a in &r.actions {
         let vendor = a
             .vendor
-            .as_deref()
-            .map(|v| format!(" [{v}]"))
+            .map(|v| format!(" [{}]", v.as_str()))
             .unwrap_or_default();
         let _ = writeln!(out, "  {}{vendor}: {}", a.kind, a.text);
     }
     for c in &r.caveats {
         let vendor = c
             .vendor
-            .as_deref()
-            .map(|v| format!(" [{v}]"))
+            .map(|v| format!(" [{}]", v.as_str()))
             .unwrap_or_default();
         let _ = writeln!(out, "  caveat{vendor}: {}", c.text);
     }

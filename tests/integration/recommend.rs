@@ -4,6 +4,7 @@ use crate::common::{analyze_path, assert_valid_feed, bin, fixture, rules};
 use crate::with_shared;
 use rocprof_classify::analysis::AnalysisOptions;
 use rocprof_classify::ingest::{read_all, ReadOptions};
+use rocprof_classify::model::compile_log::ActionKind;
 use rocprof_classify::recommend::{parse_env, Catalog, EnvListing};
 use rocprof_classify::Run;
 use std::collections::BTreeSet;
@@ -150,7 +151,7 @@ fn amd_tensile_gemms_get_tunableop_with_the_seed_env_vars() {
     with_shared!(shared => {
         let a = planned(&shared.join("corpus/tracelens/sglang_Qwen3-8B_decode.json.gz"), None);
         let r = rec(&a, "env.tunableop");
-        let env: Vec<&str> = r.actions.iter().filter(|x| x.kind == "env").map(|x| x.text.as_str()).collect();
+        let env: Vec<&str> = r.actions.iter().filter(|x| x.kind == ActionKind::Env).map(|x| x.text.as_str()).collect();
         assert!(env.iter().any(|t| t.contains("PYTORCH_TUNABLEOP_ENABLED=1") && t.contains("TORCH_BLAS_PREFER_HIPBLASLT=1")), "{env:?}");
         // AMD-only advice never reaches an NVIDIA trace.
         let nv = h100("eager_sdpa_fused");
@@ -489,4 +490,63 @@ fn the_readme_table_of_recommendations_is_the_catalogs() {
         .assert()
         .success();
     assert_eq!(String::from_utf8_lossy(&out.get_output().stdout), table);
+}
+
+/// A user's `ladder.toml` naming an id, a bucket, a vendor or an action kind the tool does not
+/// know fails when it loads, with the file and what is unknown named: a typo no longer turns a
+/// recommendation off without a word.
+#[test]
+fn unknown_ids_in_a_users_ladder_fail_at_load() {
+    let rec = |extra: &str, kind: &str| {
+        format!(
+            r#"schema = 1
+[[recommendation]]
+id = "my.tuning"
+level = 4
+title = "Tune my GEMMs"
+findings = ["fp32_gemm"]
+acts_on = ["gemm"]
+fraction = 0.5
+confidence = 0.5
+seed = "mine"
+{extra}
+[[recommendation.action]]
+kind = "{kind}"
+text = "tune"
+"#
+        )
+    };
+    let load = |text: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ladder.toml"), text).unwrap();
+        let err = Catalog::load(&[dir.path().to_path_buf()])
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ladder.toml") && err.contains(dir.path().to_str().unwrap()),
+            "{err}"
+        );
+        err
+    };
+    // The file as written loads: each case below differs from it in one word.
+    let dir = tempfile::tempdir().unwrap();
+    let good = rec("after = [\"compile.enable\"]\nmin_bucket = { bucket = \"gemm\", pct = 20.0 }\nvendors = [\"amd\"]", "env");
+    std::fs::write(dir.path().join("ladder.toml"), &good).unwrap();
+    let cat = Catalog::load(&[dir.path().to_path_buf()]).unwrap();
+    assert!(cat.get("my.tuning").is_some());
+
+    let err = load(&rec("after = [\"compile.enabel\"]", "env"));
+    assert!(
+        err.contains("my.tuning") && err.contains("compile.enabel"),
+        "{err}"
+    );
+    let err = load(&rec("min_bucket = { bucket = \"gem\", pct = 20.0 }", "env"));
+    assert!(err.contains("gem"), "{err}");
+    let err = load(&rec("vendors = [\"amdgpu\"]", "env"));
+    assert!(err.contains("amdgpu"), "{err}");
+    let err = load(&rec("", "shell"));
+    assert!(err.contains("shell"), "{err}");
+    let err = load("schema = 1\n[compile_fixes]\nhint = [{ kind = \"shell\", text = \"x\" }]\n");
+    assert!(err.contains("shell"), "{err}");
 }

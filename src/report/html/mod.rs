@@ -279,7 +279,7 @@ fn render_recommendations(b: &mut String, run: &Run) {
                 let _ = write!(
                     detail,
                     "<div>{}:<pre>{}</pre></div>",
-                    esc(&act.kind),
+                    esc(&act.kind.to_string()),
                     esc(&act.text)
                 );
             }
