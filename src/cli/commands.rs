@@ -1,7 +1,11 @@
 //! One function per command: the analysis, `partial`, `merge`, `diff`, `rules` and `explain`.
 
-use super::args::*;
-use super::output::*;
+use super::args::{
+    config, load_rules, AnalysisArgs, Cli, ComputeArgs, GlobalArgs, OutputArgs, RulesAction,
+};
+use super::output::{
+    emit, export_perfetto, export_tables, progress_bar, table_options, write_stdout, Status,
+};
 use crate::analysis::time::steps::StepRange;
 use crate::analysis::AnalysisOptions;
 use crate::detect::Severity;

@@ -1,7 +1,7 @@
 //! Where reports go (files or stdout, at most one there), the terminal's options, the read
 //! progress bar, and the activity writers (Parquet/CSV, Perfetto).
 
-use super::args::*;
+use super::args::{use_color, Cli, GlobalArgs};
 use crate::pipeline::Run;
 use crate::report::{self, text::TableOptions};
 use anyhow::{bail, Context, Result};

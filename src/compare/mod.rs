@@ -13,7 +13,7 @@ use crate::classify::Bucket;
 use crate::compare::op_match::Match;
 use crate::compare::stats::{mean, Verdict};
 pub use output::*;
-use samples::*;
+use samples::{group_series, launches_per_step, step_time, step_verdict, steps_of};
 pub use samples::{samples, Samples, ROW_FLOOR_PCT, ROW_STEP_FLOOR_PCT, STEP_FLOOR_PCT};
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 use crate::analysis::ops::op_steps::OpStepTotals;
 use crate::analysis::time::partition::Category;
 use crate::analysis::Analysis;
-use crate::compare::output::*;
+use crate::compare::output::{Cause, Component, Statistics};
 use crate::compare::stats::{self, mean, Judgement, Verdict};
 use std::collections::BTreeMap;
 

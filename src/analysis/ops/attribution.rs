@@ -2,7 +2,10 @@
 //! correlation id) → the innermost cpu_op around it on the same thread → the ops enclosing that.
 //! `self_ns` goes to the innermost op, `total_ns` to it and every op enclosing it.
 
-use crate::analysis::ops::calls::*;
+use crate::analysis::ops::calls::{
+    composite_call, gemm_call, memory_call, union_per_call, Bandwidth, Call, CallContext, CallMap,
+    CallPhase, CallRecord, FlopTally,
+};
 use crate::analysis::ops::efficiency;
 use crate::analysis::ops::op_index::OpIndex;
 use crate::classify::{Bucket, Classified};
@@ -456,59 +459,9 @@ struct Acc {
     bw: Bandwidth,
 }
 
-/// Bytes moved by an op's calls whose bytes are known, their time, and the time weighted by
-/// the HBM peak (bytes per ns at peak) for the calls whose device peak is known.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Bandwidth {
-    pub bytes: f64,
-    pub ns: i64,
-    pub bytes_at_known_peak: f64,
-    pub peak_bytes: f64,
-    /// The time of the calls whose device peak is known.
-    #[serde(default)]
-    pub ns_at_known_peak: i64,
-}
-
-impl Bandwidth {
-    pub fn add(&mut self, o: &Bandwidth) {
-        self.bytes += o.bytes;
-        self.ns += o.ns;
-        self.bytes_at_known_peak += o.bytes_at_known_peak;
-        self.peak_bytes += o.peak_bytes;
-        self.ns_at_known_peak += o.ns_at_known_peak;
-    }
-    /// Achieved GB/s (bytes per ns), 0.1 GB/s precision.
-    pub fn gbps(&self) -> Option<f64> {
-        (self.ns > 0 && self.bytes > 0.0)
-            .then(|| (self.bytes / self.ns as f64 * 10.0).round() / 10.0)
-    }
-    /// Share of the HBM peak, at most 100 (cache-resident data runs above it), 0.01 precision.
-    pub fn pct_of_peak(&self) -> Option<f64> {
-        (self.peak_bytes > 0.0).then(|| {
-            ((self.bytes_at_known_peak * 100.0 / self.peak_bytes).min(100.0) * 100.0).round()
-                / 100.0
-        })
-    }
-}
-
 impl Acc {
     fn add_bytes(&mut self, c: &Call, ns: i64) {
         self.bw.add_call(c, ns);
-    }
-}
-
-impl Bandwidth {
-    /// Adds one call's bytes (when known) and time.
-    fn add_call(&mut self, c: &Call, ns: i64) {
-        let Some(bytes) = c.bytes() else { return };
-        self.bytes += bytes;
-        self.ns += ns;
-        if !c.peak_gbps.is_nan() {
-            self.bytes_at_known_peak += bytes;
-            // GB/s = bytes per ns.
-            self.peak_bytes += ns as f64 * c.peak_gbps;
-            self.ns_at_known_peak += ns;
-        }
     }
 }
 

@@ -12,7 +12,10 @@ pub(crate) mod rows;
 use crate::error::IngestError;
 use crate::ingest::{ReadOptions, Reader, Source};
 use crate::model::{Activity, ActivityKind, Format, NameId, Trace};
-use rows::*;
+use rows::{
+    first_line, header_fields, kind_of_header, new_input, ns, read_headers, row_times, Columns,
+    CsvKind, InputState, Row, RowIssues,
+};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 /// One reader per CSV format (they share the code; `sniff` picks by header).
@@ -371,6 +374,7 @@ pub fn read_rocprofv3_dir(
 
 #[cfg(test)]
 mod tests {
+    use super::rows::agent_number;
     use super::*;
 
     #[test]
