@@ -118,6 +118,8 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    /// Its name in the feed. Not serde's: serde's (`Fp32`) key the FLOP tallies of partial
+    /// files, whose format stays as written.
     pub fn as_str(self) -> &'static str {
         match self {
             Dtype::Fp32 => "fp32",

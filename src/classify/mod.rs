@@ -44,16 +44,9 @@ impl Bucket {
         Bucket::Memory,
         Bucket::Other,
     ];
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Bucket::Gemm => "gemm",
-            Bucket::Attention => "attention",
-            Bucket::Conv => "conv",
-            Bucket::Elementwise => "elementwise",
-            Bucket::Communication => "communication",
-            Bucket::Memory => "memory",
-            Bucket::Other => "other",
-        }
+        crate::model::variant_name(&self)
     }
 }
 

@@ -35,15 +35,9 @@ pub enum Match {
 }
 
 impl Match {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Match::OpShape => "op_shape",
-            Match::Module => "module",
-            Match::Source => "source",
-            Match::Bucket => "bucket",
-            Match::New => "new",
-            Match::Removed => "removed",
-        }
+        crate::model::variant_name(&self)
     }
 }
 

@@ -97,12 +97,9 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Cause::GpuWork => "gpu_work",
-            Cause::HostTime => "host_time",
-            Cause::Both => "both",
-        }
+        crate::model::variant_name(&self)
     }
 }
 

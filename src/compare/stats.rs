@@ -24,13 +24,9 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::WithinNoise => "within_noise",
-            Verdict::TooFewSteps => "too_few_steps",
-        }
+        crate::model::variant_name(&self)
     }
     /// Faster or slower: a change the test could tell from the noise.
     pub fn changed(self) -> bool {

@@ -30,13 +30,9 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::High => "high",
-            Severity::Medium => "medium",
-            Severity::Low => "low",
-            Severity::Info => "info",
-        }
+        crate::model::variant_name(&self)
     }
 }
 
@@ -82,44 +78,9 @@ pub enum FindingId {
 }
 
 impl FindingId {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            FindingId::GraphBreaks => "graph_breaks",
-            FindingId::CompiledLoop => "compiled_loop",
-            FindingId::Recompiles => "recompiles",
-            FindingId::CompileInWindow => "compile_in_window",
-            FindingId::CudagraphsInUse => "cudagraphs_in_use",
-            FindingId::LaunchBound => "launch_bound",
-            FindingId::HostBound => "host_bound",
-            FindingId::SyncStalls => "sync_stalls",
-            FindingId::ManualAttention => "manual_attention",
-            FindingId::UnfusedProjections => "unfused_projections",
-            FindingId::Fp32Gemm => "fp32_gemm",
-            FindingId::GemmBackend => "gemm_backend",
-            FindingId::ElementwiseHeavy => "elementwise_heavy",
-            FindingId::ConvLayoutTransposes => "conv_layout_transposes",
-            FindingId::ExposedCommunication => "exposed_communication",
-            FindingId::MemcpyHeavy => "memcpy_heavy",
-            FindingId::UnclassifiedTime => "unclassified_time",
-            FindingId::HighStepVariance => "high_step_variance",
-            FindingId::WarmupInWindow => "warmup_in_window",
-            FindingId::StragglerRank => "straggler_rank",
-            FindingId::InductorFallbacks => "inductor_fallbacks",
-            FindingId::LowOccupancy => "low_occupancy",
-            FindingId::MemoryBoundGemm => "memory_bound_gemm",
-            FindingId::LowGemmEfficiency => "low_gemm_efficiency",
-            FindingId::NoMatrixCores => "no_matrix_cores",
-            FindingId::AllocatorChurn => "allocator_churn",
-            FindingId::UnrepresentativeProfile => "unrepresentative_profile",
-            FindingId::ConvHeavy => "conv_heavy",
-            FindingId::EagerModules => "eager_modules",
-            FindingId::NormActivationHeavy => "norm_activation_heavy",
-            FindingId::PagedAttentionHeavy => "paged_attention_heavy",
-            FindingId::SlowCollective => "slow_collective",
-            FindingId::MemoryPressure => "memory_pressure",
-            FindingId::MemoryHeadroom => "memory_headroom",
-            FindingId::LowBandwidthEfficiency => "low_bandwidth_efficiency",
-        }
+        crate::model::variant_name(&self)
     }
 
     /// The id of a feed name.

@@ -221,7 +221,8 @@ impl CompileLog {
 
 /// What torch.compile's logs can name as the cause of a graph break or recompile; each has its
 /// fixes in `rules/ladder.toml` (`[compile_fixes]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FixCause {
     /// A break on `.item()` or another data-dependent value.
     ItemInGraph,
@@ -259,20 +260,9 @@ impl FixCause {
         FixCause::GlobalState,
     ];
 
-    /// Its key in `[compile_fixes]`.
+    /// Its key in `[compile_fixes]` (serde's name).
     pub fn key(self) -> &'static str {
-        match self {
-            FixCause::ItemInGraph => "item_in_graph",
-            FixCause::UnsupportedCall => "unsupported_call",
-            FixCause::Backward => "backward",
-            FixCause::Hint => "hint",
-            FixCause::SizeMismatch => "size_mismatch",
-            FixCause::TensorMismatch => "tensor_mismatch",
-            FixCause::ValueSpecialized => "value_specialized",
-            FixCause::ObjectIdentity => "object_identity",
-            FixCause::Length => "length",
-            FixCause::GlobalState => "global_state",
-        }
+        crate::model::variant_name(&self)
     }
 }
 

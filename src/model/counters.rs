@@ -42,18 +42,9 @@ impl Pipe {
         Pipe::MfmaF64,
         Pipe::MfmaI8,
     ];
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Pipe::ValuF16 => "valu_f16",
-            Pipe::ValuF32 => "valu_f32",
-            Pipe::ValuF64 => "valu_f64",
-            Pipe::MfmaF8 => "mfma_f8",
-            Pipe::MfmaF16 => "mfma_f16",
-            Pipe::MfmaBf16 => "mfma_bf16",
-            Pipe::MfmaF32 => "mfma_f32",
-            Pipe::MfmaF64 => "mfma_f64",
-            Pipe::MfmaI8 => "mfma_i8",
-        }
+        crate::model::variant_name(&self)
     }
     pub fn is_matrix(self) -> bool {
         !matches!(self, Pipe::ValuF16 | Pipe::ValuF32 | Pipe::ValuF64)

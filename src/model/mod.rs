@@ -22,6 +22,12 @@ pub use host::{HostEvent, HostEvents, HostKind, MemoryEvents, OpArgs};
 pub use intern::{Interner, NameId};
 use serde::{Deserialize, Serialize};
 
+/// The name serde gives a unit variant of an enum (its `rename`/`rename_all` applied): the one
+/// spelling of the enum's values in the feed, the reports and the rule files.
+pub fn variant_name<T: Serialize>(value: &T) -> &'static str {
+    serde_variant::to_variant_name(value).expect("a unit variant of a serde enum")
+}
+
 /// Input formats, named as in the feed's `inputs[].format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Format {
@@ -46,18 +52,9 @@ pub enum Format {
 }
 
 impl Format {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Format::Kineto => "kineto",
-            Format::RocprofV1 => "rocprof-v1",
-            Format::RocprofV2Csv => "rocprofv2-csv",
-            Format::RocprofV3Csv => "rocprofv3-csv",
-            Format::RocprofV3Json => "rocprofv3-json",
-            Format::Rocpd => "rocpd",
-            Format::RocprofCompute => "rocprof-compute",
-            Format::TorchLogs => "torch-logs",
-            Format::TorchTrace => "torch-trace",
-        }
+        crate::model::variant_name(&self)
     }
 }
 
@@ -72,12 +69,9 @@ pub enum Vendor {
 }
 
 impl Vendor {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Vendor::Amd => "amd",
-            Vendor::Nvidia => "nvidia",
-            Vendor::Unknown => "unknown",
-        }
+        crate::model::variant_name(&self)
     }
 }
 
@@ -296,5 +290,21 @@ impl Trace {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variant_names_are_serdes() {
+        assert_eq!(Format::RocprofCompute.as_str(), "rocprof-compute");
+        assert_eq!(Vendor::Nvidia.as_str(), "nvidia");
+        for v in [Vendor::Amd, Vendor::Nvidia, Vendor::Unknown] {
+            let json = serde_json::to_value(v).unwrap();
+            assert_eq!(json.as_str(), Some(v.as_str()));
+            assert_eq!(serde_json::from_value::<Vendor>(json).unwrap(), v);
+        }
     }
 }

@@ -19,13 +19,9 @@ pub enum LadderStatus {
 }
 
 impl LadderStatus {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            LadderStatus::Done => "done",
-            LadderStatus::Partial => "partial",
-            LadderStatus::Todo => "todo",
-            LadderStatus::Unknown => "unknown",
-        }
+        crate::model::variant_name(&self)
     }
     /// Work left at this level (`next_level` is the lowest such level).
     pub fn is_open(self) -> bool {

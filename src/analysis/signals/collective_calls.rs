@@ -34,23 +34,9 @@ pub enum CollectiveKind {
 }
 
 impl CollectiveKind {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            CollectiveKind::AllReduce => "all_reduce",
-            CollectiveKind::AllGather => "all_gather",
-            CollectiveKind::ReduceScatter => "reduce_scatter",
-            CollectiveKind::AllToAll => "all_to_all",
-            CollectiveKind::AllToAllv => "all_to_allv",
-            CollectiveKind::Broadcast => "broadcast",
-            CollectiveKind::Reduce => "reduce",
-            CollectiveKind::Gather => "gather",
-            CollectiveKind::Scatter => "scatter",
-            CollectiveKind::Send => "send",
-            CollectiveKind::Recv => "recv",
-            CollectiveKind::SendRecv => "send_recv",
-            CollectiveKind::Barrier => "barrier",
-            CollectiveKind::Unknown => "unknown",
-        }
+        crate::model::variant_name(&self)
     }
 
     /// From PyTorch's `Collective name` (`allreduce`, `_allgather_base`,

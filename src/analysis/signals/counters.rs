@@ -22,12 +22,9 @@ pub enum Bound {
 }
 
 impl Bound {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Bound::Compute => "compute",
-            Bound::Memory => "memory",
-            Bound::Latency => "latency",
-        }
+        crate::model::variant_name(&self)
     }
 }
 

@@ -45,20 +45,9 @@ impl Category {
         Category::GraphGaps,
     ];
 
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Gemm => "gemm",
-            Category::Attention => "attention",
-            Category::Conv => "conv",
-            Category::Elementwise => "elementwise",
-            Category::Communication => "communication",
-            Category::Memory => "memory",
-            Category::Other => "other",
-            Category::LaunchOverhead => "launch_overhead",
-            Category::HostIdle => "host_idle",
-            Category::IdleUnattributed => "idle_unattributed",
-            Category::GraphGaps => "graph_gaps",
-        }
+        crate::model::variant_name(&self)
     }
 
     /// The category of a feed name.

@@ -23,13 +23,9 @@ pub enum Phase {
 
 impl Phase {
     pub const ALL: [Phase; 4] = [Phase::Prefill, Phase::Decode, Phase::Mixed, Phase::Step];
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Prefill => "prefill",
-            Phase::Decode => "decode",
-            Phase::Mixed => "mixed",
-            Phase::Step => "step",
-        }
+        crate::model::variant_name(&self)
     }
 }
 
@@ -94,12 +90,9 @@ pub enum Exclusion {
 }
 
 impl Exclusion {
+    /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Exclusion::Capture => "capture",
-            Exclusion::Compile => "compile",
-            Exclusion::Warmup => "warmup",
-        }
+        crate::model::variant_name(&self)
     }
 }
 
