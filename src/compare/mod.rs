@@ -12,6 +12,7 @@ use crate::analysis::Analysis;
 use crate::classify::Bucket;
 use crate::compare::op_match::Match;
 use crate::compare::stats::{mean, Verdict};
+use crate::detect::FindingId;
 pub use output::*;
 use samples::{group_series, launches_per_step, step_time, step_verdict, steps_of};
 pub use samples::{samples, Samples, ROW_FLOOR_PCT, ROW_STEP_FLOOR_PCT, STEP_FLOOR_PCT};
@@ -220,6 +221,13 @@ fn kernel_lists(base: &Analysis, new: &Analysis, (sb, sn): (f64, f64), top: usiz
     }
 }
 
+/// Finding ids in the order of their names (the feed's).
+fn by_name<'a>(ids: impl Iterator<Item = &'a FindingId>) -> Vec<FindingId> {
+    let mut v: Vec<FindingId> = ids.copied().collect();
+    v.sort_by_key(|id| id.as_str());
+    v
+}
+
 /// Compares two analyses; `top` bounds the kernel lists. The analyses should list all kernels
 /// (`top_kernels` unbounded) for the kernel lists to be complete.
 pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
@@ -256,12 +264,8 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
         .map(|(level, name, status)| LadderChange {
             level: *level,
             name: name.clone(),
-            base: status,
-            new: new_run
-                .ladder
-                .iter()
-                .find(|x| x.0 == *level)
-                .map_or("unknown", |x| x.2),
+            base: *status,
+            new: new_run.ladder.iter().find(|x| x.0 == *level).map(|x| x.2),
         })
         .collect();
     let (b_samples, n_samples) = (samples(base), samples(new));
@@ -331,9 +335,9 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
         kernels_appeared: kernels.appeared,
         kernels_vanished: kernels.vanished,
         kernels_changed: kernels.changed,
-        findings_resolved: fb.difference(fnew).cloned().collect(),
-        findings_introduced: fnew.difference(fb).cloned().collect(),
-        findings_remaining: fb.intersection(fnew).cloned().collect(),
+        findings_resolved: by_name(fb.difference(fnew)),
+        findings_introduced: by_name(fnew.difference(fb)),
+        findings_remaining: by_name(fb.intersection(fnew)),
         ladder,
         next_level: (base_run.next_level, new_run.next_level),
     }

@@ -5,16 +5,18 @@ use crate::analysis::Analysis;
 use crate::classify::Bucket;
 use crate::compare::op_match::{Match, Via};
 use crate::compare::stats::Verdict;
+use crate::detect::FindingId;
+use crate::recommend::LadderStatus;
 use serde::Serialize;
 use std::collections::BTreeSet;
 
 /// One side of a comparison: its analysis and what the layers above it concluded.
 pub struct Outcome<'a> {
     pub analysis: &'a Analysis,
-    /// Ids of the findings that fired.
-    pub finding_ids: BTreeSet<String>,
+    /// The findings that fired.
+    pub finding_ids: BTreeSet<FindingId>,
     /// The ladder: level, name, status.
-    pub ladder: Vec<(u8, String, &'static str)>,
+    pub ladder: Vec<(u8, String, LadderStatus)>,
     pub next_level: Option<u8>,
     /// Kernels replayed from CUDA/HIP graphs (the `cudagraphs_in_use` evidence), 0 without.
     pub replayed_kernels: f64,
@@ -81,8 +83,28 @@ pub struct Side {
 pub struct LadderChange {
     pub level: u8,
     pub name: String,
-    pub base: &'static str,
-    pub new: &'static str,
+    pub base: LadderStatus,
+    /// `unknown` when the new run's ladder has no such level.
+    #[serde(serialize_with = "status_or_unknown")]
+    pub new: Option<LadderStatus>,
+}
+
+impl LadderChange {
+    /// The new run's status by name (`unknown` without the level).
+    pub fn new_name(&self) -> &'static str {
+        self.new.map_or("unknown", LadderStatus::as_str)
+    }
+    /// The level's status did not change.
+    pub fn unchanged(&self) -> bool {
+        self.new == Some(self.base)
+    }
+}
+
+fn status_or_unknown<S: serde::Serializer>(
+    s: &Option<LadderStatus>,
+    out: S,
+) -> Result<S::Ok, S::Error> {
+    out.serialize_str(s.map_or("unknown", LadderStatus::as_str))
 }
 
 /// Where a step-time change comes from (FEED.md `diff.cause`).
@@ -186,9 +208,10 @@ pub struct Diff {
     pub kernels_appeared: Vec<KernelDelta>,
     pub kernels_vanished: Vec<KernelDelta>,
     pub kernels_changed: Vec<KernelDelta>,
-    pub findings_resolved: Vec<String>,
-    pub findings_introduced: Vec<String>,
-    pub findings_remaining: Vec<String>,
+    /// By id name.
+    pub findings_resolved: Vec<FindingId>,
+    pub findings_introduced: Vec<FindingId>,
+    pub findings_remaining: Vec<FindingId>,
     pub ladder: Vec<LadderChange>,
     pub next_level: (Option<u8>, Option<u8>),
 }

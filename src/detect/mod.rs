@@ -37,7 +37,7 @@ impl Severity {
 }
 
 /// A finding's id (FEED.md `findings[].id`; the feed sorts ties by its name).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FindingId {
     GraphBreaks,

@@ -102,12 +102,12 @@ impl Run {
     pub fn outcome(&self) -> compare::Outcome<'_> {
         compare::Outcome {
             analysis: &self.analysis,
-            finding_ids: self.findings.iter().map(|f| f.id.to_string()).collect(),
+            finding_ids: self.findings.iter().map(|f| f.id).collect(),
             ladder: self
                 .plan
                 .ladder
                 .iter()
-                .map(|l| (l.level, l.name.clone(), l.status.as_str()))
+                .map(|l| (l.level, l.name.clone(), l.status))
                 .collect(),
             next_level: self.plan.next_level,
             replayed_kernels: detect::graph_replayed(&self.findings).0,

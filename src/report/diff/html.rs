@@ -178,12 +178,12 @@ pub fn render(d: &Diff) -> String {
         }
     }
     let _ = writeln!(b, "</tbody></table>\n<h2>Findings and ladder</h2>");
-    let list = |v: &[String]| {
+    let list = |v: &[crate::detect::FindingId]| {
         if v.is_empty() {
             "none".to_string()
         } else {
             v.iter()
-                .map(|x| format!("<code>{}</code>", esc(x)))
+                .map(|x| format!("<code>{}</code>", esc(x.as_str())))
                 .collect::<Vec<_>>()
                 .join(", ")
         }
@@ -201,12 +201,12 @@ pub fn render(d: &Diff) -> String {
         .map(|l| {
             (
                 l.level,
-                if l.base == l.new {
+                if l.unchanged() {
                     l.name.clone()
                 } else {
-                    format!("{} (was {})", l.name, l.base)
+                    format!("{} (was {})", l.name, l.base.as_str())
                 },
-                l.new,
+                l.new_name(),
             )
         })
         .collect();

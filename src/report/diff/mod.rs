@@ -5,6 +5,7 @@ pub mod html;
 use crate::compare::op_match::Match;
 use crate::compare::stats::Verdict;
 use crate::compare::{Cause, Delta, Diff, KernelDelta, OpDelta};
+use crate::detect::FindingId;
 use crate::report::format::{display_name, fmt_ns, shorten_tail};
 use crate::report::markdown::{cell, code};
 use crate::report::text::TableOptions;
@@ -273,22 +274,22 @@ pub fn table(d: &Diff, opts: &TableOptions) -> String {
         if d.findings_resolved.is_empty() {
             "none".into()
         } else {
-            d.findings_resolved.join(", ")
+            names(&d.findings_resolved).join(", ")
         },
         if d.findings_introduced.is_empty() {
             "none".into()
         } else {
-            d.findings_introduced.join(", ")
+            names(&d.findings_introduced).join(", ")
         }
     );
     let ladder: Vec<String> = d
         .ladder
         .iter()
         .map(|l| {
-            if l.base == l.new {
-                format!("L{} {}", l.level, l.new)
+            if l.unchanged() {
+                format!("L{} {}", l.level, l.new_name())
             } else {
-                format!("L{} {} → {}", l.level, l.base, l.new)
+                format!("L{} {} → {}", l.level, l.base.as_str(), l.new_name())
             }
         })
         .collect();
@@ -377,10 +378,10 @@ pub fn markdown(d: &Diff) -> String {
         .ladder
         .iter()
         .map(|l| {
-            if l.base == l.new {
-                format!("L{} {}", l.level, l.new)
+            if l.unchanged() {
+                format!("L{} {}", l.level, l.new_name())
             } else {
-                format!("**L{} {} → {}**", l.level, l.base, l.new)
+                format!("**L{} {} → {}**", l.level, l.base.as_str(), l.new_name())
             }
         })
         .collect();
@@ -431,7 +432,12 @@ pub fn markdown(d: &Diff) -> String {
     out
 }
 
-fn list(v: &[String]) -> String {
+/// Finding ids by name.
+fn names(v: &[FindingId]) -> Vec<&'static str> {
+    v.iter().map(|id| id.as_str()).collect()
+}
+
+fn list(v: &[FindingId]) -> String {
     if v.is_empty() {
         "none".into()
     } else {
