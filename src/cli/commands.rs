@@ -182,12 +182,8 @@ pub(super) fn run_diff(
     let d = crate::pipeline::diff((base, new), &config, steps, |side, path, side_config| {
         let run = run_configured(
             std::slice::from_ref(&path.to_path_buf()),
-            args,
+            side_config,
             global,
-            |c| Config {
-                progress: c.progress,
-                ..side_config
-            },
         );
         match side {
             DiffSide::Base => run.with_context(|| format!("analyzing the base {}", path.display())),
@@ -294,24 +290,25 @@ pub(super) fn run_inputs(
     global: &GlobalArgs,
     keep_python_frames: bool,
 ) -> Result<Run> {
-    run_configured(paths, args, global, |c| Config {
+    let config = Config {
         keep_python_frames,
-        ..c
-    })
+        ..config(args, global, None)?
+    };
+    run_configured(paths, config, global)
 }
 
-/// [`run_inputs`] with the configuration adjusted (a `diff` side's).
+/// [`run_inputs`] with a configuration already made (a `diff` side's); the progress bar is
+/// added here.
 pub(super) fn run_configured(
     paths: &[PathBuf],
-    args: &AnalysisArgs,
+    config: Config,
     global: &GlobalArgs,
-    adjust: impl FnOnce(Config) -> Config,
 ) -> Result<Run> {
     let bar = progress_bar(paths, global);
     let progress = bar
         .clone()
         .map(|bar| Progress(std::sync::Arc::new(move |n| bar.inc(n))));
-    let config = adjust(config(args, global, progress)?);
+    let config = Config { progress, ..config };
     let result = crate::pipeline::run(paths, &config);
     if let Some(b) = &bar {
         b.finish_and_clear();

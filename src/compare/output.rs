@@ -92,7 +92,7 @@ pub struct LadderChange {
 impl LadderChange {
     /// The new run's status by name (`unknown` without the level).
     pub fn new_name(&self) -> &'static str {
-        self.new.map_or("unknown", LadderStatus::as_str)
+        name_or_unknown(self.new)
     }
     /// The level's status did not change.
     pub fn unchanged(&self) -> bool {
@@ -100,11 +100,15 @@ impl LadderChange {
     }
 }
 
+fn name_or_unknown(s: Option<LadderStatus>) -> &'static str {
+    s.map_or("unknown", LadderStatus::as_str)
+}
+
 fn status_or_unknown<S: serde::Serializer>(
     s: &Option<LadderStatus>,
     out: S,
 ) -> Result<S::Ok, S::Error> {
-    out.serialize_str(s.map_or("unknown", LadderStatus::as_str))
+    out.serialize_str(name_or_unknown(*s))
 }
 
 /// Where a step-time change comes from (FEED.md `diff.cause`).

@@ -282,18 +282,7 @@ pub fn table(d: &Diff, opts: &TableOptions) -> String {
             names(&d.findings_introduced).join(", ")
         }
     );
-    let ladder: Vec<String> = d
-        .ladder
-        .iter()
-        .map(|l| {
-            if l.unchanged() {
-                format!("L{} {}", l.level, l.new_name())
-            } else {
-                format!("L{} {} → {}", l.level, l.base.as_str(), l.new_name())
-            }
-        })
-        .collect();
-    let _ = writeln!(out, "ladder: {}", ladder.join(", "));
+    let _ = writeln!(out, "ladder: {}", ladder_steps(d, "").join(", "));
     out
 }
 
@@ -374,18 +363,7 @@ pub fn markdown(d: &Diff) -> String {
         list(&d.findings_resolved),
         list(&d.findings_introduced)
     );
-    let ladder: Vec<String> = d
-        .ladder
-        .iter()
-        .map(|l| {
-            if l.unchanged() {
-                format!("L{} {}", l.level, l.new_name())
-            } else {
-                format!("**L{} {} → {}**", l.level, l.base.as_str(), l.new_name())
-            }
-        })
-        .collect();
-    let _ = writeln!(out, "**Ladder** {}\n", ladder.join(" · "));
+    let _ = writeln!(out, "**Ladder** {}\n", ladder_steps(d, "**").join(" · "));
     if !d.ops.is_empty() {
         let _ = writeln!(
             out,
@@ -430,6 +408,21 @@ pub fn markdown(d: &Diff) -> String {
         env!("CARGO_PKG_VERSION")
     );
     out
+}
+
+/// Each ladder level as `L2 todo`, or `L2 todo → partial` wrapped in `emphasis` when it moved.
+fn ladder_steps(d: &Diff, emphasis: &str) -> Vec<String> {
+    d.ladder
+        .iter()
+        .map(|l| {
+            if l.unchanged() {
+                format!("L{} {}", l.level, l.new_name())
+            } else {
+                let (b, n) = (l.base.as_str(), l.new_name());
+                format!("{emphasis}L{} {b} → {n}{emphasis}", l.level)
+            }
+        })
+        .collect()
 }
 
 /// Finding ids by name.
