@@ -1,10 +1,10 @@
 //! Collectives that move their bytes slowly: messages large enough to run at link speed whose
 //! bus bandwidth over the transfer time stays far below the link, without a late rank to blame.
 
-use super::{ms, pct, Finding, FindingId, Severity};
+use super::evidence as ev;
+use super::{ms, pct, Detail, Finding, Severity};
 use crate::analysis::signals::collectives::CollectiveRow;
 use crate::analysis::Analysis;
-use serde_json::json;
 
 /// Messages from this size (nccl-tests reach their plateau above a few MB on NVLink / xGMI;
 /// below it latency, not bandwidth, bounds a collective).
@@ -50,7 +50,6 @@ pub fn slow_collective(analysis: &Analysis) -> Vec<Finding> {
             String::new()
         };
         out.push(Finding::new(
-            FindingId::SlowCollective,
             if pct(stake, analysis.summary.window_ns) >= 1.0 {
                 Severity::Medium
             } else {
@@ -67,19 +66,19 @@ pub fn slow_collective(analysis: &Analysis) -> Vec<Finding> {
                 pct(wait, wait + transfer),
             ),
             stake,
-            json!({
-                "collective": row.collective.as_str(),
-                "bytes": row.bytes,
-                "process_group": row.process_group,
-                "group_size": row.group_size,
-                "count": row.count,
-                "busbw_gbps": row.busbw_gbps,
-                "link_peak_gbps": row.link_peak_gbps,
-                "pct_of_link_peak": pct_peak,
-                "wait_ns": wait,
-                "transfer_ns": transfer,
-                "transfer_overlap_pct": row.transfer_overlap_pct,
-                "saved_at_reachable_ns": saved.round() as i64,
+            Detail::SlowCollective(ev::SlowCollective {
+                collective: row.collective.as_str().to_string(),
+                bytes: row.bytes,
+                process_group: row.process_group.clone(),
+                group_size: row.group_size,
+                count: row.count,
+                busbw_gbps: row.busbw_gbps,
+                link_peak_gbps: row.link_peak_gbps,
+                pct_of_link_peak: pct_peak,
+                wait_ns: wait,
+                transfer_ns: transfer,
+                transfer_overlap_pct: row.transfer_overlap_pct,
+                saved_at_reachable_ns: saved.round() as i64,
             }),
         ));
     }

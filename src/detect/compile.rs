@@ -2,12 +2,12 @@
 //! the window, CUDA/HIP graph replay; and what torch.compile's logs add to them (the reason,
 //! user-code line and fix of each break and recompile, Inductor's fallback kernels).
 
-use super::{ms, pct, round2, step_count, Finding, FindingId, Severity};
+use super::evidence::{self as ev, BreakSeen, CompileLog, RecompileSeen};
+use super::{ms, pct, round2, step_count, Detail, Finding, FindingId, Fix, Severity};
 use crate::analysis::compile::logs::Joined;
 use crate::analysis::time::partition::LAUNCH_OVERHEAD;
 use crate::analysis::Context;
 use crate::model::compile_log::{CompileFixes, FixCause, GraphBreak, GuardKind};
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 pub fn graph_breaks(ctx: &Context) -> Vec<Finding> {
@@ -36,24 +36,30 @@ pub fn graph_breaks(ctx: &Context) -> Vec<Finding> {
         format!("; eager ops between regions: {}", ops.join(", "))
     };
     vec![Finding::new(
-        FindingId::GraphBreaks,
         Severity::High,
         format!(
             "torch.compile graph breaks: {:.1} per step ({} compiled regions per step, frames {:?}); the code between regions runs eagerly{eager}",
             gb.per_step, ctx.analysis.compile.regions_per_step, gb.frames
         ),
         stake,
-        json!({
-            "per_step": gb.per_step,
-            "regions_per_step": ctx.analysis.compile.regions_per_step,
-            "frames": gb.frames,
-            "signal": d.break_signal,
-            "example_step_regions": example,
-            "item_syncs": items,
-            "ops_between_regions": d.ops_between_regions.iter().map(|(n, c)| json!({"op": n, "calls": c})).collect::<Vec<_>>(),
-            "item_syncs_per_step": round2(items as f64 / step_count(ctx)),
-            "hint": "run with TORCH_LOGS=\"graph_breaks\" to see each break's reason and source line",
-        }),
+        Detail::GraphBreaks(ev::GraphBreaks::Trace(ev::GraphBreaksSeen {
+            per_step: gb.per_step,
+            regions_per_step: ctx.analysis.compile.regions_per_step,
+            frames: gb.frames.clone(),
+            signal: d.break_signal.map(str::to_string),
+            example_step_regions: example,
+            item_syncs: items,
+            ops_between_regions: d
+                .ops_between_regions
+                .iter()
+                .map(|(op, calls)| ev::OpCalls {
+                    op: op.clone(),
+                    calls: *calls,
+                })
+                .collect(),
+            item_syncs_per_step: round2(items as f64 / step_count(ctx)),
+            hint: "run with TORCH_LOGS=\"graph_breaks\" to see each break's reason and source line".into(),
+        })),
     )]
 }
 
@@ -63,14 +69,16 @@ pub fn compiled_loop(ctx: &Context) -> Vec<Finding> {
         return vec![];
     }
     vec![Finding::new(
-        FindingId::CompiledLoop,
         Severity::Info,
         format!(
             "a compiled function (frame {:?}) runs {} times per step; it is compiled once and called in a loop, which is not a graph break",
             d.loop_frames, ctx.analysis.compile.regions_per_step
         ),
         0,
-        json!({ "frames": d.loop_frames, "regions_per_step": ctx.analysis.compile.regions_per_step }),
+        Detail::CompiledLoop(ev::CompiledLoop {
+            frames: d.loop_frames.clone(),
+            regions_per_step: ctx.analysis.compile.regions_per_step,
+        }),
     )]
 }
 
@@ -85,7 +93,6 @@ pub fn recompiles(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        FindingId::Recompiles,
         severity,
         format!(
             "{} recompiled graphs ran in the window ({}): shapes or guards changed between calls",
@@ -93,12 +100,12 @@ pub fn recompiles(ctx: &Context) -> Vec<Finding> {
             r.compile_ids.join(", ")
         ),
         ctx.analysis.compile.compile_in_window_ns,
-        json!({
-            "count": r.count,
-            "compile_ids": r.compile_ids,
-            "compile_in_window_ns": ctx.analysis.compile.compile_in_window_ns,
-            "hint": "run with TORCH_LOGS=\"recompiles\" for the failed guards; mark dynamic dims (torch._dynamo.mark_dynamic) or pad to fixed shapes",
-        }),
+        Detail::Recompiles(ev::Recompiles::Trace(ev::RecompilesSeen {
+            count: r.count,
+            compile_ids: r.compile_ids.clone(),
+            compile_in_window_ns: ctx.analysis.compile.compile_in_window_ns,
+            hint: "run with TORCH_LOGS=\"recompiles\" for the failed guards; mark dynamic dims (torch._dynamo.mark_dynamic) or pad to fixed shapes".into(),
+        })),
     )]
 }
 
@@ -114,14 +121,13 @@ pub fn compile_in_window(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        FindingId::CompileInWindow,
         severity,
         format!("torch.compile compiled for {} inside the profiled window ({share:.1}% of it): warm up before profiling", ms(ns)),
         ns,
-        json!({
-            "compile_ns": ns,
-            "window_pct": share,
-            "compile_events": ctx.compile_detail.compile_events_in_window,
+        Detail::CompileInWindow(ev::CompileInWindow {
+            compile_ns: ns,
+            window_pct: share,
+            compile_events: ctx.compile_detail.compile_events_in_window,
         }),
     )]
 }
@@ -132,7 +138,6 @@ pub fn cudagraphs_in_use(ctx: &Context) -> Vec<Finding> {
         return vec![];
     }
     vec![Finding::new(
-        FindingId::CudagraphsInUse,
         Severity::Info,
         format!(
             "CUDA/HIP graphs replay {} kernels from {} graph launches ({:.1}% of GPU activity time); their kernels count as busy, launched by the graph",
@@ -141,11 +146,11 @@ pub fn cudagraphs_in_use(ctx: &Context) -> Vec<Finding> {
             pct(d.graph_kernel_ns, ctx.analysis.summary.kernel_ns)
         ),
         0,
-        json!({
-            "graph_launches": d.graph_launches,
-            "replayed_kernels": d.graph_kernels,
-            "replayed_kernel_ns": d.graph_kernel_ns,
-            "kernels_per_launch": round2(d.graph_kernels as f64 / d.graph_launches as f64),
+        Detail::CudagraphsInUse(ev::CudagraphsInUse {
+            graph_launches: d.graph_launches,
+            replayed_kernels: d.graph_kernels,
+            replayed_kernel_ns: d.graph_kernel_ns,
+            kernels_per_launch: round2(d.graph_kernels as f64 / d.graph_launches as f64),
         }),
     )]
 }
@@ -162,7 +167,7 @@ fn at(b: &GraphBreak) -> String {
 }
 
 /// The fixes for one break (seed 000's advice for each kind of break).
-fn break_fixes(b: &GraphBreak, fixes: &CompileFixes) -> Vec<Value> {
+fn break_fixes(b: &GraphBreak, fixes: &CompileFixes) -> Vec<Fix> {
     let r = b.reason.to_lowercase();
     let at = at(b);
     let cause = if r.contains("item()") || b.gb_id.as_deref() == Some("gb0124") {
@@ -180,7 +185,7 @@ fn break_fixes(b: &GraphBreak, fixes: &CompileFixes) -> Vec<Value> {
 }
 
 /// The fixes for one failed guard.
-fn guard_fixes(g: &GuardKind, sizes: &[String], fixes: &CompileFixes) -> Vec<Value> {
+fn guard_fixes(g: &GuardKind, sizes: &[String], fixes: &CompileFixes) -> Vec<Fix> {
     match g {
         GuardKind::SizeMismatch { tensor, dim, .. } => fixes.of(
             FixCause::SizeMismatch,
@@ -202,12 +207,6 @@ fn guard_fixes(g: &GuardKind, sizes: &[String], fixes: &CompileFixes) -> Vec<Val
         GuardKind::GlobalState => fixes.of(FixCause::GlobalState, &[]),
         GuardKind::Other => Vec::new(),
     }
-}
-
-fn break_json(b: &GraphBreak, count: usize) -> Value {
-    let mut v = serde_json::to_value(b).unwrap_or(Value::Null);
-    v["count"] = json!(count);
-    v
 }
 
 /// One recompile cause: the guard, the values seen, how many recompiles it caused.
@@ -250,24 +249,30 @@ pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>, advice: &Compi
         if distinct.len() > 1 {
             text.push_str(&format!(" ({} distinct breaks in all)", distinct.len()));
         }
-        let mut fixes: Vec<Value> = Vec::new();
+        let mut fixes: Vec<Fix> = Vec::new();
         for f in distinct.iter().flat_map(|(b, _)| break_fixes(b, advice)) {
             if !fixes.contains(&f) {
                 fixes.push(f);
             }
         }
-        let log = json!({
-            "paths": joined.log_paths,
-            "matched_by": joined.matched_by,
-            "breaks": distinct.iter().map(|(b, n)| break_json(b, *n)).collect::<Vec<_>>(),
-        });
+        let log = CompileLog {
+            breaks: Some(
+                distinct
+                    .iter()
+                    .map(|(b, n)| BreakSeen {
+                        graph_break: (*b).clone(),
+                        count: *n,
+                    })
+                    .collect(),
+            ),
+            ..log_of(joined)
+        };
         upsert(findings, FindingId::GraphBreaks, text, log, fixes, || {
             Finding::new(
-                FindingId::GraphBreaks,
                 Severity::High,
                 String::new(),
                 0,
-                json!({}),
+                Detail::GraphBreaks(ev::GraphBreaks::Log(ev::FromLogOnly {})),
             )
         });
     }
@@ -318,32 +323,33 @@ pub fn annotate(findings: &mut Vec<Finding>, joined: &Joined<'_>, advice: &Compi
                 .collect::<Vec<_>>()
                 .join("; ")
         );
-        let fixes: Vec<Value> = ranked
+        let fixes: Vec<Fix> = ranked
             .iter()
             .flat_map(|(_, (k, vals, _))| guard_fixes(k, vals, advice))
             .collect();
-        let log = json!({
-            "paths": joined.log_paths,
-            "matched_by": joined.matched_by,
-            "recompiles": joined.recompiles.iter().map(|(r, c)| {
-                let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
-                v["compile_id"] = json!(r.compile_id.map(|id| id.to_string()));
-                v["line"] = json!(r.line);
-                v
-            }).collect::<Vec<_>>(),
-        });
-        let mut log = log;
-        if joined.compile_s > 0.0 {
-            log["compile_time_s"] = json!((joined.compile_s * 1000.0).round() / 1000.0);
-        }
+        let log = CompileLog {
+            recompiles: Some(
+                joined
+                    .recompiles
+                    .iter()
+                    .map(|(r, c)| RecompileSeen {
+                        recompile: (*c).clone(),
+                        compile_id: r.compile_id.map(|id| id.to_string()),
+                        line: r.line,
+                    })
+                    .collect(),
+            ),
+            compile_time_s: (joined.compile_s > 0.0)
+                .then(|| (joined.compile_s * 1000.0).round() / 1000.0),
+            ..log_of(joined)
+        };
         let count = joined.recompiles.len();
         upsert(findings, FindingId::Recompiles, text, log, fixes, || {
             Finding::new(
-                FindingId::Recompiles,
                 Severity::Medium,
                 format!("{count} recompilations in the log"),
                 0,
-                json!({"count": count}),
+                Detail::Recompiles(ev::Recompiles::Log(ev::RecompileCount { count })),
             )
         });
     }
@@ -360,8 +366,7 @@ fn fallbacks(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
     if ops.is_empty() {
         return;
     }
-    findings.push(Finding::new(
-        FindingId::InductorFallbacks,
+    let mut finding = Finding::new(
         Severity::Info,
         format!(
             "Inductor runs {} as ATen fallback kernels (no generated code, no fusion across them): {}",
@@ -369,11 +374,29 @@ fn fallbacks(findings: &mut Vec<Finding>, joined: &Joined<'_>) {
             ops.iter().map(|(op, n)| format!("{op} ({n} compiles)")).collect::<Vec<_>>().join(", ")
         ),
         0,
-        json!({
-            "ops": ops.iter().map(|(op, n)| json!({"op": op, "compiles": n})).collect::<Vec<_>>(),
-            "log": {"paths": joined.log_paths, "matched_by": joined.matched_by},
+        Detail::InductorFallbacks(ev::InductorFallbacks {
+            ops: ops
+                .iter()
+                .map(|(op, n)| ev::OpCompiles {
+                    op: op.to_string(),
+                    compiles: *n,
+                })
+                .collect(),
         }),
-    ));
+    );
+    finding.evidence.log = Some(log_of(joined));
+    findings.push(finding);
+}
+
+/// The logs' paths and how their records were matched to the trace.
+fn log_of(joined: &Joined<'_>) -> CompileLog {
+    CompileLog {
+        paths: joined.log_paths.clone(),
+        matched_by: joined.matched_by.clone(),
+        breaks: None,
+        recompiles: None,
+        compile_time_s: None,
+    }
 }
 
 /// Adds the log's words to a finding (made by `new` when the trace did not show it).
@@ -381,8 +404,8 @@ fn upsert(
     findings: &mut Vec<Finding>,
     id: FindingId,
     text: String,
-    log: Value,
-    fixes: Vec<Value>,
+    log: CompileLog,
+    fixes: Vec<Fix>,
     new: impl FnOnce() -> Finding,
 ) {
     let f = match findings.iter_mut().position(|f| f.id == id) {
@@ -397,6 +420,6 @@ fn upsert(
     } else {
         format!("{}; {text}", f.summary)
     };
-    f.evidence["log"] = log;
-    f.evidence["fixes"] = Value::Array(fixes);
+    f.evidence.log = Some(log);
+    f.evidence.fixes = Some(fixes);
 }

@@ -1,14 +1,14 @@
 //! Findings from hardware counters (rocprof-compute workloads): occupancy limits, memory-bound
 //! or inefficient GEMMs, and matrix work done without matrix cores (seeds/003).
 
-use super::{pct, round2, Finding, FindingId, Severity};
+use super::evidence as ev;
+use super::{pct, round2, Detail, Finding, Fix, Severity};
 use crate::analysis::ops::attribution::{compact_dims, OpRow};
 use crate::analysis::ops::efficiency::{dtype_of, find_device, gemm_mkn, Dtype, Mkn};
 use crate::analysis::signals::counters::{share_pct, total_ns, Bound, KernelCounters};
 use crate::analysis::Context;
 use crate::classify::Bucket;
 use crate::model::compile_log::ActionKind;
-use serde_json::{json, Value};
 
 /// Kernels below this share of the counter passes' time are not worth a finding.
 const MIN_SHARE_PCT: f64 = 1.0;
@@ -25,31 +25,31 @@ fn is_matrix_work(b: Bucket) -> bool {
     matches!(b, Bucket::Gemm | Bucket::Attention | Bucket::Conv)
 }
 
-fn evidence_row(r: &KernelCounters, total: i64) -> Value {
+fn evidence_row(r: &KernelCounters, total: i64) -> ev::CounterKernel {
     let o = r.occupancy.as_ref();
-    json!({
-        "kernel": r.name,
-        "bucket": r.bucket.as_str(),
-        "total_ns": r.total_ns,
-        "share_pct": round2(share_pct(r, total)),
-        "pipe": r.pipe,
-        "tflops": r.tflops.map(round2),
-        "pct_of_peak": r.pct_of_peak.map(round2),
-        "hbm_pct_of_peak": r.hbm_pct_of_peak.map(round2),
-        "arithmetic_intensity": r.arithmetic_intensity.map(round2),
-        "roofline_pct": r.roofline_pct.map(round2),
-        "bound": r.bound.map(Bound::as_str),
-        "waves_per_simd": o.map(|o| round2(o.waves_per_simd)),
-        "occupancy_limiter": o.map(|o| o.limiter.clone()),
-        "vgprs": o.map(|o| o.vgprs),
-        "vgprs_for_next_wave": o.and_then(|o| o.vgprs_for_next_wave),
-        "lds_per_workgroup": r.resources.lds_per_workgroup,
-    })
+    ev::CounterKernel {
+        kernel: r.name.clone(),
+        bucket: r.bucket,
+        total_ns: r.total_ns,
+        share_pct: round2(share_pct(r, total)),
+        pipe: r.pipe.clone(),
+        tflops: r.tflops.map(round2),
+        pct_of_peak: r.pct_of_peak.map(round2),
+        hbm_pct_of_peak: r.hbm_pct_of_peak.map(round2),
+        arithmetic_intensity: r.arithmetic_intensity.map(round2),
+        roofline_pct: r.roofline_pct.map(round2),
+        bound: r.bound,
+        waves_per_simd: o.map(|o| round2(o.waves_per_simd)),
+        occupancy_limiter: o.map(|o| o.limiter.clone()),
+        vgprs: o.map(|o| o.vgprs),
+        vgprs_for_next_wave: o.and_then(|o| o.vgprs_for_next_wave),
+        lds_per_workgroup: r.resources.lds_per_workgroup,
+    }
 }
 
 fn finding(
     ctx: &Context,
-    id: FindingId,
+    detail: fn(ev::CounterKernels) -> Detail,
     hits: &[&KernelCounters],
     summary: String,
     high_share: f64,
@@ -67,17 +67,20 @@ fn finding(
     };
     let stake: i64 = hits.iter().map(|r| r.total_ns).sum();
     vec![Finding::new(
-        id,
         severity,
         format!("{summary} ({:.1}% of profiled kernel time)", share),
         stake,
-        json!({
-            "kernels": hits.iter().map(|r| evidence_row(r, total)).collect::<Vec<_>>(),
-            "share_pct": round2(share),
+        detail(ev::CounterKernels {
+            kernels: hits.iter().map(|r| evidence_row(r, total)).collect(),
+            share_pct: round2(share),
             // The largest grid among them, in workgroups (tile advice needs enough of them).
-            "max_workgroups": hits
+            max_workgroups: hits
                 .iter()
-                .filter_map(|r| r.resources.grid_size.checked_div(u64::from(r.resources.workgroup_size)))
+                .filter_map(|r| {
+                    r.resources
+                        .grid_size
+                        .checked_div(u64::from(r.resources.workgroup_size))
+                })
                 .max(),
         }),
     )]
@@ -102,7 +105,7 @@ pub fn low_occupancy(ctx: &Context) -> Vec<Finding> {
         .fold(f64::INFINITY, f64::min);
     finding(
         ctx,
-        FindingId::LowOccupancy,
+        Detail::LowOccupancy,
         &hits,
         format!(
             "{} kernel(s) limited to {worst} waves per SIMD by VGPRs or LDS",
@@ -120,7 +123,7 @@ pub fn memory_bound_gemm(ctx: &Context) -> Vec<Finding> {
         .collect();
     finding(
         ctx,
-        FindingId::MemoryBoundGemm,
+        Detail::MemoryBoundGemm,
         &hits,
         format!(
             "{} GEMM-like kernel(s) are memory bound: arithmetic intensity below the roofline's ridge point",
@@ -141,7 +144,7 @@ pub fn low_gemm_efficiency(ctx: &Context) -> Vec<Finding> {
         .collect();
     finding(
         ctx,
-        FindingId::LowGemmEfficiency,
+        |kernels| Detail::LowGemmEfficiency(ev::LowGemmEfficiency::Kernels(kernels)),
         &hits,
         format!(
             "{} GEMM-like kernel(s) reach under {:.0}% of the roofline",
@@ -163,7 +166,7 @@ pub fn no_matrix_cores(ctx: &Context) -> Vec<Finding> {
         .collect();
     let mut out = finding(
         ctx,
-        FindingId::NoMatrixCores,
+        Detail::NoMatrixCores,
         &hits,
         format!(
             "{} GEMM-like kernel(s) run without matrix cores (no MFMA instructions)",
@@ -399,34 +402,33 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
         .collect();
     let mut fixes = Vec::new();
     if !shapes.is_empty() {
-        fixes.push(json!({
-            "kind": ActionKind::Env,
-            "for": super::GEMM_SHAPES,
-            "text": format!(
+        fixes.push(Fix {
+            kind: ActionKind::Env,
+            only_for: Some(super::GEMM_SHAPES.to_string()),
+            text: format!(
                 "PYTORCH_TUNABLEOP_ENABLED=1 PYTORCH_TUNABLEOP_TUNING=1 PYTORCH_TUNABLEOP_FILENAME=tunableop.csv python3 your_script.py   # tunes each GEMM shape on first sight, these among them: {}; then run with PYTORCH_TUNABLEOP_TUNING=0",
                 shapes.join("; ")
             ),
-        }));
+        });
         if ctx
             .trace
             .inputs
             .iter()
             .any(|i| i.vendor == crate::model::Vendor::Amd)
         {
-            fixes.push(json!({
-                "kind": ActionKind::Command,
-                "for": super::GEMM_SHAPES,
-                "text": format!(
+            fixes.push(Fix {
+                kind: ActionKind::Command,
+                only_for: Some(super::GEMM_SHAPES.to_string()),
+                text: format!(
                     "AITER_TUNE_GEMM=1 python3 your_script.py   # records the untuned shapes ({}); tune them with aiter's GemmTuner and add the CSV to AITER_CONFIG_GEMM_BF16",
                     shapes.join("; ")
                 ),
-            }));
+            });
         }
     }
     let worst = slow[0];
     let max_workgroups = op_workgroups(ctx, &slow);
     vec![Finding::new(
-        FindingId::LowGemmEfficiency,
         if share >= 20.0 { Severity::Medium } else { Severity::Low },
         format!(
             "{} GEMM op(s) run under {SLOW_GEMM_PCT:.0}% of the device's dense peak ({:.1}% of GPU time); {} {} reaches {:.1}% ({:.1} TFLOP/s)",
@@ -438,23 +440,32 @@ fn slow_gemm_ops(ctx: &Context) -> Vec<Finding> {
             worst.tflops.unwrap_or(0.0)
         ),
         stake,
-        json!({
-            "kind": "ops",
-            "ops": rows.iter().map(|(o, facts, _)| json!({
-                "op": o.name,
-                "shapes": o.shapes,
-                "dtype": facts.dtype.map(Dtype::as_str),
-                "self_ns": o.self_ns,
-                "tflops": o.tflops,
-                "pct_of_peak": o.pct_of_peak,
-                "why": o.shapes.as_deref().map(|s| shape_reasons(&o.name, s, *facts, hot)).unwrap_or_default(),
-            })).collect::<Vec<_>>(),
+        Detail::LowGemmEfficiency(ev::LowGemmEfficiency::Ops(ev::SlowGemmOps {
+            kind: ev::GemmOpsKind::Ops,
+            ops: rows
+                .iter()
+                .map(|(o, facts, _)| ev::SlowGemmOp {
+                    op: o.name.clone(),
+                    shapes: o.shapes.clone(),
+                    dtype: facts.dtype.map(|d| d.as_str().to_string()),
+                    self_ns: o.self_ns,
+                    tflops: o.tflops,
+                    pct_of_peak: o.pct_of_peak,
+                    why: o
+                        .shapes
+                        .as_deref()
+                        .map(|s| shape_reasons(&o.name, s, *facts, hot))
+                        .unwrap_or_default(),
+                })
+                .collect(),
             // The largest grid their kernels launch, in workgroups (null when the trace has no
             // grids): tile advice needs enough of them to fill the device (seeds/003).
-            "max_workgroups": max_workgroups,
+            max_workgroups,
             // Set when a shape's rows hit the device's stride hotspot (arch.gemm-stride-padding).
-            "stride_hotspot_bytes": rows.iter().find_map(|(_, facts, mkn)| hits_hotspot(*facts, *mkn)),
-            "fixes": fixes,
-        }),
-    )]
+            stride_hotspot_bytes: rows
+                .iter()
+                .find_map(|(_, facts, mkn)| hits_hotspot(*facts, *mkn)),
+        })),
+    )
+    .with_fixes(fixes)]
 }

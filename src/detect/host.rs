@@ -1,12 +1,12 @@
 //! Where the host keeps the GPU waiting: dispatch overhead, host work outside any op, and
 //! synchronizations inside steps.
 
-use super::{ms, pct, round2, step_count, Finding, FindingId, Severity};
+use super::evidence as ev;
+use super::{ms, pct, round2, step_count, Detail, Finding, Severity};
 use crate::analysis::time::links::{is_allocator_call, is_free_call, is_sync_call};
 use crate::analysis::time::partition::{HOST_IDLE, LAUNCH_OVERHEAD};
 use crate::analysis::Context;
 use crate::model::{ActivityKind, HostKind};
-use serde_json::json;
 use std::collections::BTreeMap;
 
 /// Launch overhead at least this share of the window (and above host idle) is launch-bound.
@@ -44,7 +44,6 @@ pub fn launch_bound(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        FindingId::LaunchBound,
         severity,
         format!(
             "launch-bound: the GPU waits on kernel dispatch for {share:.1}% of the window; {:.0}% of {} kernels run under 10 µs (median {:.1} µs)",
@@ -53,13 +52,13 @@ pub fn launch_bound(ctx: &Context) -> Vec<Finding> {
             median as f64 / 1e3
         ),
         launch,
-        json!({
-            "launch_overhead_ns": launch,
-            "launch_overhead_pct": share,
-            "kernels": durs.len(),
-            "kernels_under_10us_pct": pct(small as i64, durs.len() as i64),
-            "median_kernel_ns": median,
-            "launches_per_step": round2(durs.len() as f64 / step_count(ctx)),
+        Detail::LaunchBound(ev::LaunchBound {
+            launch_overhead_ns: launch,
+            launch_overhead_pct: share,
+            kernels: durs.len(),
+            kernels_under_10us_pct: pct(small as i64, durs.len() as i64),
+            median_kernel_ns: median,
+            launches_per_step: round2(durs.len() as f64 / step_count(ctx)),
         }),
     )]
 }
@@ -80,18 +79,17 @@ pub fn host_bound(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        FindingId::HostBound,
         severity,
         format!(
             "host-bound: the GPU idles for {share:.1}% of the window while the host is outside any profiled op (data loading, Python work, sleeping)"
         ),
         idle,
-        json!({
-            "host_idle_ns": idle,
-            "host_idle_pct": share,
-            "blocked_in_sync_or_compile_ns": blocked,
-            "gpu_busy_pct": pct(ctx.analysis.summary.gpu_busy_ns, ctx.window_ns()),
-            "per_step_ns": round2(idle as f64 / step_count(ctx)),
+        Detail::HostBound(ev::HostBound {
+            host_idle_ns: idle,
+            host_idle_pct: share,
+            blocked_in_sync_or_compile_ns: blocked,
+            gpu_busy_pct: pct(ctx.analysis.summary.gpu_busy_ns, ctx.window_ns()),
+            per_step_ns: round2(idle as f64 / step_count(ctx)),
         }),
     )]
 }
@@ -311,7 +309,6 @@ pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
         Severity::Low
     };
     vec![Finding::new(
-        FindingId::SyncStalls,
         severity,
         format!(
             "{calls} host synchronizations inside steps ({per_step:.1} per step): each drains the GPU queue, which then idles {} ({share:.1}% of the window) until the next launch reaches it; the host waited {} inside them while the GPU finished its work",
@@ -319,15 +316,22 @@ pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
             ms(blocked_ns)
         ),
         idle_ns,
-        json!({
-            "calls": calls,
-            "per_step": round2(per_step),
-            "blocked_ns": blocked_ns,
-            "idle_after_ns": idle_ns,
-            "by_api": by_api.iter().map(|(k, v)| json!({"api": k, "calls": v.0, "ns": v.1})).collect::<Vec<_>>(),
-            "device_to_host_copies": d2h,
-            "item_calls": items,
-            "hint": "remove .item()/.cpu()/print of GPU tensors and explicit synchronize() from the step; keep values on the GPU",
+        Detail::SyncStalls(ev::SyncStalls {
+            calls,
+            per_step: round2(per_step),
+            blocked_ns,
+            idle_after_ns: idle_ns,
+            by_api: by_api
+                .iter()
+                .map(|(api, (calls, ns))| ev::ApiCalls {
+                    api: api.to_string(),
+                    calls: *calls,
+                    ns: *ns,
+                })
+                .collect(),
+            device_to_host_copies: d2h,
+            item_calls: items,
+            hint: "remove .item()/.cpu()/print of GPU tensors and explicit synchronize() from the step; keep values on the GPU".into(),
         }),
     )]
 }
@@ -372,7 +376,6 @@ pub fn allocator_churn(ctx: &Context) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        FindingId::AllocatorChurn,
         severity,
         format!(
             "allocator churn: {calls} device malloc/free calls inside steps ({:.1} per step) take {} ({share:.1}% of the window); {frees} frees each synchronize the device",
@@ -380,12 +383,19 @@ pub fn allocator_churn(ctx: &Context) -> Vec<Finding> {
             ms(ns)
         ),
         ns,
-        json!({
-            "calls": calls,
-            "frees": frees,
-            "ns": ns,
-            "pct": share,
-            "by_api": by_api.iter().map(|(k, v)| json!({"api": k, "calls": v.0, "ns": v.1})).collect::<Vec<_>>(),
+        Detail::AllocatorChurn(ev::AllocatorChurn {
+            calls,
+            frees,
+            ns,
+            pct: share,
+            by_api: by_api
+                .iter()
+                .map(|(api, (calls, ns))| ev::ApiCalls {
+                    api: api.to_string(),
+                    calls: *calls,
+                    ns: *ns,
+                })
+                .collect(),
         }),
     )]
 }
@@ -439,7 +449,6 @@ pub fn unrepresentative_profile(ctx: &Context) -> Vec<Finding> {
     if let Some((i, idle)) = worst.filter(|w| pct(w.1, window) >= ONE_CALL_IDLE_PCT) {
         let share = pct(idle, window);
         return vec![Finding::new(
-            FindingId::UnrepresentativeProfile,
             Severity::High,
             format!(
                 "the profile is one wait: the GPU idles {} ({share:.1}% of the window) inside one call, {}; reprofile the steady state before acting on anything else",
@@ -447,14 +456,15 @@ pub fn unrepresentative_profile(ctx: &Context) -> Vec<Finding> {
                 trace.names.get(host.name[i])
             ),
             idle,
-            json!({
-                "kind": "one_call",
-                "call": trace.names.get(host.name[i]),
-                "idle_ns": idle,
-                "idle_pct": share,
-                // When the call starts, on the trace's clock (which step it falls in).
-                "start_ns": host.ts_ns[i],
-            }),
+            Detail::UnrepresentativeProfile(ev::UnrepresentativeProfile::OneCall(
+                ev::OneCallWait {
+                    kind: ev::ProfileKind::OneCall,
+                    call: trace.names.get(host.name[i]).to_string(),
+                    idle_ns: idle,
+                    idle_pct: share,
+                    start_ns: host.ts_ns[i],
+                },
+            )),
         )];
     }
     steady_share(ctx).map_or_else(Vec::new, |(steady, total)| {
@@ -463,7 +473,6 @@ pub fn unrepresentative_profile(ctx: &Context) -> Vec<Finding> {
             return vec![];
         }
         vec![Finding::new(
-            FindingId::UnrepresentativeProfile,
             Severity::High,
             format!(
                 "the profile is warm-up or capture: the steady steps hold {share:.1}% of the kernel time ({} of {}); reprofile the steady state before acting on anything else",
@@ -471,12 +480,12 @@ pub fn unrepresentative_profile(ctx: &Context) -> Vec<Finding> {
                 ms(total)
             ),
             total - steady,
-            json!({
-                "kind": "warmup",
-                "steady_kernel_ns": steady,
-                "kernel_ns": total,
-                "steady_pct": share,
-            }),
+            Detail::UnrepresentativeProfile(ev::UnrepresentativeProfile::Warmup(ev::WarmupShare {
+                kind: ev::ProfileKind::Warmup,
+                steady_kernel_ns: steady,
+                kernel_ns: total,
+                steady_pct: share,
+            })),
         )]
     })
 }

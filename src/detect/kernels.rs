@@ -2,7 +2,8 @@
 //! memory-bound ops far from the HBM peak, layout transposes, exposed communication, memcpy
 //! weight, unclassified time.
 
-use super::{ms, pct, round2, Finding, FindingId, Severity};
+use super::evidence::{self as ev, NamedTime};
+use super::{ms, pct, round2, Detail, Finding, Severity};
 // The achievable bandwidth share and the latency-bound call time are the kernel candidates'
 // definitions, so the finding and the candidates agree.
 use crate::analysis::kernels::KernelTotals;
@@ -10,7 +11,6 @@ use crate::analysis::ops::candidates::{ACHIEVABLE_BANDWIDTH_PCT, MIN_STREAM_NS};
 use crate::analysis::{Analysis, Context};
 use crate::classify::{Bucket, KernelTag};
 use crate::model::{HostKind, NameId};
-use serde_json::json;
 use std::collections::BTreeMap;
 
 /// Time and launches per key, over the kernel table (every (bucket, name) in scope).
@@ -46,13 +46,17 @@ fn activity_time_by<K: Ord>(
     out
 }
 
-/// The `n` largest entries of a per-name map, as JSON.
-fn top_names(map: &BTreeMap<String, (i64, u64)>, n: usize) -> Vec<serde_json::Value> {
+/// The `n` largest entries of a per-name map.
+fn top_names(map: &BTreeMap<String, (i64, u64)>, n: usize) -> Vec<NamedTime> {
     let mut v: Vec<_> = map.iter().collect();
     v.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
     v.into_iter()
         .take(n)
-        .map(|(k, (ns, l))| json!({"name": k, "ns": ns, "launches": l}))
+        .map(|(k, (ns, l))| NamedTime {
+            name: k.clone(),
+            ns: *ns,
+            launches: *l,
+        })
         .collect()
 }
 
@@ -94,16 +98,21 @@ pub fn fp32_gemm(a: &Analysis) -> Vec<Finding> {
         .map(|(_, v)| v.0)
         .sum();
     let (kind, summary) = if mfma_ns * 2 >= ns {
-        ("mfma", format!("{share:.1}% of GEMM time runs in fp32 on the matrix cores (Tensile MFMA fp32 kernels, at the fp32 rate): bf16/fp16 runs them several times faster"))
+        (ev::Fp32GemmKind::Mfma, format!("{share:.1}% of GEMM time runs in fp32 on the matrix cores (Tensile MFMA fp32 kernels, at the fp32 rate): bf16/fp16 runs them several times faster"))
     } else {
-        ("simt", format!("{share:.1}% of GEMM time runs in fp32 without matrix/tensor cores (FFMA/SIMT/Tensile single precision): use bf16/fp16 or allow TF32 (torch.set_float32_matmul_precision('high'))"))
+        (ev::Fp32GemmKind::Simt, format!("{share:.1}% of GEMM time runs in fp32 without matrix/tensor cores (FFMA/SIMT/Tensile single precision): use bf16/fp16 or allow TF32 (torch.set_float32_matmul_precision('high'))"))
     };
     vec![Finding::new(
-        FindingId::Fp32Gemm,
         severity,
         summary,
         ns,
-        json!({"kind": kind, "fp32_gemm_ns": ns, "mfma_ns": mfma_ns, "gemm_pct": share, "kernels": top_names(&names, 5)}),
+        Detail::Fp32Gemm(ev::Fp32Gemm {
+            kind,
+            fp32_gemm_ns: ns,
+            mfma_ns,
+            gemm_pct: share,
+            kernels: top_names(&names, 5),
+        }),
     )]
 }
 
@@ -156,15 +165,22 @@ pub fn gemm_backend(a: &Analysis) -> Vec<Finding> {
         .collect::<Vec<_>>()
         .join(", ");
     vec![Finding::new(
-        FindingId::GemmBackend,
         Severity::Info,
         format!("GEMM libraries by time: {summary} (from kernel names)"),
         0,
-        json!({
-            "libraries": rows.iter().map(|(l, (ns, n))| json!({"library": l, "ns": ns, "pct": pct(*ns, total), "launches": n})).collect::<Vec<_>>(),
-            "confidence": round2(conf_ns / total as f64),
-            "low_precision_pct": pct(low_precision_ns, total),
-            "note": "name-based: Tensile kernels with UserArgs/Bias come from hipBLASLt; plain Tensile names may be rocBLAS or hipBLASLt",
+        Detail::GemmBackend(ev::GemmBackend {
+            libraries: rows
+                .iter()
+                .map(|(l, (ns, n))| ev::LibraryTime {
+                    library: l.to_string(),
+                    ns: *ns,
+                    pct: pct(*ns, total),
+                    launches: *n,
+                })
+                .collect(),
+            confidence: round2(conf_ns / total as f64),
+            low_precision_pct: pct(low_precision_ns, total),
+            note: "name-based: Tensile kernels with UserArgs/Bias come from hipBLASLt; plain Tensile names may be rocBLAS or hipBLASLt".into(),
         }),
     )]
 }
@@ -194,11 +210,15 @@ pub fn elementwise_heavy(a: &Analysis) -> Vec<Finding> {
         Severity::Medium
     };
     vec![Finding::new(
-        FindingId::ElementwiseHeavy,
         severity,
         format!("elementwise kernels take {share:.1}% of GPU activity time; {advice}"),
         ew,
-        json!({"elementwise_ns": ew, "pct": share, "compiled": compiled, "families": top_names(&families, 8)}),
+        Detail::ElementwiseHeavy(ev::ElementwiseHeavy {
+            elementwise_ns: ew,
+            pct: share,
+            compiled,
+            families: top_names(&families, 8),
+        }),
     )]
 }
 
@@ -219,14 +239,17 @@ pub fn conv_heavy(a: &Analysis) -> Vec<Finding> {
     }
     let libraries = time_by(a, |k| (k.bucket == Bucket::Conv).then(|| k.library.clone()));
     vec![Finding::new(
-        FindingId::ConvHeavy,
         Severity::Low,
         format!(
             "convolutions take {share:.1}% of GPU activity time ({})",
             ms(conv)
         ),
         conv,
-        json!({"conv_ns": conv, "pct": share, "libraries": top_names(&libraries, 4)}),
+        Detail::ConvHeavy(ev::ConvHeavy {
+            conv_ns: conv,
+            pct: share,
+            libraries: top_names(&libraries, 4),
+        }),
     )]
 }
 
@@ -251,11 +274,14 @@ pub fn conv_layout_transposes(ctx: &Context) -> Vec<Finding> {
         Severity::Low
     };
     vec![Finding::new(
-        FindingId::ConvLayoutTransposes,
         severity,
         format!("NCHW↔NHWC layout transposes take {share:.1}% of GPU activity time: keep the model in channels_last (model.to(memory_format=torch.channels_last))"),
         ns,
-        json!({"transpose_ns": ns, "pct": share, "kernels": top_names(&names, 5)}),
+        Detail::ConvLayoutTransposes(ev::ConvLayoutTransposes {
+            transpose_ns: ns,
+            pct: share,
+            kernels: top_names(&names, 5),
+        }),
     )]
 }
 
@@ -378,7 +404,6 @@ pub fn exposed_communication(ctx: &Context) -> Vec<Finding> {
         Severity::Low
     };
     vec![Finding::new(
-        FindingId::ExposedCommunication,
         severity,
         format!(
             "communication overlaps compute for {:.1}% of its time; {:.1}% of the window is communication the GPU only waits on",
@@ -386,7 +411,13 @@ pub fn exposed_communication(ctx: &Context) -> Vec<Finding> {
             share
         ),
         exposed,
-        json!({"communication_ns": comm_ns, "overlapped_ns": overlapped, "overlap_pct": pct(overlapped, comm_ns), "exposed_ns": exposed, "window_pct": share}),
+        Detail::ExposedCommunication(ev::ExposedCommunication {
+            communication_ns: comm_ns,
+            overlapped_ns: overlapped,
+            overlap_pct: pct(overlapped, comm_ns),
+            exposed_ns: exposed,
+            window_pct: share,
+        }),
     )]
 }
 
@@ -424,11 +455,15 @@ pub fn memcpy_heavy(a: &Analysis) -> Vec<Finding> {
         })
     });
     vec![Finding::new(
-        FindingId::MemcpyHeavy,
         Severity::Medium,
         format!("memory copies and sets take {share:.1}% of GPU activity time ({window_share:.1}% of the window): pin host memory, keep tensors on the GPU, batch small copies"),
         mem,
-        json!({"memory_ns": mem, "pct": share, "window_pct": window_share, "by_kind": top_names(&kinds, 6)}),
+        Detail::MemcpyHeavy(ev::MemcpyHeavy {
+            memory_ns: mem,
+            pct: share,
+            window_pct: window_share,
+            by_kind: top_names(&kinds, 6),
+        }),
     )]
 }
 
@@ -440,11 +475,14 @@ pub fn unclassified_time(a: &Analysis) -> Vec<Finding> {
     let names = time_by(a, |k| k.unclassified().then(|| k.name.clone()));
     let ns: i64 = names.values().map(|v| v.0).sum();
     vec![Finding::new(
-        FindingId::UnclassifiedTime,
         if share >= 10.0 { Severity::Medium } else { Severity::Low },
         format!("{share:.1}% of GPU activity time matched no classification rule: add rules (--rules DIR) so the buckets are complete"),
         ns,
-        json!({"unclassified_ns": ns, "pct": share, "kernels": top_names(&names, 10)}),
+        Detail::UnclassifiedTime(ev::UnclassifiedTime {
+            unclassified_ns: ns,
+            pct: share,
+            kernels: top_names(&names, 10),
+        }),
     )]
 }
 
@@ -478,29 +516,28 @@ pub fn paged_attention_heavy(a: &Analysis) -> Vec<Finding> {
     let dtypes: std::collections::BTreeSet<&str> =
         by_name.keys().filter_map(|n| kv_cache_dtype(n)).collect();
     let kind = if dtypes.iter().any(|d| d.starts_with("fp8")) {
-        "fp8"
+        ev::KvCacheKind::Fp8
     } else if dtypes.contains("auto") {
-        "not_fp8"
+        ev::KvCacheKind::NotFp8
     } else {
-        "unknown"
+        ev::KvCacheKind::Unknown
     };
     vec![Finding::new(
-        FindingId::PagedAttentionHeavy,
         Severity::Medium,
         format!(
             "paged-attention decode kernels take {share:.1}% of kernel time; the KV cache is {}",
             match kind {
-                "fp8" => "fp8 already",
-                "not_fp8" => "in the model's dtype (Fp8KVCacheDataType auto): an fp8 cache halves the bytes they read",
+                ev::KvCacheKind::Fp8 => "fp8 already",
+                ev::KvCacheKind::NotFp8 => "in the model's dtype (Fp8KVCacheDataType auto): an fp8 cache halves the bytes they read",
                 _ => "of a dtype the kernel names do not say",
             }
         ),
         ns,
-        json!({
-            "kind": kind,
-            "pct": share,
-            "kv_cache_dtypes": dtypes,
-            "kernels": top_names(&by_name, 4),
+        Detail::PagedAttentionHeavy(ev::PagedAttentionHeavy {
+            kind,
+            pct: share,
+            kv_cache_dtypes: dtypes.iter().map(|d| d.to_string()).collect(),
+            kernels: top_names(&by_name, 4),
         }),
     )]
 }
@@ -573,11 +610,11 @@ pub fn low_bandwidth_efficiency(a: &Analysis) -> Vec<Finding> {
             && pct(m.ns, total) >= 5.0
             && (m.ns as f64) > 1.25 * m.achievable_ns
     };
-    let mut kind = "shapes";
+    let mut kind = ev::BandwidthKind::Shapes;
     let mut slow: Vec<SlowMemory> = rows.iter().filter(|m| slow_enough(m)).cloned().collect();
     if slow.is_empty() {
         // An op spread over many shapes, each small.
-        kind = "ops";
+        kind = ev::BandwidthKind::Ops;
         let mut by_op: BTreeMap<&str, SlowMemory> = BTreeMap::new();
         for m in &rows {
             let e = by_op.entry(m.op).or_insert(SlowMemory {
@@ -626,7 +663,6 @@ pub fn low_bandwidth_efficiency(a: &Analysis) -> Vec<Finding> {
         "torch.compile fuses such chains; a transposed copy wants the layout its consumer reads"
     };
     vec![Finding::new(
-        FindingId::LowBandwidthEfficiency,
         Severity::Medium,
         format!(
             "{} memory-bound op shape(s) move data under {SLOW_BANDWIDTH_PCT:.0}% of the HBM peak ({share:.1}% of GPU time); the largest, {}{}, reaches {:.1}% ({:.0} GB/s){}: {advice}",
@@ -640,20 +676,23 @@ pub fn low_bandwidth_efficiency(a: &Analysis) -> Vec<Finding> {
                 .map_or(String::new(), |f| format!(", its Triton code in {f}")),
         ),
         stake,
-        json!({
-            "kind": kind,
-            "compiled": compiled,
-            "ops": slow.iter().map(|m| json!({
-                "op": m.op,
-                "shapes": m.shapes,
-                "ns": m.ns,
-                "pct_of_gpu": pct(m.ns, total),
-                "gbps": m.gbps,
-                "pct_of_hbm_peak": m.pct,
-                "kernel_file": m.kernel_file,
-            })).collect::<Vec<_>>(),
-            "threshold_pct": SLOW_BANDWIDTH_PCT,
-            "achievable_pct": ACHIEVABLE_BANDWIDTH_PCT,
+        Detail::LowBandwidthEfficiency(ev::LowBandwidthEfficiency {
+            kind,
+            compiled,
+            ops: slow
+                .iter()
+                .map(|m| ev::SlowMemoryOp {
+                    op: m.op.to_string(),
+                    shapes: m.shapes.map(str::to_string),
+                    ns: m.ns,
+                    pct_of_gpu: pct(m.ns, total),
+                    gbps: m.gbps,
+                    pct_of_hbm_peak: m.pct,
+                    kernel_file: m.kernel_file.map(str::to_string),
+                })
+                .collect(),
+            threshold_pct: SLOW_BANDWIDTH_PCT,
+            achievable_pct: ACHIEVABLE_BANDWIDTH_PCT,
         }),
     )]
 }

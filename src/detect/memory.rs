@@ -1,10 +1,10 @@
 //! GPU memory against the device: close to running out, or far from using what it has.
 
-use super::{Finding, FindingId, Severity};
+use super::evidence as ev;
+use super::{Detail, Finding, Severity};
 use crate::analysis::numbers::pct;
 use crate::analysis::signals::memory::DeviceMemory;
 use crate::analysis::Context;
-use serde_json::json;
 
 /// Reserved at or above this share of the device: the next larger batch, sequence or
 /// fragmentation spike fails with out-of-memory.
@@ -19,15 +19,15 @@ fn gib(b: i64) -> String {
     format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30))
 }
 
-fn device_json(m: &DeviceMemory) -> serde_json::Value {
-    json!({
-        "rank": m.rank,
-        "device": m.device,
-        "peak_allocated_bytes": m.peak_allocated_bytes,
-        "peak_reserved_bytes": m.peak_reserved_bytes,
-        "device_bytes": m.device_bytes,
-        "peak_reserved_pct": m.peak_reserved_pct,
-    })
+fn device_row(m: &DeviceMemory) -> ev::DeviceMemoryRow {
+    ev::DeviceMemoryRow {
+        rank: m.rank,
+        device: m.device,
+        peak_allocated_bytes: m.peak_allocated_bytes,
+        peak_reserved_bytes: m.peak_reserved_bytes,
+        device_bytes: m.device_bytes,
+        peak_reserved_pct: m.peak_reserved_pct,
+    }
 }
 
 fn where_(m: &DeviceMemory) -> String {
@@ -52,7 +52,6 @@ pub fn memory_pressure(ctx: &Context) -> Vec<Finding> {
         return vec![];
     };
     vec![Finding::new(
-        FindingId::MemoryPressure,
         Severity::Medium,
         format!(
             "GPU memory runs close to the limit: {} reserves {} of its {} ({:.0}%; tensors hold {} of it), on {} device(s) at >= {PRESSURE_PCT:.0}%: a longer sequence or a fragmentation spike fails with out-of-memory",
@@ -64,7 +63,9 @@ pub fn memory_pressure(ctx: &Context) -> Vec<Finding> {
             tight.len()
         ),
         0,
-        json!({ "devices": tight.iter().map(|m| device_json(m)).collect::<Vec<_>>() }),
+        Detail::MemoryPressure(ev::MemoryPressure {
+            devices: tight.iter().map(|m| device_row(m)).collect(),
+        }),
     )]
 }
 
@@ -85,7 +86,6 @@ pub fn memory_headroom(ctx: &Context) -> Vec<Finding> {
         .max_by_key(|m| m.peak_reserved_bytes)
         .expect("not empty");
     vec![Finding::new(
-        FindingId::MemoryHeadroom,
         Severity::Low,
         format!(
             "the GPU is busy {busy:.0}% of the window but uses little of its memory: at most {} reserved of {} ({:.0}%, {}): a larger batch (or less activation checkpointing) raises throughput",
@@ -95,9 +95,9 @@ pub fn memory_headroom(ctx: &Context) -> Vec<Finding> {
             where_(most)
         ),
         0,
-        json!({
-            "gpu_busy_pct": busy,
-            "devices": mem.iter().map(device_json).collect::<Vec<_>>(),
+        Detail::MemoryHeadroom(ev::MemoryHeadroom {
+            gpu_busy_pct: busy,
+            devices: mem.iter().map(device_row).collect(),
         }),
     )]
 }

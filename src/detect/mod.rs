@@ -5,6 +5,8 @@ mod comms;
 mod compile;
 use compile::annotate;
 mod counters;
+pub mod evidence;
+pub use evidence::{Detail, Evidence};
 mod host;
 mod kernels;
 mod memory;
@@ -16,7 +18,8 @@ mod surgery;
 
 use crate::analysis::compile::logs::Joined;
 use crate::analysis::Context;
-use crate::model::compile_log::{ActionKind, CompileFixes};
+use crate::model::compile_log::CompileFixes;
+pub use crate::model::compile_log::Fix;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -100,70 +103,70 @@ impl std::fmt::Display for FindingId {
 
 /// One finding of the feed's `findings`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(try_from = "FeedFinding")]
 pub struct Finding {
     pub id: FindingId,
     pub severity: Severity,
     pub summary: String,
     pub time_at_stake_ns: i64,
-    pub evidence: Value,
+    pub evidence: Evidence,
+}
+
+/// A finding as the feed writes it, before its evidence is read by its id.
+#[derive(Deserialize)]
+struct FeedFinding {
+    id: FindingId,
+    severity: Severity,
+    summary: String,
+    time_at_stake_ns: i64,
+    evidence: Value,
+}
+
+impl TryFrom<FeedFinding> for Finding {
+    type Error = String;
+    fn try_from(f: FeedFinding) -> Result<Self, String> {
+        Ok(Finding {
+            evidence: Evidence::from_json(f.id, f.evidence)
+                .map_err(|e| format!("the evidence of finding {}: {e}", f.id))?,
+            id: f.id,
+            severity: f.severity,
+            summary: f.summary,
+            time_at_stake_ns: f.time_at_stake_ns,
+        })
+    }
 }
 
 impl Finding {
-    pub fn new(
-        id: FindingId,
-        severity: Severity,
-        summary: String,
-        time_at_stake_ns: i64,
-        evidence: Value,
-    ) -> Self {
+    /// A finding of `detail`'s id.
+    pub fn new(severity: Severity, summary: String, time_at_stake_ns: i64, detail: Detail) -> Self {
         Finding {
-            id,
+            id: detail.id(),
             severity,
             summary,
             time_at_stake_ns: time_at_stake_ns.max(0),
-            evidence,
+            evidence: detail.into(),
         }
     }
-}
 
-/// A fix a finding names for its own cause (from torch.compile's logs).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fix {
-    pub kind: ActionKind,
-    pub text: String,
-    /// The one recommendation it belongs to, when it is meant for one only.
-    pub only_for: Option<String>,
-}
-
-/// What the layers above read of a finding's evidence, typed: the keys are written and read in
-/// this module only.
-impl Finding {
-    /// `evidence.kind`: which variant of the finding fired (`qkv`, `host`, `ops`, …).
-    pub fn kind(&self) -> Option<&str> {
-        self.evidence["kind"].as_str()
+    /// The same finding, naming `fixes` for its causes.
+    pub fn with_fixes(mut self, fixes: Vec<Fix>) -> Self {
+        self.evidence.fixes = Some(fixes);
+        self
     }
+
+    /// `evidence.kind`: which variant of the finding fired (`qkv`, `host`, `ops`, …).
+    pub fn kind(&self) -> Option<&'static str> {
+        self.evidence.detail.kind()
+    }
+
     /// Whether `evidence[key]` is set: present, not null, false or empty.
     pub fn has_evidence(&self, key: &str) -> bool {
-        match &self.evidence[key] {
-            Value::Null | Value::Bool(false) => false,
-            Value::Array(v) => !v.is_empty(),
-            _ => true,
-        }
+        self.evidence.has(key)
     }
+
     /// `evidence.fixes`: the fixes the logs name for this finding's causes.
-    pub fn fixes(&self) -> Vec<Fix> {
-        self.evidence["fixes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|f| {
-                Some(Fix {
-                    kind: ActionKind::deserialize(&f["kind"]).ok()?,
-                    text: f["text"].as_str()?.to_string(),
-                    only_for: f["for"].as_str().map(str::to_string),
-                })
-            })
-            .collect()
+    pub fn fixes(&self) -> &[Fix] {
+        self.evidence.fixes.as_deref().unwrap_or_default()
     }
 }
 
@@ -171,19 +174,11 @@ impl Finding {
 pub fn gemm_libraries(findings: &[Finding]) -> Vec<(String, f64)> {
     findings
         .iter()
-        .filter(|f| f.id == FindingId::GemmBackend)
-        .flat_map(|f| {
-            f.evidence["libraries"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
+        .filter_map(|f| match &f.evidence.detail {
+            Detail::GemmBackend(e) => Some(e),
+            _ => None,
         })
-        .map(|l| {
-            (
-                l["library"].as_str().unwrap_or("").to_string(),
-                l["pct"].as_f64().unwrap_or(0.0),
-            )
-        })
+        .flat_map(|e| e.libraries.iter().map(|l| (l.library.clone(), l.pct)))
         .collect()
 }
 
@@ -192,8 +187,10 @@ pub fn gemm_libraries(findings: &[Finding]) -> Vec<(String, f64)> {
 pub fn low_precision_gemm_pct(findings: &[Finding]) -> f64 {
     findings
         .iter()
-        .find(|f| f.id == FindingId::GemmBackend)
-        .and_then(|f| f.evidence["low_precision_pct"].as_f64())
+        .find_map(|f| match &f.evidence.detail {
+            Detail::GemmBackend(e) => Some(e.low_precision_pct),
+            _ => None,
+        })
         .unwrap_or(0.0)
 }
 
@@ -202,13 +199,11 @@ pub fn low_precision_gemm_pct(findings: &[Finding]) -> f64 {
 pub fn graph_replayed(findings: &[Finding]) -> (f64, i64) {
     findings
         .iter()
-        .find(|f| f.id == FindingId::CudagraphsInUse)
-        .map_or((0.0, 0), |f| {
-            (
-                f.evidence["replayed_kernels"].as_f64().unwrap_or(0.0),
-                f.evidence["replayed_kernel_ns"].as_i64().unwrap_or(0),
-            )
+        .find_map(|f| match &f.evidence.detail {
+            Detail::CudagraphsInUse(e) => Some((e.replayed_kernels as f64, e.replayed_kernel_ns)),
+            _ => None,
         })
+        .unwrap_or((0.0, 0))
 }
 
 /// Every finding id this version reports, with when it fires (for `explain` and the README).
@@ -421,19 +416,23 @@ pub fn merge(
                 .expect("a group has a member");
             let total: i64 = members.iter().map(|m| m.1.time_at_stake_ns).sum();
             let mut evidence = shown.evidence.clone();
-            if let Value::Object(map) = &mut evidence {
-                map.insert("rank_shown".into(), serde_json::json!(shown_rank));
-                map.insert(
-                    "ranks".into(),
-                    members
-                        .iter()
-                        .map(|(r, f)| serde_json::json!({"rank": r, "time_at_stake_ns": f.time_at_stake_ns}))
-                        .collect(),
-                );
-            }
+            evidence.ranks = Some((
+                shown_rank,
+                members
+                    .iter()
+                    .map(|(r, f)| evidence::RankStake {
+                        rank: *r,
+                        time_at_stake_ns: f.time_at_stake_ns,
+                    })
+                    .collect(),
+            ));
             let on: Vec<Option<u32>> = members.iter().map(|m| m.0).collect();
             let stake = if total > 0 {
-                format!("; {} at stake over {}", ms(total), if on.len() > 1 { "them" } else { "it" })
+                format!(
+                    "; {} at stake over {}",
+                    ms(total),
+                    if on.len() > 1 { "them" } else { "it" }
+                )
             } else {
                 String::new()
             };
@@ -451,7 +450,11 @@ pub fn merge(
             };
             Finding {
                 id: shown.id,
-                severity: members.iter().map(|m| m.1.severity).min().unwrap_or(shown.severity),
+                severity: members
+                    .iter()
+                    .map(|m| m.1.severity)
+                    .min()
+                    .unwrap_or(shown.severity),
                 summary: format!("{} [{whom}{stake}]", shown.summary),
                 time_at_stake_ns: total,
                 evidence,

@@ -1,11 +1,11 @@
 //! Findings from the module view (`nn.Module` frames, `with_stack=True`), which the analysis
 //! computes beside the detectors: they read the finished [`Analysis`].
 
-use super::{ms, pct, Finding, FindingId, Severity};
+use super::evidence as ev;
+use super::{ms, pct, Detail, Finding, Fix, Severity};
 use crate::analysis::Analysis;
 use crate::model::compile_log::ActionKind;
 use regex::Regex;
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
@@ -40,33 +40,40 @@ fn eager_modules(a: &Analysis) -> Option<Finding> {
     let fixes: Vec<_> = eager
         .iter()
         .map(|m| {
-            json!({
-                "kind": ActionKind::Code,
-                "text": format!(
+            Fix {
+                kind: ActionKind::Code,
+                text: format!(
                     "compile {} too: module = torch.compile(module, mode=\"default\")   # {:.1}% of kernel time runs eager in it",
                     module_class(&m.name), m.pct
                 ),
-                "for": super::EAGER_MODULES,
-            })
+                only_for: Some(super::EAGER_MODULES.to_string()),
+            }
         })
         .collect();
-    Some(Finding::new(
-        FindingId::EagerModules,
-        Severity::Medium,
-        format!(
+    Some(
+        Finding::new(
+            Severity::Medium,
+            format!(
             "compiled code runs, but these outermost modules run eager: {} of kernel time ({:.1}%)",
             named.join(", "),
             pct(total, a.summary.kernel_ns)
         ),
-        total,
-        json!({
-            "modules": eager.iter().map(|m| json!({
-                "module": module_class(&m.name), "name": m.name, "kernel_ns": m.kernel_ns, "pct": m.pct
-            })).collect::<Vec<_>>(),
-            "pct": pct(total, a.summary.kernel_ns),
-            "fixes": fixes,
-        }),
-    ))
+            total,
+            Detail::EagerModules(ev::EagerModules {
+                modules: eager
+                    .iter()
+                    .map(|m| ev::EagerModule {
+                        module: module_class(&m.name).to_string(),
+                        name: m.name.clone(),
+                        kernel_ns: m.kernel_ns,
+                        pct: m.pct,
+                    })
+                    .collect(),
+                pct: pct(total, a.summary.kernel_ns),
+            }),
+        )
+        .with_fixes(fixes),
+    )
 }
 
 /// Norm and activation modules together at least this share of kernel time make their fused
@@ -85,16 +92,16 @@ static ACTIVATION: LazyLock<Regex> = LazyLock::new(|| {
 /// Norm and activation modules (their own kernels, `modules[].self_ns`) hold a large share of
 /// kernel time: compile fuses them; what compile leaves, Triton kernels fuse (level 4).
 fn norm_activation_heavy(a: &Analysis) -> Option<Finding> {
-    let mut by_class: BTreeMap<&str, (i64, &'static str)> = BTreeMap::new();
+    let mut by_class: BTreeMap<&str, (i64, ev::ModuleRole)> = BTreeMap::new();
     for row in &a.modules {
         let Some(name) = row.name.as_deref() else {
             continue;
         };
         let class = module_class(name);
         let role = if NORM.is_match(class) {
-            "norm"
+            ev::ModuleRole::Norm
         } else if ACTIVATION.is_match(class) {
-            "activation"
+            ev::ModuleRole::Activation
         } else {
             continue;
         };
@@ -105,7 +112,7 @@ fn norm_activation_heavy(a: &Analysis) -> Option<Finding> {
     if share < NORM_ACTIVATION_MIN_PCT {
         return None;
     }
-    let mut rows: Vec<(&str, i64, &str)> =
+    let mut rows: Vec<(&str, i64, ev::ModuleRole)> =
         by_class.iter().map(|(c, &(ns, r))| (*c, ns, r)).collect();
     rows.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
     let named: Vec<String> = rows
@@ -117,20 +124,19 @@ fn norm_activation_heavy(a: &Analysis) -> Option<Finding> {
         .iter()
         .filter(|(_, ns, _)| pct(*ns, a.summary.kernel_ns) >= 1.0)
         .map(|(c, ns, role)| {
-            let how = if *role == "norm" {
+            let how = if *role == ev::ModuleRole::Norm {
                 "one fused Triton kernel (residual add + norm in one pass over memory)"
             } else {
                 "act(gate) * up in one fused Triton kernel"
             };
-            json!({
-                "kind": ActionKind::Code,
-                "text": format!("{c} ({:.1}% of kernel time): {how}, registered with torch.library.custom_op so it stays compile-compatible", pct(*ns, a.summary.kernel_ns)),
-                "for": super::TRITON_FUSIONS,
-            })
+            Fix {
+                kind: ActionKind::Code,
+                text: format!("{c} ({:.1}% of kernel time): {how}, registered with torch.library.custom_op so it stays compile-compatible", pct(*ns, a.summary.kernel_ns)),
+                only_for: Some(super::TRITON_FUSIONS.to_string()),
+            }
         })
         .collect();
     Some(Finding::new(
-        FindingId::NormActivationHeavy,
         Severity::Medium,
         format!(
             "norm and activation modules run {share:.1}% of kernel time in their own kernels ({}); {}",
@@ -142,15 +148,21 @@ fn norm_activation_heavy(a: &Analysis) -> Option<Finding> {
             }
         ),
         total,
-        json!({
-            "pct": share,
-            "compiled": compiled,
-            "modules": rows.iter().map(|(c, ns, role)| json!({
-                "module": c, "role": role, "kernel_ns": ns, "pct": pct(*ns, a.summary.kernel_ns)
-            })).collect::<Vec<_>>(),
-            "fixes": fixes,
+        Detail::NormActivationHeavy(ev::NormActivationHeavy {
+            pct: share,
+            compiled,
+            modules: rows
+                .iter()
+                .map(|(c, ns, role)| ev::NormModule {
+                    module: c.to_string(),
+                    role: *role,
+                    kernel_ns: *ns,
+                    pct: pct(*ns, a.summary.kernel_ns),
+                })
+                .collect(),
         }),
-    ))
+    )
+    .with_fixes(fixes))
 }
 
 /// The module-view findings of a finished analysis.

@@ -7,11 +7,11 @@
 //! the time the others lost (HTA and TraceLens compare ranks the same way). Durations, not
 //! timestamps, are compared: ranks on different hosts have unsynchronized clocks.
 
-use super::{ms, pct, Finding, FindingId, Severity};
+use super::evidence as ev;
+use super::{ms, pct, Detail, Finding, Severity};
 use crate::analysis::numbers::median;
 use crate::analysis::signals::collectives::Arrival;
 use crate::analysis::Analysis;
-use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::analysis::time::window::Load;
@@ -294,30 +294,53 @@ pub fn straggler_rank(analysis: &Analysis) -> Vec<Finding> {
         ),
     };
     vec![Finding::new(
-        FindingId::StragglerRank,
         severity,
         headline,
         wait_ns,
-        json!({
-            "rank": straggler,
-            "steps": its_units.iter().filter_map(|u| u.step).collect::<Vec<_>>(),
-            "steps_compared": if by_step { compared.len() } else { 0 },
-            "wait_ns": wait_ns,
-            "basis": if skew.is_some() { "arrival_skew" } else { "communication_time" },
-            "kind": if no_compute || !(more_work || host_shows) { "unknown" } else if more_work { "more_gpu_work" } else { "host" },
-            "more_gpu_work_pct": (more_work_pct * 10.0).round() / 10.0,
-            "step_spread_ns": spread_ns,
-            "arrivals": arrivals_json(arrivals),
-            "ranks": per_rank.iter().map(|(r, l)| json!({
-                "rank": r,
-                "communication_ns": l.comm_ns,
-                "compute_ns": l.compute_ns,
-                "times_last": times_last.get(r).copied().unwrap_or(0),
-                "step_median_ns": step_medians.get(r).map(|m| m.round() as i64),
-                "host_gap_ns": host_gaps.get(r),
-            })).collect::<Vec<_>>(),
+        Detail::StragglerRank(ev::StragglerRank {
+            rank: straggler,
+            steps: its_units.iter().filter_map(|u| u.step).collect(),
+            steps_compared: if by_step { compared.len() } else { 0 },
+            wait_ns,
+            basis: if skew.is_some() {
+                ev::StragglerBasis::ArrivalSkew
+            } else {
+                ev::StragglerBasis::CommunicationTime
+            },
+            kind: if no_compute || !(more_work || host_shows) {
+                ev::StragglerKind::Unknown
+            } else if more_work {
+                ev::StragglerKind::MoreGpuWork
+            } else {
+                ev::StragglerKind::Host
+            },
+            more_gpu_work_pct: (more_work_pct * 10.0).round() / 10.0,
+            step_spread_ns: spread_ns,
+            arrivals: arrival_rows(arrivals),
+            ranks: rank_loads(&per_rank, &times_last, &step_medians, &host_gaps),
         }),
     )]
+}
+
+/// Each rank's communication and compute, how often it was last, its median step and the GPU
+/// idle its host leaves.
+fn rank_loads(
+    per_rank: &BTreeMap<u32, Load>,
+    times_last: &BTreeMap<u32, usize>,
+    step_medians: &BTreeMap<u32, f64>,
+    host_gaps: &BTreeMap<u32, i64>,
+) -> Vec<ev::RankLoad> {
+    per_rank
+        .iter()
+        .map(|(r, l)| ev::RankLoad {
+            rank: *r,
+            communication_ns: l.comm_ns,
+            compute_ns: l.compute_ns,
+            times_last: times_last.get(r).copied().unwrap_or(0),
+            step_median_ns: step_medians.get(r).map(|m| m.round() as i64),
+            host_gap_ns: host_gaps.get(r).copied(),
+        })
+        .collect()
 }
 
 /// The straggler, the units it was last in, the time the others lose to it, and its arrivals
@@ -381,22 +404,26 @@ impl SkewStraggler {
 }
 
 /// Each rank's arrivals at the matched collectives, for the evidence.
-fn arrivals_json(arrivals: &[Arrival]) -> serde_json::Value {
+fn arrival_rows(arrivals: &[Arrival]) -> Vec<ev::RankArrivals> {
     arrivals
         .iter()
-        .map(|a| {
-            json!({
-                "rank": a.rank,
-                "collectives": a.collectives,
-                "times_last": a.times_last,
-                "late_ns": a.late_ns,
-                "step_late_ns": a.step_late_ns,
-                "wait_ns": a.wait_ns,
-                "exposed_wait_ns": a.exposed_wait_ns,
-                "by_collective": a.by_kind.iter().map(|(k, (n, last))| json!({
-                    "collective": k.as_str(), "collectives": n, "times_last": last,
-                })).collect::<Vec<_>>(),
-            })
+        .map(|a| ev::RankArrivals {
+            rank: a.rank,
+            collectives: a.collectives,
+            times_last: a.times_last,
+            late_ns: a.late_ns,
+            step_late_ns: a.step_late_ns,
+            wait_ns: a.wait_ns,
+            exposed_wait_ns: a.exposed_wait_ns,
+            by_collective: a
+                .by_kind
+                .iter()
+                .map(|(k, (n, last))| ev::CollectiveArrivals {
+                    collective: k.as_str().to_string(),
+                    collectives: *n,
+                    times_last: *last,
+                })
+                .collect(),
         })
         .collect()
 }

@@ -1,12 +1,12 @@
 //! Step-time findings: high variance (the seed's "std > 10% of mean: something is wrong") and a
 //! warm-up step inside the window.
 
-use super::{pct, round2, Finding, FindingId, Severity};
+use super::evidence as ev;
+use super::{pct, round2, Detail, Finding, Severity};
 use crate::analysis::numbers::median;
 use crate::analysis::time::phases::Phase;
 use crate::analysis::time::steps::{is_warmup, step_stats};
 use crate::analysis::Analysis;
-use serde_json::json;
 
 pub fn high_step_variance(a: &Analysis) -> Vec<Finding> {
     if !a.phases.is_empty() {
@@ -30,7 +30,6 @@ pub fn high_step_variance(a: &Analysis) -> Vec<Finding> {
     let mut slowest: Vec<&(u64, i64)> = steps.iter().collect();
     slowest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     vec![Finding::new(
-        FindingId::HighStepVariance,
         Severity::Medium,
         format!(
             "step time varies by {:.1}% (std {:.2} ms over mean {:.2} ms): more than 10% means something changes between steps (graph breaks, recompiles, syncs, data loading)",
@@ -39,12 +38,19 @@ pub fn high_step_variance(a: &Analysis) -> Vec<Finding> {
             stats.mean / 1e6
         ),
         stake,
-        json!({
-            "cv_pct": stats.cv_pct,
-            "mean_ns": stats.mean,
-            "std_ns": stats.std,
-            "slowest_steps": slowest.iter().take(3).map(|(n, d)| json!({"step": n, "dur_ns": d})).collect::<Vec<_>>(),
-        }),
+        Detail::HighStepVariance(ev::HighStepVariance::Steps(ev::StepVariance {
+            cv_pct: stats.cv_pct,
+            mean_ns: stats.mean,
+            std_ns: stats.std,
+            slowest_steps: slowest
+                .iter()
+                .take(3)
+                .map(|(step, dur_ns)| ev::StepTime {
+                    step: *step,
+                    dur_ns: *dur_ns,
+                })
+                .collect(),
+        })),
     )]
 }
 
@@ -60,7 +66,6 @@ pub fn warmup_in_window(a: &Analysis) -> Vec<Finding> {
     let med = median(&durs[1..]);
     let extra = (durs[0] as f64 - med) as i64;
     vec![Finding::new(
-        FindingId::WarmupInWindow,
         Severity::Low,
         format!(
             "step {} takes {:.1}x the median step: a warm-up inside the profiled window; it is left out of the step statistics (use --skip-warmup, or schedule(warmup=...) when profiling)",
@@ -68,7 +73,13 @@ pub fn warmup_in_window(a: &Analysis) -> Vec<Finding> {
             durs[0] as f64 / med
         ),
         extra,
-        json!({"step": step_durations[0].0, "dur_ns": durs[0], "median_ns": med, "ratio": round2(durs[0] as f64 / med), "extra_pct": pct(extra, a.summary.window_ns)}),
+        Detail::WarmupInWindow(ev::WarmupInWindow::Step(ev::WarmupStep {
+            step: step_durations[0].0,
+            dur_ns: durs[0],
+            median_ns: med,
+            ratio: round2(durs[0] as f64 / med),
+            extra_pct: pct(extra, a.summary.window_ns),
+        })),
     )]
 }
 
@@ -117,7 +128,6 @@ fn iteration_variance(a: &Analysis) -> Vec<Finding> {
         let mut slowest = its.clone();
         slowest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         out.push(Finding::new(
-            FindingId::HighStepVariance,
             Severity::Medium,
             format!(
                 "{phase} iteration time varies by {cv:.1}% (std {:.2} ms over mean {:.2} ms, {} steady iterations; slowest #{} at {:.2} ms): iterations of one phase should repeat, so something changes between them (new shapes each step that the library re-plans, allocator growth, host work, syncs)",
@@ -128,14 +138,21 @@ fn iteration_variance(a: &Analysis) -> Vec<Finding> {
                 slowest[0].1 as f64 / 1e6
             ),
             stake,
-            json!({
-                "phase": phase,
-                "cv_pct": round2(cv),
-                "mean_ns": mean.round(),
-                "std_ns": std.round(),
-                "iterations": durs.len(),
-                "slowest_iterations": slowest.iter().take(3).map(|(n, d)| json!({"iteration": n, "dur_ns": d})).collect::<Vec<_>>(),
-            }),
+            Detail::HighStepVariance(ev::HighStepVariance::Phase(ev::PhaseVariance {
+                phase,
+                cv_pct: round2(cv),
+                mean_ns: mean.round(),
+                std_ns: std.round(),
+                iterations: durs.len(),
+                slowest_iterations: slowest
+                    .iter()
+                    .take(3)
+                    .map(|(iteration, dur_ns)| ev::IterationTime {
+                        iteration: *iteration,
+                        dur_ns: *dur_ns,
+                    })
+                    .collect(),
+            })),
         ));
     }
     out
@@ -175,7 +192,6 @@ fn iterations_left_out(a: &Analysis) -> Vec<Finding> {
         })
         .collect();
     vec![Finding::new(
-        FindingId::WarmupInWindow,
         Severity::Low,
         format!(
             "{} iteration(s) are not steady state: {}{}; they are left out of the phase statistics (use --skip-warmup to leave them out of everything)",
@@ -184,13 +200,19 @@ fn iterations_left_out(a: &Analysis) -> Vec<Finding> {
             if listed.len() > 6 { ", …" } else { "" }
         ),
         extra,
-        json!({
-            "kind": "iteration",
-            "iterations": listed.iter().map(|(phase, e, med)| json!({
-                "iteration": e.iteration, "phase": phase, "reason": e.reason,
-                "dur_ns": e.dur_ns, "phase_median_ns": med,
-            })).collect::<Vec<_>>(),
-            "extra_pct": pct(extra, a.summary.window_ns),
-        }),
+        Detail::WarmupInWindow(ev::WarmupInWindow::Iterations(ev::WarmupIterations {
+            kind: ev::WarmupKind::Iteration,
+            iterations: listed
+                .iter()
+                .map(|(phase, e, med)| ev::LeftOut {
+                    iteration: e.iteration,
+                    phase: *phase,
+                    reason: e.reason,
+                    dur_ns: e.dur_ns,
+                    phase_median_ns: *med,
+                })
+                .collect(),
+            extra_pct: pct(extra, a.summary.window_ns),
+        })),
     )]
 }

@@ -1,12 +1,12 @@
 //! Model-level patterns the seed's level 3 fixes: attention written by hand (matmul → softmax →
 //! matmul) and projections that read the same input in separate GEMMs (Q/K/V, gate/up).
 
-use super::{round2, step_count, Finding, FindingId, Severity};
+use super::evidence as ev;
+use super::{round2, step_count, Detail, Finding, Severity};
 use crate::analysis::time::links::is_compile_event;
 use crate::analysis::Context;
 use crate::classify::{Bucket, KernelTag};
 use crate::model::{HostKind, NameId};
-use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 
 /// How many kernels may sit between the GEMMs and the softmax of one attention chain (scaling,
@@ -80,19 +80,18 @@ pub fn manual_attention(ctx: &Context) -> Vec<Finding> {
     let (g1, s, g2) = chains[0];
     let name = |a: usize| trace.names.get(acts.name[a]).to_string();
     vec![Finding::new(
-        FindingId::ManualAttention,
         Severity::High,
         format!(
             "attention computed by hand: {} matmul → softmax → matmul chains ({per_step:.1} per step); scaled_dot_product_attention (flash / aiter on AMD) runs each as one fused kernel",
             chains.len()
         ),
         stake,
-        json!({
-            "chains": chains.len(),
-            "chains_per_step": round2(per_step),
-            "chain_kernel_ns": stake,
-            "softmax_ops": softmax_ops,
-            "example_kernels": [name(g1), name(s), name(g2)],
+        Detail::ManualAttention(ev::ManualAttention {
+            chains: chains.len(),
+            chains_per_step: round2(per_step),
+            chain_kernel_ns: stake,
+            softmax_ops,
+            example_kernels: vec![name(g1), name(s), name(g2)],
         }),
     )]
 }
@@ -356,7 +355,10 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
         });
     }
     let mut out = Vec::new();
-    for (len, kind, label) in [(3usize, "qkv", "Q/K/V"), (2usize, "gate_up", "gate/up")] {
+    for (len, kind, label) in [
+        (3usize, ev::ProjectionKind::Qkv, "Q/K/V"),
+        (2usize, ev::ProjectionKind::GateUp, "gate/up"),
+    ] {
         let Some(list) = runs.get(&len).filter(|l| !l.is_empty()) else {
             continue;
         };
@@ -378,21 +380,20 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
             .collect();
         let per_step = list.len() as f64 / step_count(ctx);
         out.push(Finding::new(
-        FindingId::UnfusedProjections,
             Severity::Medium,
             format!(
                 "unfused {label} projections: {} runs of {len} GEMMs reading the same input ({per_step:.1} per step); one GEMM with concatenated weights does the work of {len}",
                 list.len()
             ),
             stake,
-            json!({
-                "kind": kind,
-                "gemms_per_run": len,
-                "runs": list.len(),
-                "runs_per_step": round2(per_step),
-                "gemm_ns": stake,
-                "example_op": trace.names.get(host.name[example[0]]),
-                "example_input_dims": shapes,
+            Detail::UnfusedProjections(ev::UnfusedProjections {
+                kind,
+                gemms_per_run: len,
+                runs: list.len(),
+                runs_per_step: round2(per_step),
+                gemm_ns: stake,
+                example_op: trace.names.get(host.name[example[0]]).to_string(),
+                example_input_dims: shapes,
             }),
         ));
     }

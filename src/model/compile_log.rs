@@ -2,10 +2,10 @@
 //! breaks with their reason and user-code location, recompiles with the guards that failed, and
 //! performance hints. Readers fill it; `analysis::compile_log` joins it to a trace.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A Dynamo compile id `frame/attempt` (`[0/1]`: frame 0, its second compilation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct CompileId {
     pub frame: u32,
     pub attempt: u32,
@@ -46,7 +46,7 @@ pub struct LogTime {
 }
 
 /// A line of user code.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CodeLocation {
     pub file: String,
     pub line: u32,
@@ -64,7 +64,7 @@ impl std::fmt::Display for CodeLocation {
 }
 
 /// One graph break as Dynamo explains it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GraphBreak {
     /// The reason line (`Unsupported Tensor.item() call with capture_scalar_outputs=False`).
     pub reason: String,
@@ -87,7 +87,7 @@ pub struct GraphBreak {
 }
 
 /// What a failed guard checked.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum GuardKind {
     /// `tensor 'x' size mismatch at index 1. expected 32, actual 64`.
@@ -121,7 +121,7 @@ pub enum GuardKind {
 }
 
 /// One failed guard of a recompile.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedGuard {
     /// The guard as logged.
     pub text: String,
@@ -133,7 +133,7 @@ pub struct FailedGuard {
 }
 
 /// One recompilation.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recompile {
     pub function: String,
     /// `file:line` of the function, as logged.
@@ -284,6 +284,16 @@ impl std::fmt::Display for ActionKind {
     }
 }
 
+/// A fix a finding names for its own cause (`evidence.fixes[]`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fix {
+    pub kind: ActionKind,
+    pub text: String,
+    /// The one recommendation it belongs to, when it is meant for one only.
+    #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]
+    pub only_for: Option<String>,
+}
+
 /// One fix as data: its kind and its text with `{name}` placeholders.
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -299,7 +309,7 @@ pub struct CompileFixes(pub std::collections::BTreeMap<String, Vec<FixText>>);
 
 impl CompileFixes {
     /// The fixes of `cause`, placeholders filled from `args`, as the findings' evidence holds them.
-    pub fn of(&self, cause: FixCause, args: &[(&str, &str)]) -> Vec<serde_json::Value> {
+    pub fn of(&self, cause: FixCause, args: &[(&str, &str)]) -> Vec<Fix> {
         self.0
             .get(cause.key())
             .into_iter()
@@ -309,7 +319,11 @@ impl CompileFixes {
                 for (name, value) in args {
                     text = text.replace(&format!("{{{name}}}"), value);
                 }
-                serde_json::json!({"kind": f.kind, "text": text})
+                Fix {
+                    kind: f.kind,
+                    text,
+                    only_for: None,
+                }
             })
             .collect()
     }

@@ -323,15 +323,37 @@ fn parse(text: &str, file: &Path) -> Result<Catalog, RuleError> {
     })
 }
 
-/// Every `after` of `recs` (the recommendations of `file`) names a recommendation of the catalog.
+/// Every `after` of `recs` (the recommendations of `file`) names a recommendation of the
+/// catalog, and every `finding_kind` and `evidence_key` is one the named findings' evidence has.
 fn check_ids(cat: &Catalog, recs: &[RecDef], file: &Path) -> Result<(), RuleError> {
+    use crate::detect::Detail;
     for r in recs {
+        let error = |message: String| RuleError::Example {
+            file: file.to_path_buf(),
+            id: r.id.clone(),
+            message,
+        };
         if let Some(a) = r.after.iter().find(|a| cat.get(a).is_none()) {
-            return Err(RuleError::Example {
-                file: file.to_path_buf(),
-                id: r.id.clone(),
-                message: format!("after: no recommendation has the id '{a}'"),
-            });
+            return Err(error(format!("after: no recommendation has the id '{a}'")));
+        }
+        let named = || r.findings.iter().chain(&r.findings_if_compiled);
+        if let Some(kind) = &r.finding_kind {
+            let kinds: Vec<&str> = named().flat_map(|id| Detail::kinds(*id)).collect();
+            if !kinds.contains(&kind.as_str()) {
+                return Err(error(format!(
+                    "finding_kind: the findings' evidence has no kind '{kind}' (known: {})",
+                    kinds.join(", ")
+                )));
+            }
+        }
+        if let Some(key) = &r.evidence_key {
+            let keys: Vec<&str> = named().flat_map(|id| Detail::keys(*id)).collect();
+            if !keys.contains(&key.as_str()) {
+                return Err(error(format!(
+                    "evidence_key: the findings' evidence has no key '{key}' (known: {})",
+                    keys.join(", ")
+                )));
+            }
         }
     }
     Ok(())

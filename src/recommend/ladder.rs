@@ -199,9 +199,9 @@ fn level1(
 ) -> Said {
     // fp32 GEMMs off the matrix cores: matmul precision is a level-1 setting (on MFMA they
     // already use them; bf16 is a model change).
-    let fp32 = findings
-        .iter()
-        .any(|f| f.id == FindingId::Fp32Gemm && f.kind() != Some("mfma"));
+    let fp32 = findings.iter().any(|f| {
+        matches!(&f.evidence.detail, crate::detect::Detail::Fp32Gemm(e) if e.kind != crate::detect::evidence::Fp32GemmKind::Mfma)
+    });
     let Some(env) = env else {
         let v = if fp32 {
             Verdict::Fp32WithoutEnv

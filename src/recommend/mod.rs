@@ -151,8 +151,9 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
         })
         .filter(|f| {
             rec.min_workgroups.is_none_or(|min| {
-                f.evidence["max_workgroups"]
-                    .as_u64()
+                f.evidence
+                    .detail
+                    .max_workgroups()
                     .is_none_or(|wg| wg >= min)
             })
         })
@@ -185,16 +186,17 @@ struct SteadyPart {
 
 impl SteadyPart {
     fn of(a: &Analysis, findings: &[Finding]) -> SteadyPart {
-        use crate::detect::FindingId;
+        use crate::detect::evidence::{UnrepresentativeProfile, WarmupInWindow};
+        use crate::detect::Detail;
         let mut part = SteadyPart {
             wait_ns: 0,
             share: 1.0,
             warmup: BTreeMap::new(),
         };
-        let warmup_step = findings
-            .iter()
-            .find(|f| f.id == FindingId::WarmupInWindow)
-            .and_then(|f| f.evidence["step"].as_u64());
+        let warmup_step = findings.iter().find_map(|f| match &f.evidence.detail {
+            Detail::WarmupInWindow(WarmupInWindow::Step(w)) => Some(w.step),
+            _ => None,
+        });
         let warmup_rows: Vec<_> = a
             .step_breakdown
             .iter()
@@ -210,18 +212,19 @@ impl SteadyPart {
                 .iter()
                 .any(|r| t >= r.start_ns && t < r.start_ns.saturating_add(r.dur_ns))
         };
-        for f in findings
-            .iter()
-            .filter(|f| f.id == FindingId::UnrepresentativeProfile)
-        {
-            match f.kind() {
+        for f in findings {
+            match &f.evidence.detail {
                 // A wait inside the warm-up step leaves with the step.
-                Some("one_call") if !f.evidence["start_ns"].as_i64().is_some_and(in_warmup) => {
+                Detail::UnrepresentativeProfile(UnrepresentativeProfile::OneCall(c))
+                    if !in_warmup(c.start_ns) =>
+                {
                     part.wait_ns = f.time_at_stake_ns;
                 }
                 // The warm-up step's own time is exact; the share is for profiles without one.
-                Some("warmup") if part.warmup.is_empty() => {
-                    part.share = f.evidence["steady_pct"].as_f64().unwrap_or(100.0) / 100.0;
+                Detail::UnrepresentativeProfile(UnrepresentativeProfile::Warmup(w))
+                    if part.warmup.is_empty() =>
+                {
+                    part.share = w.steady_pct / 100.0;
                 }
                 _ => {}
             }
@@ -286,7 +289,7 @@ pub fn plan(
                 if !actions.iter().any(|a| a.text == fix.text) {
                     actions.push(ActionOut {
                         kind: fix.kind,
-                        text: fix.text,
+                        text: fix.text.clone(),
                     });
                 }
             }

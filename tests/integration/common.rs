@@ -100,7 +100,31 @@ pub fn assert_valid_feed(feed: &[u8]) -> serde_json::Value {
         "feed violates the schema:\n{}",
         errors.join("\n")
     );
+    assert_evidence_typed(&value);
     value
+}
+
+/// Each finding of a feed reads back as its id's evidence type and writes the same JSON again,
+/// with only the keys and the kind that type declares (what a ladder rule may name).
+pub fn assert_evidence_typed(feed: &serde_json::Value) {
+    use rocprof_classify::detect::{Detail, Finding};
+    for json in feed["findings"].as_array().into_iter().flatten() {
+        let f: Finding =
+            serde_json::from_value(json.clone()).unwrap_or_else(|e| panic!("{e}: {json}"));
+        assert_eq!(&serde_json::to_value(&f).unwrap(), json, "{}", f.id);
+        let keys = Detail::keys(f.id);
+        for key in json["evidence"].as_object().unwrap().keys() {
+            assert!(
+                keys.contains(&key.as_str()),
+                "{}: {key} not in {keys:?}",
+                f.id
+            );
+        }
+        if let Some(kind) = f.kind() {
+            assert!(Detail::kinds(f.id).contains(&kind), "{}: {kind}", f.id);
+            assert_eq!(json["evidence"]["kind"], kind, "{}", f.id);
+        }
+    }
 }
 
 pub fn bin() -> assert_cmd::Command {

@@ -59,10 +59,16 @@ fn graph_breaks_from_a_data_dependent_branch_in_a_loop() {
         "frame 0 skipped, the block runs as frame 1"
     );
     let f = finding(&a, "graph_breaks");
-    assert_eq!(f.evidence["signal"], "repeated_frame_without_outer");
+    assert_eq!(
+        f.evidence.to_json()["signal"],
+        "repeated_frame_without_outer"
+    );
     // The Tensor.item() that breaks the graph shows up as host syncs between the regions.
     assert!(
-        f.evidence["item_syncs_per_step"].as_f64().unwrap() >= 1.0,
+        f.evidence.to_json()["item_syncs_per_step"]
+            .as_f64()
+            .unwrap()
+            >= 1.0,
         "{}",
         f.evidence
     );
@@ -77,7 +83,7 @@ fn graph_breaks_from_explicit_breaks_are_a_frame_sequence() {
     assert_eq!(a.analysis.compile.graph_breaks.per_step, breaks);
     assert_eq!(a.analysis.compile.graph_breaks.frames, vec![0, 1, 2]);
     assert_eq!(
-        finding(&a, "graph_breaks").evidence["signal"],
+        finding(&a, "graph_breaks").evidence.to_json()["signal"],
         "frame_sequence"
     );
 }
@@ -93,7 +99,7 @@ fn recompiles_and_compile_time_in_the_window() {
         assert_eq!(a.analysis.compile.recompiles.compile_ids, expected);
         assert!(a.analysis.compile.compile_in_window_ns > 0);
         assert_eq!(finding(&a, "compile_in_window").time_at_stake_ns, a.analysis.compile.compile_in_window_ns);
-        assert_eq!(finding(&a, "recompiles").evidence["count"], 4);
+        assert_eq!(finding(&a, "recompiles").evidence.to_json()["count"], 4);
         assert!(!a.analysis.compile.graph_breaks.detected);
     });
 }
@@ -124,7 +130,7 @@ fn cuda_graph_replays_are_busy_not_idle() {
     let a = h100("compiled_cudagraphs");
     assert!(a.analysis.compile.cudagraphs);
     let f = finding(&a, "cudagraphs_in_use");
-    let replayed = f.evidence["replayed_kernel_ns"].as_i64().unwrap();
+    let replayed = f.evidence.to_json()["replayed_kernel_ns"].as_i64().unwrap();
     assert!(replayed as f64 > 0.9 * a.analysis.summary.kernel_ns as f64);
     // Replayed kernels (and the gaps inside one replay) are busy time, never idle.
     let busy: i64 = a.analysis.time_partition.iter().take(7).map(|r| r.ns).sum();
@@ -138,7 +144,12 @@ fn launch_bound_eager_model() {
         .as_bool()
         .unwrap());
     let f = finding(&a, "launch_bound");
-    assert!(f.evidence["kernels_under_10us_pct"].as_f64().unwrap() > 50.0);
+    assert!(
+        f.evidence.to_json()["kernels_under_10us_pct"]
+            .as_f64()
+            .unwrap()
+            > 50.0
+    );
     assert_eq!(idle_rank(&a)[0], "launch_overhead");
     assert_eq!(
         f.time_at_stake_ns,
@@ -152,7 +163,7 @@ fn host_bound_when_the_data_loader_sleeps() {
     let a = h100("eager_host_bound");
     let f = finding(&a, "host_bound");
     assert_eq!(idle_rank(&a)[0], "host_idle");
-    assert!(f.evidence["host_idle_pct"].as_f64().unwrap() > 50.0);
+    assert!(f.evidence.to_json()["host_idle_pct"].as_f64().unwrap() > 50.0);
     assert!(!ids(&a).contains(&"launch_bound"));
 }
 
@@ -161,7 +172,7 @@ fn sync_stalls_inside_steps_but_not_the_trailing_sync() {
     let a = h100("eager_sync_heavy");
     let t = &truth("truth_extra.json")["eager_sync_heavy"];
     let f = finding(&a, "sync_stalls");
-    let by_api: Vec<(String, u64)> = f.evidence["by_api"]
+    let by_api: Vec<(String, u64)> = f.evidence.to_json()["by_api"]
         .as_array()
         .unwrap()
         .iter()
@@ -182,20 +193,20 @@ fn sync_stalls_inside_steps_but_not_the_trailing_sync() {
         ],
         "{t}"
     );
-    assert_eq!(f.evidence["per_step"], 6.0);
-    assert_eq!(f.evidence["device_to_host_copies"], 20);
+    assert_eq!(f.evidence.to_json()["per_step"], 6.0);
+    assert_eq!(f.evidence.to_json()["device_to_host_copies"], 20);
 }
 
 #[test]
 fn manual_attention_and_unfused_projections_in_eager() {
     let a = h100("eager_manual_attn");
     let f = finding(&a, "manual_attention");
-    assert_eq!(f.evidence["chains_per_step"], 4.0, "4 layers");
+    assert_eq!(f.evidence.to_json()["chains_per_step"], 4.0, "4 layers");
     let kinds: Vec<&str> = a
         .findings
         .iter()
         .filter(|f| f.id.as_str() == "unfused_projections")
-        .map(|f| f.evidence["kind"].as_str().unwrap())
+        .map(|f| f.kind().unwrap())
         .collect();
     assert!(
         kinds.contains(&"qkv") && kinds.contains(&"gate_up"),
@@ -206,7 +217,7 @@ fn manual_attention_and_unfused_projections_in_eager() {
         .iter()
         .filter(|f| f.id.as_str() == "unfused_projections")
     {
-        assert_eq!(f.evidence["runs_per_step"], 4.0, "{}", f.evidence);
+        assert_eq!(f.evidence.to_json()["runs_per_step"], 4.0, "{}", f.evidence);
     }
 }
 
@@ -218,7 +229,7 @@ fn sdpa_model_has_no_manual_attention_and_fused_qkv_but_separate_gate_up() {
         .findings
         .iter()
         .filter(|f| f.id.as_str() == "unfused_projections")
-        .map(|f| f.evidence["kind"].as_str().unwrap())
+        .map(|f| f.kind().unwrap())
         .collect();
     assert_eq!(kinds, vec!["gate_up"]);
 }
@@ -236,8 +247,8 @@ fn manual_attention_in_compiled_code_unless_inductor_fused_it() {
     // With the pattern matcher off the chain stays: GEMM, Triton softmax, GEMM.
     let manual = h100("compiled_manual_attn_nopm");
     let f = finding(&manual, "manual_attention");
-    assert_eq!(f.evidence["chains_per_step"], 4.0);
-    assert!(f.evidence["example_kernels"][1]
+    assert_eq!(f.evidence.to_json()["chains_per_step"], 4.0);
+    assert!(f.evidence.to_json()["example_kernels"][1]
         .as_str()
         .unwrap()
         .contains("softmax"));
@@ -247,7 +258,7 @@ fn manual_attention_in_compiled_code_unless_inductor_fused_it() {
 fn fp32_gemms_without_tensor_cores() {
     let a = h100("train_eager_fp32");
     let f = finding(&a, "fp32_gemm");
-    assert!(f.evidence["gemm_pct"].as_f64().unwrap() > 90.0);
+    assert!(f.evidence.to_json()["gemm_pct"].as_f64().unwrap() > 90.0);
     // The same training step with TF32 allowed runs tensor-core kernels: no finding.
     assert!(!ids(&h100("eager_fp32_tf32")).contains(&"fp32_gemm"));
 }

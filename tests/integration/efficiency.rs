@@ -182,8 +182,8 @@ fn a_tiny_gemm_is_a_low_efficiency_finding_with_its_reasons() {
         .iter()
         .find(|f| f.id.as_str() == "low_gemm_efficiency")
         .expect("fires");
-    assert_eq!(f.evidence["kind"], "ops");
-    let row = &f.evidence["ops"][0];
+    assert_eq!(f.evidence.to_json()["kind"], "ops");
+    let row = &f.evidence.to_json()["ops"][0];
     assert_eq!(row["op"], "aten::mm");
     assert_eq!(row["shapes"], "[[16,256],[256,256]]");
     let mm = op(&a.ops, "aten::mm");
@@ -203,7 +203,7 @@ fn a_tiny_gemm_is_a_low_efficiency_finding_with_its_reasons() {
     assert!(why.iter().any(|w| w.starts_with("M = 16 rows")), "{why:?}");
     // Its 512-byte rows (K = 256, bf16) hotspot nothing on an H100: no stride reason.
     assert!(!why.iter().any(|w| w.contains("bytes")), "{why:?}");
-    assert!(f.evidence["stride_hotspot_bytes"].is_null());
+    assert!(f.evidence.to_json()["stride_hotspot_bytes"].is_null());
     // The well-shaped GEMMs of the manual-attention trace (70% of peak) are not in it.
     let b = crate::common::run_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
     let f = b
@@ -211,7 +211,8 @@ fn a_tiny_gemm_is_a_low_efficiency_finding_with_its_reasons() {
         .iter()
         .find(|f| f.id.as_str() == "low_gemm_efficiency")
         .expect("its bmm");
-    let ops: Vec<&str> = f.evidence["ops"]
+    let ops_json = f.evidence.to_json();
+    let ops: Vec<&str> = ops_json["ops"]
         .as_array()
         .unwrap()
         .iter()

@@ -327,7 +327,7 @@ fn merged_numbers_agree_with_one_pass_over_the_whole_trace() {
         let straggler = |f: &[detect::Finding]| {
             f.iter()
                 .find(|f| f.id == FindingId::StragglerRank)
-                .map(|f| (f.evidence["rank"].clone(), f.time_at_stake_ns))
+                .map(|f| (f.evidence.to_json()["rank"].clone(), f.time_at_stake_ns))
         };
         assert_eq!(
             straggler(&merged.findings),

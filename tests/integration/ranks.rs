@@ -59,25 +59,34 @@ fn the_slowed_rank_is_named_with_its_cause() {
         assert_eq!(a.ranks.len(), 2, "{run}");
         let f = straggler(&a).unwrap_or_else(|| panic!("{run}: no straggler found"));
         let expected = truth[run]["straggler"].as_u64().unwrap();
-        assert_eq!(f.evidence["rank"], expected, "{run}: {}", f.summary);
         assert_eq!(
-            f.evidence["kind"], truth[run]["cause"],
+            f.evidence.to_json()["rank"],
+            expected,
+            "{run}: {}",
+            f.summary
+        );
+        assert_eq!(
+            f.evidence.to_json()["kind"],
+            truth[run]["cause"],
             "{run}: {}",
             f.summary
         );
         // Last at the all-reduce in every profiled step, and the wait is what the other rank
         // spends in communication beyond the straggler's own.
-        let steps = f.evidence["steps"].as_array().unwrap();
+        let steps_json = f.evidence.to_json();
+        let steps = steps_json["steps"].as_array().unwrap();
         assert_eq!(
             steps.len() as u64,
-            f.evidence["steps_compared"].as_u64().unwrap()
+            f.evidence.to_json()["steps_compared"].as_u64().unwrap()
         );
         assert_eq!(steps.len(), a.analysis.summary.steps, "{run}");
-        let per_rank = f.evidence["ranks"].as_array().unwrap();
+        let per_rank_json = f.evidence.to_json();
+        let per_rank = per_rank_json["ranks"].as_array().unwrap();
         // The collectives match across the ranks: the straggler starts last at every one, and
         // what the steps lose is its latest arrival of each step.
-        assert_eq!(f.evidence["basis"], "arrival_skew", "{run}");
-        let arrivals = f.evidence["arrivals"].as_array().unwrap();
+        assert_eq!(f.evidence.to_json()["basis"], "arrival_skew", "{run}");
+        let arrivals_json = f.evidence.to_json();
+        let arrivals = arrivals_json["arrivals"].as_array().unwrap();
         let mine = &arrivals[expected as usize];
         assert_eq!(
             mine["times_last"], mine["collectives"],
@@ -102,7 +111,7 @@ fn the_slowed_rank_is_named_with_its_cause() {
             let slept = (truth[run]["sleep_s"].as_f64().unwrap() * 1e9) as i64 * steps.len() as i64;
             assert!(extra > slept * 3 / 4, "{run}: {extra} vs {slept}");
         } else {
-            let work = f.evidence["more_gpu_work_pct"].as_f64().unwrap();
+            let work = f.evidence.to_json()["more_gpu_work_pct"].as_f64().unwrap();
             assert!(work > 30.0, "{run}: twice the batch, {work}% more GPU work");
         }
         let recs = recommended(&a);
@@ -198,17 +207,17 @@ fn an_amd_run_names_the_same_straggler_from_both_of_its_files() {
         let whole = planned(&[shared.join("corpus/hpctraining/merged_all_events.json.gz")]);
         let nccl = planned(&[shared.join("corpus/hpctraining/merged_nccl_only.json.gz")]);
         let (w, n) = (straggler(&whole).unwrap(), straggler(&nccl).unwrap());
-        assert_eq!((&w.evidence["rank"], &n.evidence["rank"]), (&3.into(), &3.into()));
+        assert_eq!((&w.evidence.to_json()["rank"], &n.evidence.to_json()["rank"]), (&3.into(), &3.into()));
         // The same collectives: the same arrivals. With steps the loss is summed per step;
         // the NCCL-only file has none, and its window counts as one step (a lower bound).
-        let arrivals = |f: &Finding| f.evidence["arrivals"].clone();
+        let arrivals = |f: &Finding| f.evidence.to_json()["arrivals"].clone();
         assert_eq!(arrivals(w).as_array().unwrap().len(), 4);
         for (a, b) in arrivals(w).as_array().unwrap().iter().zip(arrivals(n).as_array().unwrap()) {
             assert_eq!((&a["times_last"], &a["late_ns"]), (&b["times_last"], &b["late_ns"]));
         }
         assert!(n.time_at_stake_ns <= w.time_at_stake_ns, "{} vs {}", n.summary, w.summary);
-        assert_eq!(w.evidence["kind"], "host", "{}", w.summary);
-        assert_eq!(n.evidence["kind"], "unknown", "{}", n.summary);
+        assert_eq!(w.evidence.to_json()["kind"], "host", "{}", w.summary);
+        assert_eq!(n.evidence.to_json()["kind"], "unknown", "{}", n.summary);
         assert!(recommended(&whole).contains(&"env.rank-placement"));
     });
 }

@@ -549,4 +549,19 @@ text = "tune"
     assert!(err.contains("shell"), "{err}");
     let err = load("schema = 1\n[compile_fixes]\nhint = [{ kind = \"shell\", text = \"x\" }]\n");
     assert!(err.contains("shell"), "{err}");
+    // The evidence a rule narrows on is the findings' own: a kind or key they never carry fails.
+    let with = |extra: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ladder.toml"), rec(extra, "env")).unwrap();
+        Catalog::load(&[dir.path().to_path_buf()]).map(|_| ())
+    };
+    assert!(with("finding_kind = \"simt\"").is_ok());
+    assert!(with("evidence_key = \"mfma_ns\"").is_ok());
+    let err = load(&rec("finding_kind = \"sim\"", "env"));
+    assert!(err.contains("'sim'") && err.contains("simt, mfma"), "{err}");
+    let err = load(&rec("evidence_key = \"mfma_time\"", "env"));
+    assert!(
+        err.contains("'mfma_time'") && err.contains("fp32_gemm_ns"),
+        "{err}"
+    );
 }

@@ -119,8 +119,8 @@ fn the_default_capture_varies_by_decode_and_says_so() {
         .iter()
         .find(|f| f.id.as_str() == "high_step_variance")
         .expect("decode variance found");
-    assert_eq!(f.evidence["phase"], "decode");
-    assert!(f.evidence["cv_pct"].as_f64().unwrap() > 20.0);
+    assert_eq!(f.evidence.to_json()["phase"], "decode");
+    assert!(f.evidence.to_json()["cv_pct"].as_f64().unwrap() > 20.0);
     // The flash capture's decode iterations repeat: no such finding.
     let flash = run_with(
         &serving("serving_llama_flash.json.gz"),

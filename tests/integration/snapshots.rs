@@ -98,6 +98,7 @@ fn every_fixture_renders_as_committed() {
             .assert()
             .success();
         let table = String::from_utf8(run.get_output().stdout.clone()).unwrap();
+        assert_valid_feed(&std::fs::read(file("json")).unwrap());
         let rel = dir.strip_prefix(fixture("kineto")).unwrap().join(&arg);
         let name = rel
             .to_string_lossy()

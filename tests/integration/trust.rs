@@ -342,7 +342,7 @@ fn graph_gaps_are_not_busy_time() {
             .find(|f| f.id.as_str() == "launch_bound")
         {
             assert_eq!(
-                f.evidence["launch_overhead_ns"].as_i64(),
+                f.evidence.to_json()["launch_overhead_ns"].as_i64(),
                 Some(a.partition_ns(
                     rocprof_classify::analysis::time::partition::Category::LaunchOverhead
                 )),

@@ -1,0 +1,111 @@
+//! The evidence of several ranks' findings (stragglers, collectives) and of GPU memory.
+
+use serde::{Deserialize, Serialize};
+
+use super::Shape;
+// ---- ranks and collectives ----
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StragglerBasis {
+    ArrivalSkew,
+    CommunicationTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StragglerKind {
+    /// The trace does not show why.
+    Unknown,
+    MoreGpuWork,
+    Host,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StragglerRank {
+    pub rank: u32,
+    pub steps: Vec<u64>,
+    pub steps_compared: usize,
+    pub wait_ns: i64,
+    pub basis: StragglerBasis,
+    pub kind: StragglerKind,
+    pub more_gpu_work_pct: f64,
+    pub step_spread_ns: i64,
+    pub arrivals: Vec<RankArrivals>,
+    pub ranks: Vec<RankLoad>,
+}
+kinded!(StragglerRank: StragglerKind);
+
+/// How late one rank arrives at the collectives.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankArrivals {
+    pub rank: u32,
+    pub collectives: u64,
+    pub times_last: u64,
+    pub late_ns: i64,
+    pub step_late_ns: i64,
+    pub wait_ns: i64,
+    pub exposed_wait_ns: i64,
+    pub by_collective: Vec<CollectiveArrivals>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveArrivals {
+    pub collective: String,
+    pub collectives: u64,
+    pub times_last: u64,
+}
+
+/// One rank's communication and compute.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankLoad {
+    pub rank: u32,
+    pub communication_ns: i64,
+    pub compute_ns: i64,
+    pub times_last: usize,
+    pub step_median_ns: Option<i64>,
+    pub host_gap_ns: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlowCollective {
+    pub collective: String,
+    pub bytes: Option<u64>,
+    pub process_group: Option<String>,
+    pub group_size: Option<u32>,
+    pub count: u64,
+    pub busbw_gbps: Option<f64>,
+    pub link_peak_gbps: Option<f64>,
+    pub pct_of_link_peak: f64,
+    pub wait_ns: i64,
+    pub transfer_ns: i64,
+    pub transfer_overlap_pct: Option<f64>,
+    pub saved_at_reachable_ns: i64,
+}
+impl Shape for SlowCollective {}
+
+// ---- memory ----
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryPressure {
+    pub devices: Vec<DeviceMemoryRow>,
+}
+impl Shape for MemoryPressure {}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryHeadroom {
+    pub gpu_busy_pct: f64,
+    pub devices: Vec<DeviceMemoryRow>,
+}
+impl Shape for MemoryHeadroom {}
+
+/// One device's memory peaks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceMemoryRow {
+    pub rank: Option<u32>,
+    pub device: u32,
+    pub peak_allocated_bytes: i64,
+    pub peak_reserved_bytes: i64,
+    pub device_bytes: Option<u64>,
+    pub peak_reserved_pct: Option<f64>,
+}
