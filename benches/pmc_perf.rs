@@ -82,7 +82,7 @@ fn main() {
     );
     // The columns the counter reader asks for.
     let header_names: Vec<String> = header.split(',').map(str::to_string).collect();
-    let wanted = rocprof_classify::ingest::rocprof_compute::wanted_columns(&header_names);
+    let wanted = rocprof_classify::ingest::wanted_columns(&header_names);
     let (tp, np) = median(&|| polars_projected(&bytes, &wanted), 5);
     let (tc, nc) = median(&|| csv_all_fields(&bytes, &wanted), 5);
     assert_eq!(np, nc, "both engines read the same cells");

@@ -7,64 +7,128 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum IngestError {
+    /// The input (a file or a directory) cannot be opened.
     #[error("{path}: cannot open: {source}")]
     Open {
+        /// The input as named (`<stdin>` for `-`).
         path: String,
+        /// Why it cannot be opened.
         source: std::io::Error,
     },
+    /// Reading the input failed part-way.
     #[error("{path}: read error at byte {offset}: {source}")]
     Io {
+        /// The input as named (`<stdin>` for `-`).
         path: String,
+        /// Byte offset (decompressed) where the read failed.
         offset: u64,
+        /// The read error.
         source: std::io::Error,
     },
+    /// The input has no bytes: in a directory of ranks, a rank that died.
     #[error("{path}: empty file")]
-    Empty { path: String },
+    Empty {
+        /// The input as named (`<stdin>` for `-`).
+        path: String,
+    },
+    /// No reader recognizes the input: not a trace this tool reads.
     #[error("{path}: not a trace this tool reads (byte {offset}): {reason}")]
     Unrecognized {
+        /// The input as named (`<stdin>` for `-`).
         path: String,
+        /// Byte offset the reason is about (the first non-blank byte, or 0).
         offset: u64,
+        /// What the input looks like, and what each reader looks for.
         reason: String,
     },
     /// A gzip file whose data does not decompress: a damaged trace, not a stray file.
     #[error("{path}: corrupt gzip data at byte {offset}: {reason}")]
     CorruptGzip {
+        /// The input as named (`<stdin>` for `-`).
         path: String,
+        /// Byte offset in the decompressed data where decompression failed.
         offset: u64,
+        /// The decompressor's error.
         reason: String,
     },
+    /// A format the tool recognizes but cannot read (or a `--format` no reader takes).
     #[error("{path}: {format} input is recognized but not supported yet")]
-    Unsupported { path: String, format: &'static str },
+    Unsupported {
+        /// The input as named (`<stdin>` for `-`).
+        path: String,
+        /// The format's name.
+        format: &'static str,
+    },
+    /// The input is malformed JSON, or ends before its events.
     #[error("{path}: malformed JSON at byte {offset}: {message}")]
     Json {
+        /// The input as named (`<stdin>` for `-`).
         path: String,
+        /// Byte offset (decompressed) of the error; 0 where the reader cannot tell.
         offset: u64,
+        /// What is wrong (the parser's message).
         message: String,
     },
+    /// JSON without a `traceEvents` array or without events in it: not a trace.
     #[error("{path}: no \"traceEvents\" array (read {bytes} bytes)")]
-    NoEvents { path: String, bytes: u64 },
+    NoEvents {
+        /// The input as named (`<stdin>` for `-`).
+        path: String,
+        /// Bytes read (decompressed) before giving up.
+        bytes: u64,
+    },
+    /// The input ends mid-document: an error only under `--strict` (else a warning).
     #[error(
         "{path}: truncated at byte {offset} after {events} events (--strict makes this an error)"
     )]
     Truncated {
+        /// The input as named (`<stdin>` for `-`).
         path: String,
+        /// Bytes read (decompressed) before the end; 0 where the reader cannot tell.
         offset: u64,
+        /// Complete events read before the end; 0 where the reader cannot tell.
         events: u64,
     },
+    /// A CSV header or row this tool cannot read.
     #[error("{path}: line {line}: {message}")]
     Csv {
+        /// The input as named (`<stdin>` for `-`).
         path: String,
+        /// The line (from 1) of the problem.
         line: u64,
+        /// What is wrong with it.
         message: String,
     },
+    /// The CSV's last row is cut short: an error only under `--strict` (else a warning).
     #[error("{path}: truncated at line {line} (--strict makes this an error)")]
-    TruncatedCsv { path: String, line: u64 },
+    TruncatedCsv {
+        /// The input as named (`<stdin>` for `-`).
+        path: String,
+        /// The line (from 1) that is cut short.
+        line: u64,
+    },
+    /// An SQLite input that is not a readable rocpd profile.
     #[error("{path}: {message}")]
-    Database { path: String, message: String },
+    Database {
+        /// The input as named (`<stdin>` for `-`).
+        path: String,
+        /// What is wrong, or SQLite's error.
+        message: String,
+    },
+    /// A directory with no trace files in it.
     #[error("{path}: no trace files found in this directory")]
-    EmptyDir { path: String },
+    EmptyDir {
+        /// The directory.
+        path: String,
+    },
+    /// A directory none of whose files is a trace this tool reads.
     #[error("{path}: no file in this directory is a trace this tool reads ({skipped})")]
-    NoTraceInDir { path: String, skipped: String },
+    NoTraceInDir {
+        /// The directory.
+        path: String,
+        /// Why each file was left out, joined by `; `.
+        skipped: String,
+    },
 }
 
 impl IngestError {
@@ -125,29 +189,50 @@ impl IngestError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RuleError {
+    /// A rule file or directory cannot be read.
     #[error("{file}: cannot read: {source}")]
     Read {
+        /// The file or directory.
         file: PathBuf,
+        /// The read error.
         source: std::io::Error,
     },
+    /// A rule file is not the TOML its schema expects, or of another schema version.
     #[error("{file}: {message}")]
-    Parse { file: PathBuf, message: String },
+    Parse {
+        /// The rule file.
+        file: PathBuf,
+        /// The parser's message, or what is missing.
+        message: String,
+    },
+    /// A rule's regex does not compile.
     #[error("{file}: rule '{id}': bad pattern: {message}")]
     Pattern {
+        /// The rule file (`rules` for the combined set).
         file: PathBuf,
+        /// The rule's id (`library NAME` for a library, `(set)` for the combined set).
         id: String,
+        /// The regex compiler's message.
         message: String,
     },
+    /// A rule fails a check of its content: a pattern against its own examples, an unknown id.
     #[error("{file}: rule '{id}': {message}")]
     Example {
+        /// The rule file.
         file: PathBuf,
+        /// The rule's (or recommendation's) id.
         id: String,
+        /// What the check found.
         message: String,
     },
+    /// A rule id defined twice.
     #[error("{file}: duplicate rule id '{id}' (first defined in {first})")]
     Duplicate {
+        /// The file with the second definition.
         file: PathBuf,
+        /// The repeated id.
         id: String,
+        /// The file with the first definition.
         first: PathBuf,
     },
 }
@@ -156,18 +241,29 @@ pub enum RuleError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError {
+    /// Reading an input failed.
     #[error(transparent)]
     Ingest(#[from] IngestError),
+    /// Loading the rules (built-in or `--rules DIR`) failed.
     #[error("loading the rules: {0}")]
     Rules(#[from] RuleError),
+    /// The `--env` listing cannot be read.
     #[error("{path}: cannot read the environment listing: {source}")]
     Env {
+        /// The `--env` file.
         path: String,
+        /// The read error.
         source: std::io::Error,
     },
+    /// The run was stopped through `Config::cancel` before it finished.
     #[error("cancelled")]
     Cancelled,
     /// A partial that cannot be read or merged with the others.
     #[error("{path}: {why}")]
-    Partial { path: String, why: String },
+    Partial {
+        /// The partial (or the inputs) it is about; `(merge)` when none.
+        path: String,
+        /// Why it cannot be read or merged.
+        why: String,
+    },
 }

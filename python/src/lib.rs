@@ -7,8 +7,8 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict};
-use rocprof_classify::analysis::time::steps::StepRange;
 use rocprof_classify::analysis::AnalysisOptions;
+use rocprof_classify::analysis::StepRange;
 use rocprof_classify::classify::RuleSet;
 use rocprof_classify::error::RunError;
 use rocprof_classify::ingest::Cancel;
@@ -258,9 +258,7 @@ impl NativeRun {
 
     /// The report's one-line headline (what the HTML and Markdown open with), plain text.
     fn headline(&self) -> String {
-        report::sections::Sections::of(&self.run)
-            .headline()
-            .replace("**", "")
+        report::Sections::of(&self.run).headline().replace("**", "")
     }
 
     /// Writes the classified activity table as a Parquet dataset partitioned by rank
@@ -268,7 +266,7 @@ impl NativeRun {
     fn write_dataset(&self, py: Python<'_>, dir: PathBuf) -> PyResult<Vec<(String, usize)>> {
         let run = Arc::clone(&self.run);
         let files = py
-            .detach(move || report::writers::export::write_dataset(&run, &dir))
+            .detach(move || report::write_dataset(&run, &dir))
             .map_err(|e| PyRuntimeError::new_err(format!("writing the dataset: {e}")))?;
         Ok(files
             .into_iter()
@@ -278,7 +276,7 @@ impl NativeRun {
 
     /// The classified activity table as an Arrow C stream (PyCapsule protocol).
     fn activities(&self) -> PyResult<ArrowStream> {
-        let stream = report::writers::export::arrow_stream(Arc::clone(&self.run))
+        let stream = report::arrow_stream(Arc::clone(&self.run))
             .map_err(|e| PyRuntimeError::new_err(format!("building the activity table: {e}")))?;
         Ok(ArrowStream {
             stream: std::sync::Mutex::new(Some(stream)),
@@ -290,7 +288,7 @@ impl NativeRun {
 /// (`pyarrow.table(stream)`, `polars.DataFrame(stream)`).
 #[pyclass(frozen, module = "rocprof_classify._native")]
 struct ArrowStream {
-    stream: std::sync::Mutex<Option<report::writers::export::ArrowArrayStream>>,
+    stream: std::sync::Mutex<Option<report::ArrowArrayStream>>,
 }
 
 #[pymethods]

@@ -66,17 +66,25 @@ impl Default for AnalysisOptions {
 /// Everything detectors may read: the trace, its classification, the links between host and
 /// GPU, the steps, the per-activity decisions, and the aggregate numbers so far.
 pub struct Context<'a> {
+    /// The trace being analyzed.
     pub trace: &'a Trace,
+    /// The classification rules it is analyzed with.
     pub rules: &'a RuleSet,
+    /// The analysis options.
     pub opts: &'a AnalysisOptions,
+    /// Each distinct activity name's class (bucket, family, library).
     pub classified: Classified,
     /// Per activity: its bucket, the launching op's where an op rule decides (`rules/ops.toml`).
     pub activity_buckets: Vec<Bucket>,
+    /// Host ↔ GPU links: each activity's launching runtime call and op.
     pub links: Links,
+    /// The steps (or iterations) found, per input.
     pub steps: Steps,
     /// Per activity: part of the analysis (all, unless steps were selected).
     pub in_scope: Vec<bool>,
+    /// The window's time partition, and the host time blocked in syncs or compiling.
     pub partition: Partition,
+    /// What the trace shows of torch.compile beyond the summary (regions, breaks, graphs).
     pub compile_detail: CompileDetail,
     /// Analyzed step durations (slowest rank per step number), in step order.
     pub step_durations: Vec<(u64, i64)>,
@@ -85,6 +93,7 @@ pub struct Context<'a> {
     /// Per activity: its innermost `nn.Module` frame and user source line (`NameId::NONE`
     /// without one; empty without frames or attribution).
     pub module_of: Vec<NameId>,
+    /// Per activity: its innermost user source line (`NameId::NONE` without one).
     pub source_of: Vec<NameId>,
     /// The aggregate numbers, complete: modules, sources, kernel candidates and the eager
     /// modules included.
@@ -96,9 +105,11 @@ impl Context<'_> {
     pub fn window_ns(&self) -> i64 {
         self.analysis.summary.window_ns
     }
+    /// The bucket activity `a` counts in.
     pub fn bucket_of(&self, a: usize) -> Bucket {
         self.activity_buckets[a]
     }
+    /// The string of an interned name.
     pub fn name(&self, id: NameId) -> &str {
         self.trace.names.get(id)
     }

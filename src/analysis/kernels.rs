@@ -7,24 +7,39 @@ use crate::model::{NameId, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// One row of the feed's `buckets`: a bucket's kernel time and launches.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BucketRow {
+    /// The bucket.
     pub bucket: Bucket,
+    /// Its kernels' time in the analysis, in ns.
     pub kernel_ns: i64,
+    /// Its share of all kernel time, in percent.
     pub pct: f64,
+    /// Kernel launches.
     pub launches: u64,
+    /// Distinct kernel names.
     pub distinct_kernels: u64,
 }
 
+/// One row of the feed's `top_kernels`: a kernel name's time, class and launches.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct KernelRow {
+    /// The kernel's name as the trace records it.
     pub name: String,
+    /// The bucket it counts in.
     pub bucket: Bucket,
+    /// Its family within the bucket (the matching rule's).
     pub family: String,
+    /// The library that ships it (cuBLAS, hipBLASLt, Triton, …).
     pub library: String,
+    /// The id of the classification rule that matched (None: unclassified).
     pub rule_id: Option<String>,
+    /// Launches.
     pub launches: u64,
+    /// Time in the analysis, in ns.
     pub total_ns: i64,
+    /// Share of all kernel time, in percent.
     pub pct: f64,
 }
 

@@ -6,33 +6,38 @@
 //!
 //! | room | holds |
 //! |---|---|
-//! | [`context`] | [`AnalysisOptions`], [`prepare`] and the [`Context`] detectors read, [`Context::finish`] |
-//! | [`output`] | the [`Analysis`] and its [`Summary`]; [`output::Parts`], what merging ranks needs beyond them |
-//! | [`time`] | the time axis: steps, iterations, links between host and GPU, the window and its partition, regions |
-//! | [`kernels`] | the bucket table and the top kernels |
-//! | [`ops`] | attribution to ops, modules and source lines; efficiency, bytes moved, MFU, kernel candidates, per-step op rows |
-//! | [`compile`] | torch.compile's signals from the trace and its logs |
-//! | [`signals`] | collectives, GPU memory, hardware counters |
-//! | [`merge`] | the job's analysis from its ranks' |
-//! | [`table`] | the per-activity [`ActivityTable`] |
-//! | [`numbers`] | small shared helpers (`pct`, `median`) |
+//! | `context` | [`AnalysisOptions`], [`prepare`] and the [`Context`] detectors read, [`Context::finish`] |
+//! | `output` | the [`Analysis`] and its [`Summary`]; `output::Parts`, what merging ranks needs beyond them |
+//! | `time` | the time axis: steps, iterations, links between host and GPU, the window and its partition, regions |
+//! | `kernels` | the bucket table and the top kernels |
+//! | `ops` | attribution to ops, modules and source lines; efficiency, bytes moved, MFU, kernel candidates, per-step op rows |
+//! | `compile` | torch.compile's signals from the trace and its logs |
+//! | `signals` | collectives, GPU memory, hardware counters |
+//! | `merge` | the job's analysis from its ranks' |
+//! | `table` | the per-activity [`ActivityTable`] |
+//! | `numbers` | small shared helpers (`pct`, `median`) |
 
-pub mod compile;
-pub mod context;
-pub mod kernels;
-pub mod merge;
-pub mod numbers;
-pub mod ops;
-pub mod output;
-pub mod signals;
-pub mod table;
-pub mod time;
+pub(crate) mod compile;
+pub(crate) mod context;
+pub(crate) mod kernels;
+pub(crate) mod merge;
+pub(crate) mod numbers;
+pub(crate) mod ops;
+pub(crate) mod output;
+pub(crate) mod signals;
+pub(crate) mod table;
+pub(crate) mod time;
 
 pub use context::{prepare, AnalysisOptions, Context};
 pub use kernels::{BucketRow, KernelRow};
+pub use numbers::median;
+pub use ops::attribution::{MemoryShapeRow, OpRow, NO_OP};
+pub use ops::candidates::{tunableop_line, CommandKind, Unit};
 pub use output::{Analysis, Summary};
 pub use table::ActivityTable;
-pub use time::steps::StepStats;
+pub use time::partition::Category;
+pub use time::phases::{Exclusion, MarkerSource, Phase};
+pub use time::steps::{StepRange, StepStats};
 pub use time::window::StepRow;
 
 use crate::classify::RuleSet;

@@ -18,6 +18,7 @@ use crate::model::{InputMeta, Vendor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The feed's `summary`: the window, busy and idle time, steps, MFU and what they rest on.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Summary {
     /// Sum over devices of each device's analysis window (FEED.md "Window").
@@ -45,6 +46,7 @@ pub struct Summary {
     /// The marker (its numbers as `#`) and where it comes from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iteration_marker: Option<String>,
+    /// Iterations only: where their marker comes from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iteration_source: Option<phases::MarkerSource>,
 }
@@ -80,15 +82,23 @@ impl Summary {
 /// Everything the reports need.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Analysis {
+    /// The inputs read (feed `inputs`).
     pub inputs: Vec<InputMeta>,
+    /// The headline numbers (feed `summary`).
     pub summary: Summary,
+    /// Kernel time per bucket (feed `buckets`).
     pub buckets: Vec<BucketRow>,
+    /// The window's time by category, busy and idle (feed `time_partition`).
     pub time_partition: Vec<PartitionRow>,
+    /// The kernels by time (feed `top_kernels`).
     pub top_kernels: Vec<KernelRow>,
+    /// What the trace shows of torch.compile (feed `compile`).
     pub compile: CompileSummary,
+    /// Each analyzed step or iteration (feed `step_breakdown`).
     pub step_breakdown: Vec<StepRow>,
     /// Number of analyzed GPU activities and of distinct activity names.
     pub activities: u64,
+    /// Distinct activity names analyzed.
     pub distinct_kernels: u64,
     /// Whether the step durations include a warm-up step 0 (see `warmup_in_window`).
     pub warmup_in_window: bool,
@@ -102,6 +112,7 @@ pub struct Analysis {
     pub memory_shapes: Vec<attribution::MemoryShapeRow>,
     /// GPU time by `nn.Module` and by user source line (traces recorded with `with_stack`).
     pub modules: Vec<frames::FrameRow>,
+    /// GPU time by user source line.
     pub sources: Vec<frames::FrameRow>,
     /// Hardware-counter metrics per kernel (rocprof-compute workloads; empty otherwise).
     pub kernel_counters: Vec<counters::KernelCounters>,
@@ -160,6 +171,7 @@ impl Analysis {
             kernel_ns: self.summary.kernel_ns,
         }
     }
+    /// The row of bucket `b`.
     pub fn bucket(&self, b: Bucket) -> &BucketRow {
         self.buckets
             .iter()

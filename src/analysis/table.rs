@@ -24,6 +24,7 @@ pub struct ActivityTable {
     /// Innermost `nn.Module` frame and user source frame around the launch (`NameId::NONE`
     /// without one); empty when the trace has no such frames.
     pub module: Vec<NameId>,
+    /// Per activity: the user source frame around its launch.
     pub source: Vec<NameId>,
     /// Counts in the analysis (`summary.kernel_ns`, `buckets`): inside the selected steps.
     pub in_window: Vec<bool>,
@@ -110,9 +111,11 @@ impl ActivityTable {
         out
     }
 
+    /// Number of activities.
     pub fn len(&self) -> usize {
         self.bucket.len()
     }
+    /// Whether it holds no activity.
     pub fn is_empty(&self) -> bool {
         self.bucket.is_empty()
     }

@@ -51,11 +51,6 @@ static DEVICES: LazyLock<Vec<DevicePeaks>> = LazyLock::new(|| {
         .device
 });
 
-/// The built-in device table.
-pub fn devices() -> &'static [DevicePeaks] {
-    &DEVICES
-}
-
 /// The device table: `devices.toml` of the `--rules` directories first (a user's entry for a
 /// device wins over the built-in one), then the built-in table.
 pub fn load_devices(
@@ -81,11 +76,6 @@ pub fn load_devices(
     }
     out.extend(DEVICES.iter().cloned());
     Ok(out)
-}
-
-/// The peaks of a device by its name in the trace (or its gfx arch), if the table knows it.
-pub fn device_for(name: &str) -> Option<&'static DevicePeaks> {
-    find_device(&DEVICES, name)
 }
 
 /// The first entry of `table` matching a device name (or gfx arch).

@@ -4,9 +4,9 @@
 //! pattern is compiled once into a `RegexSet`, and each *distinct* name is classified once, in
 //! parallel: a trace with 45k kernels often has a few dozen distinct names.
 
-pub mod devices;
-pub mod ops;
-pub mod rules;
+pub(crate) mod devices;
+pub(crate) mod ops;
+pub(crate) mod rules;
 
 use crate::error::RuleError;
 use crate::model::{ActivityKind, NameId, Trace};
@@ -24,17 +24,25 @@ pub use rules::{Library, Rule, RuleDef};
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Bucket {
+    /// Matrix multiplies: vendor BLAS libraries, CUTLASS/CK and Inductor templates.
     Gemm,
+    /// Fused attention kernels (FlashAttention, SDPA, paged attention).
     Attention,
+    /// Convolutions, implicit-GEMM ones included.
     Conv,
+    /// Pointwise math, reductions, norms, softmax, optimizer steps, transposes and casts.
     Elementwise,
+    /// Collectives and point-to-point transfers (NCCL/RCCL, custom all-reduce).
     Communication,
+    /// memcpy/memset activities and the runtime's copy and fill kernels.
     Memory,
+    /// Unclassified names, and kernels a rule knows that do no model work.
     #[default]
     Other,
 }
 
 impl Bucket {
+    /// All seven buckets, in a fixed order.
     pub const ALL: [Bucket; 7] = [
         Bucket::Gemm,
         Bucket::Attention,
@@ -74,10 +82,13 @@ pub enum KernelTag {
 /// The verdict for one name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Class {
+    /// Where its time goes.
     pub bucket: Bucket,
+    /// The kind of kernel in the bucket (`gemm_fp32`, `softmax`; `unclassified`).
     pub family: String,
     /// The winning rule's tag, what detectors key on.
     pub tag: Option<KernelTag>,
+    /// The library it comes from (`unknown` when no pattern names one).
     pub library: String,
     /// The winning rule; `None` when nothing matched (unclassified, counted in `other`).
     pub rule: Option<usize>,
@@ -97,12 +108,14 @@ impl Class {
 
 /// Compiled rules.
 pub struct RuleSet {
+    /// The loaded rules, in load order; [`Class::rule`] indexes them.
     pub rules: Vec<Rule>,
     /// Buckets that the launching op decides (`rules/ops.toml`).
     pub ops: ops::OpRules,
     /// Device peaks for GEMM efficiency (`rules/devices.toml`, after any `devices.toml` of
     /// the `--rules` directories).
     pub devices: Vec<devices::DevicePeaks>,
+    /// The `[[library]]` patterns, user ones first; the first match wins.
     pub libraries: Vec<Library>,
     set: RegexSet,
     regexes: Vec<Regex>,
@@ -111,6 +124,7 @@ pub struct RuleSet {
 
 /// Why a name got its class: every matching rule, best first.
 pub struct Explanation {
+    /// The name as rules see it (demangled, `.kd` suffix stripped).
     pub normalized: String,
     /// Indices into [`RuleSet::rules`], winner first.
     pub matched: Vec<usize>,
@@ -323,6 +337,7 @@ impl Classified {
             }
         }
     }
+    /// The class of a name; unclassified when it has none.
     pub fn get(&self, id: NameId) -> &Class {
         static UNCLASSIFIED: std::sync::OnceLock<Class> = std::sync::OnceLock::new();
         self.by_name

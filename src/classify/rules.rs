@@ -36,8 +36,11 @@ pub struct LibraryDef {
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct RuleDef {
+    /// Unique id (`gemm.tensile`); a user rule with a built-in rule's id replaces it.
     pub id: String,
+    /// The bucket matched names go to.
     pub bucket: Bucket,
+    /// The kind of kernel in the bucket (`gemm_fp32`, `softmax`, `norm`).
     pub family: String,
     /// What the detectors key on (`fp32_gemm`, `softmax`, `layout_transpose`): a user rule that
     /// replaces a built-in one keeps its tag unless it sets its own, so renaming a family
@@ -47,13 +50,17 @@ pub struct RuleDef {
     /// The library; when absent it is inferred from the name by the `[[library]]` table.
     #[serde(default)]
     pub library: Option<String>,
+    /// Regex matched against the normalized name.
     pub pattern: String,
+    /// Higher wins when several rules match; on a tie the earlier rule wins.
     pub priority: i32,
     /// Why the rule exists (where the pattern comes from).
     #[serde(default)]
     pub why: String,
+    /// `match`: names the pattern must match (checked at load; at least one).
     #[serde(rename = "match")]
     pub matches: Vec<String>,
+    /// Names the pattern must not match (checked at load).
     #[serde(default)]
     pub no_match: Vec<String>,
 }
@@ -61,7 +68,9 @@ pub struct RuleDef {
 /// A loaded rule and where it came from.
 #[derive(Clone, Debug)]
 pub struct Rule {
+    /// The rule as written.
     pub def: RuleDef,
+    /// The file it was read from.
     pub file: PathBuf,
     /// Load order: among equal priorities the earlier rule wins.
     pub order: usize,
@@ -70,7 +79,9 @@ pub struct Rule {
 /// A loaded library pattern and where it came from.
 #[derive(Clone, Debug)]
 pub struct Library {
+    /// The pattern as written.
     pub def: LibraryDef,
+    /// The file it was read from.
     pub file: PathBuf,
 }
 

@@ -1,5 +1,5 @@
-//! The command line: clap definitions ([`args`]), and [`run`], which turns them into library
-//! calls ([`commands`], one per subcommand) and routes what they render ([`output`]). Nothing
+//! The command line: clap definitions (`args`), and `run`, which turns them into library
+//! calls (`commands`, one per subcommand) and routes what they render (`output`). Nothing
 //! below this module sees a clap type.
 
 mod args;

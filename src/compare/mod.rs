@@ -2,11 +2,11 @@
 //! vendors compare (an MI300X trace against an H100 trace of the same model compares buckets).
 //! The findings and the ladder come in as plain [`Outcome`] data (ids and statuses);
 //! [`crate::pipeline::diff`] runs both sides and calls [`diff`], and `report::diff` renders it.
-//! Ops are matched across the runs by [`op_match`]; [`stats`] says whether a change is noise.
-pub mod op_match;
+//! Ops are matched across the runs by `op_match`; `stats` says whether a change is noise.
+pub(crate) mod op_match;
 mod output;
 mod samples;
-pub mod stats;
+pub(crate) mod stats;
 
 use crate::analysis::Analysis;
 use crate::classify::Bucket;
@@ -346,7 +346,9 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
 /// What `--fail-on-regression` concluded: what tripped it, and what it chose not to gate on.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Gate {
+    /// Why the gate trips, one line each; any makes `diff` exit 1.
     pub tripped: Vec<String>,
+    /// What it reports but does not gate on (host noise, too few steps), one line each.
     pub notices: Vec<String>,
 }
 

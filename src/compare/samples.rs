@@ -25,16 +25,22 @@ pub(crate) fn step_time(a: &Analysis) -> f64 {
 pub const STEP_FLOOR_PCT: f64 = 1.0;
 /// An op row's change must exceed this share of the row, and [`ROW_STEP_FLOOR_PCT`] of the step.
 pub const ROW_FLOOR_PCT: f64 = 2.0;
+/// An op row's change must also exceed this share (%) of the base step.
 pub const ROW_STEP_FLOOR_PCT: f64 = 0.1;
 
 /// One side's per-step samples: the compared step numbers and, per step, its time and what it
 /// is made of (per device: GPU busy, launch overhead + host idle, the other idle).
 #[derive(Clone, Debug, Default)]
 pub struct Samples {
+    /// The compared step numbers; `WINDOW` (`u64::MAX`) alone for an input without steps.
     pub numbers: Vec<u64>,
+    /// Each step's time (the slowest rank's), in ns.
     pub step: Vec<f64>,
+    /// Each step's GPU work (busy) per device, in ns.
     pub gpu: Vec<f64>,
+    /// Each step's host time (launch overhead + host idle) per device, in ns.
     pub host: Vec<f64>,
+    /// Each step's other idle (unattributed idle, graph gaps) per device, in ns.
     pub other: Vec<f64>,
     /// The steady iterations compared span several phases.
     pub mixed_phases: bool,

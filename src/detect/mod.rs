@@ -5,7 +5,7 @@ mod comms;
 mod compile;
 use compile::annotate;
 mod counters;
-pub mod evidence;
+pub(crate) mod evidence;
 pub use evidence::{Detail, Evidence};
 mod host;
 mod kernels;
@@ -23,12 +23,17 @@ pub use crate::model::compile_log::Fix;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// How serious a finding is (FEED.md `findings[].severity`); most severe sorts first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
+    /// Most severe: a large share of the window at stake, or a problem to fix first.
     High,
+    /// A real cost of moderate size.
     Medium,
+    /// A small cost, or advice worth a look.
     Low,
+    /// Informational: what the trace shows, not a problem in itself.
     Info,
 }
 
@@ -43,40 +48,75 @@ impl Severity {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FindingId {
+    /// Graph breaks inside steps: code between compiled regions runs eagerly.
     GraphBreaks,
+    /// (info) A compiled frame runs several times per step: compiled once, called in a loop.
     CompiledLoop,
+    /// Recompiled graphs (Torch-Compiled Region F/C with C >= 1) run in the window.
     Recompiles,
+    /// torch.compile's own compile work ran inside the window.
     CompileInWindow,
+    /// (info) CUDA/HIP graph launches replay kernels; they count as busy.
     CudagraphsInUse,
+    /// Launch overhead >= 20% of the window and above host idle: small kernels or slow dispatch.
     LaunchBound,
+    /// Host idle outside profiled events >= 20% of the window: the GPU waits on the host.
     HostBound,
+    /// Synchronizing runtime calls inside steps leave the GPU idle.
     SyncStalls,
+    /// GEMM -> softmax -> GEMM chains, at least one per step: attention written by hand.
     ManualAttention,
+    /// Q/K/V or gate/up GEMMs in a row on inputs of one shape: projections not fused.
     UnfusedProjections,
+    /// >= 1% of GEMM time in fp32 kernels (off the matrix cores, or at the fp32 rate).
     Fp32Gemm,
+    /// (info) GEMM time by library, read from kernel names, with a confidence.
     GemmBackend,
+    /// Elementwise kernels take >= 30% of kernel time.
     ElementwiseHeavy,
+    /// NCHW<->NHWC layout transpose kernels run.
     ConvLayoutTransposes,
+    /// Communication kernels run; the evidence has the share overlapped with compute.
     ExposedCommunication,
+    /// memcpy/memset take >= 10% of kernel time or >= 5% of the window.
     MemcpyHeavy,
+    /// More than 2% of kernel time matched no classification rule.
     UnclassifiedTime,
+    /// Step times vary: coefficient of variation above 10%.
     HighStepVariance,
+    /// Step 0 takes more than 1.5x the median of the other steps.
     WarmupInWindow,
+    /// Several ranks: one rank is late to collectives, costing >= 2% of the window.
     StragglerRank,
+    /// (info, from torch.compile logs) Inductor ran ops as ATen fallback kernels.
     InductorFallbacks,
+    /// (counters) Kernels whose VGPRs or LDS allow at most a quarter of a SIMD's waves.
     LowOccupancy,
+    /// (counters) GEMM, attention or conv kernels below the roofline's ridge point.
     MemoryBoundGemm,
+    /// (counters) GEMM, attention or conv kernels under 30% of attainable FLOP/s.
     LowGemmEfficiency,
+    /// (counters) GEMM, attention or conv kernels with under 1% of FLOPs on matrix cores.
     NoMatrixCores,
+    /// Device malloc/free calls inside steps take >= 10% of the window.
     AllocatorChurn,
+    /// The profile cannot support advice: one long host call, or mostly warm-up.
     UnrepresentativeProfile,
+    /// (low) Convolutions take >= 10% of GPU activity time: tune their library.
     ConvHeavy,
+    /// Compiled code runs, but outermost nn.Modules with >= 2% of kernel time run eager.
     EagerModules,
+    /// Norm and activation modules hold >= 10% of kernel time in their own kernels.
     NormActivationHeavy,
+    /// Paged-attention decode kernels take >= 15% of kernel time.
     PagedAttentionHeavy,
+    /// Collectives of >= 1 MB run under 50% of the link's peak (several ranks only).
     SlowCollective,
+    /// A device's peak reserved memory is >= 90% of its memory (profile_memory traces).
     MemoryPressure,
+    /// (low) Peak reserved memory under 50% while the GPU is busy >= 80%: raise the batch.
     MemoryHeadroom,
+    /// Memory-bound op shapes move data under 40% of the HBM peak (record_shapes traces).
     LowBandwidthEfficiency,
 }
 
@@ -105,10 +145,15 @@ impl std::fmt::Display for FindingId {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(try_from = "FeedFinding")]
 pub struct Finding {
+    /// Which finding fired.
     pub id: FindingId,
+    /// How serious it is.
     pub severity: Severity,
+    /// One line on what the trace shows, with its numbers.
     pub summary: String,
+    /// Time the problem accounts for, in ns (not a savings estimate; never negative).
     pub time_at_stake_ns: i64,
+    /// The numbers behind it, by finding id (FEED.md `evidence`).
     pub evidence: Evidence,
 }
 
@@ -305,7 +350,7 @@ const EAGER_MODULES: &str = "compile.eager-modules";
 const TRITON_FUSIONS: &str = "tuning.triton-fusions";
 
 /// What torch.compile's logs of the run say, and the fixes of the causes they name: a pass
-/// given them adds the causes to its findings ([`annotate`]).
+/// given them adds the causes to its findings (`annotate`).
 pub type CompileLogs<'a> = (&'a Joined<'a>, &'a CompileFixes);
 
 /// One detection pass over one trace or rank, on its complete analysis: every detector once
@@ -375,7 +420,7 @@ const MODULE_FINDINGS: &[FindingId] = &[FindingId::EagerModules, FindingId::Norm
 /// finding of an id (the k-th of that id, where one rank has several) joins the same finding of
 /// the other ranks. The rank with the most time at stake is shown (its summary and evidence);
 /// the severity is the most severe, the time at stake the sum, and `evidence.ranks` lists each
-/// rank's time at stake. The findings of [`JOB_DETECTORS`] and the module findings are found on
+/// rank's time at stake. The findings of `JOB_DETECTORS` and the module findings are found on
 /// the merged analysis instead.
 pub fn merge(
     ranks: &[(Option<u32>, &[Finding])],

@@ -6,18 +6,18 @@
 //! Memory is one window plus the largest single event, whatever the file size.
 //!
 //! The events array is taken one of two ways:
-//! - [`scan`]: a cheap structural scan (strings skipped with `memchr`, only braces counted) finds
-//!   the byte range of each complete event, and a [`ScanSink`] gets them in batches.
-//! - [`scan_parallel`]: each window is cut into pieces at likely element boundaries (`}` `,` `{`)
-//!   that the rayon pool parses at once through a [`PieceParser`] (which may find an element's
+//! - `scan`: a cheap structural scan (strings skipped with `memchr`, only braces counted) finds
+//!   the byte range of each complete event, and a `ScanSink` gets them in batches.
+//! - `scan_parallel`: each window is cut into pieces at likely element boundaries (`}` `,` `{`)
+//!   that the rayon pool parses at once through a `PieceParser` (which may find an element's
 //!   end while parsing it), while the input is read a block ahead on its own thread. A piece's
 //!   work is kept only when the scan of the piece before it, from a verified start, ends exactly
 //!   where it starts; so a guess inside a string costs time, never correctness, and the
-//!   [`PieceSink`] gets the same events with the same errors at the same offsets as from the
+//!   `PieceSink` gets the same events with the same errors at the same offsets as from the
 //!   sequential walk, for any piece size and thread count.
 //!
 //! A document that ends early (a profiler that died mid-write) is not an error here: the scan
-//! stops at the last complete event and [`ScanOutcome::truncated`] says so.
+//! stops at the last complete event and `ScanOutcome::truncated` says so.
 
 use memchr::{memchr2, memchr3};
 use std::io::{self, Read};

@@ -1,10 +1,10 @@
 //! PyTorch profiler (Kineto) Chrome traces, from CUDA (CUPTI) and ROCm (roctracer) builds, 2021
 //! to now. See <https://pytorch.org/docs/stable/profiler.html> and `reference/formats.md` §1.
 //!
-//! The file is streamed ([`json_stream::scan_parallel`](super::json_stream::scan_parallel)):
+//! The file is streamed (`json_stream::scan_parallel`):
 //! each window of it is cut into pieces at likely event boundaries, and every piece is parsed on
 //! a worker thread with serde into borrowed skeletons (only the fields we use; serde skips the
-//! rest, and finds each event's end in the same pass) and then into a [`Chunk`] of columns with
+//! rest, and finds each event's end in the same pass) and then into a `Chunk` of columns with
 //! names, ranks and string ids of its own. The chunks are appended in file order, renumbered as
 //! if read one event at a time, so the table is the same for any thread count and piece size.
 //!
@@ -26,7 +26,7 @@
 //! timestamps are microseconds with nanosecond decimals (`1712867402367756.123` has 19 digits;
 //! `f64` keeps 16): the table's integer nanoseconds would be off by up to hundreds of ns on
 //! epoch-based traces. serde_json hands over the number's text (`RawValue`), which
-//! [`micros_to_ns`] converts exactly. (An earlier run, one thread on scanned events: serde_json
+//! `micros_to_ns` converts exactly. (An earlier run, one thread on scanned events: serde_json
 //! 14.5 ms, simd-json serde mode 16.5 ms, tape per event 12.3 ms, tape per batch of 10k events
 //! 23.0 ms.)
 

@@ -1,20 +1,26 @@
-//! Reading inputs into the normalized [`Trace`](crate::model::Trace).
+//! Reading inputs into the normalized [`Trace`].
 //!
 //! [`open`] hides files, directories, stdin and gzip (decided by magic bytes, not by the file
 //! name); [`sniff`] looks at the first bytes of the (decompressed) data and picks a [`Reader`];
 //! each input format is one module implementing [`Reader`]. Readers never analyze: they convert
 //! units, intern names and append rows.
 
+/// The event scanner under the Kineto reader, open to the benches (not an API).
+#[doc(hidden)]
 pub mod json_stream;
+/// The Kineto reader, open to the benches (not an API).
+#[doc(hidden)]
 pub mod kineto;
-pub mod num;
-pub mod rocpd;
-pub mod rocprof_compute;
-pub mod rocprof_csv;
-pub mod rocprof_v1_json;
-pub mod rocprofv3_json;
-pub mod torch_logs;
-pub mod torch_trace;
+pub(crate) mod num;
+pub(crate) mod rocpd;
+pub(crate) mod rocprof_compute;
+pub(crate) mod rocprof_csv;
+pub(crate) mod rocprof_v1_json;
+pub(crate) mod rocprofv3_json;
+pub(crate) mod torch_logs;
+pub use rocprof_compute::wanted_columns;
+pub use torch_logs::{looks_like_torch_logs, parse as parse_torch_logs};
+pub(crate) mod torch_trace;
 
 use crate::error::IngestError;
 use crate::model::{Format, Trace};
@@ -107,9 +113,11 @@ impl std::fmt::Debug for Progress {
 pub struct Cancel(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
 
 impl Cancel {
+    /// Asks the read to stop.
     pub fn set(&self) {
         self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
+    /// Whether a stop was asked for.
     pub fn is_set(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -140,6 +148,7 @@ impl<R: Read> Read for Counted<R> {
 pub struct Source {
     /// The path as the user gave it (`-` reads as `<stdin>`).
     pub label: String,
+    /// Whether its bytes are gzip (inflated as they are read).
     pub gzip: bool,
     /// The file behind the source (None for stdin): formats that need random access (SQLite) use it.
     pub path: Option<PathBuf>,
@@ -167,6 +176,7 @@ impl Source {
 
 /// One format's reader.
 pub trait Reader: Send + Sync {
+    /// The format this reader reads.
     fn format(&self) -> Format;
     /// `Some(true)`: this reader's format; `Some(false)`: certainly not; `None`: can't tell.
     fn sniff(&self, head: &[u8]) -> Option<bool>;

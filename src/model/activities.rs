@@ -8,8 +8,11 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActivityKind {
+    /// A kernel dispatch.
     Kernel,
+    /// A memory copy (host to device, device to host, or device to device).
     Memcpy,
+    /// A memory fill.
     Memset,
 }
 
@@ -17,13 +20,19 @@ pub enum ActivityKind {
 /// `(kind[i], name[i], input[i], …)`.
 #[derive(Default, Debug, Clone)]
 pub struct GpuActivities {
+    /// What each row is.
     pub kind: Vec<ActivityKind>,
+    /// Kernel or copy name, interned in `Trace::names`.
     pub name: Vec<NameId>,
-    /// Index into [`Trace::inputs`] (one entry per file and rank).
+    /// Index into `Trace::inputs` (one entry per file and rank).
     pub input: Vec<u32>,
+    /// GPU index within the input (Kineto `device`, rocprof agent or GPU id); see `Device::id`.
     pub device: Vec<u32>,
+    /// Stream (CUDA/HIP) or queue number on its device; 0 when the trace has none.
     pub stream: Vec<u32>,
+    /// Start on the trace's clock, in ns.
     pub ts_ns: Vec<i64>,
+    /// Duration, in ns.
     pub dur_ns: Vec<i64>,
     /// Runtime correlation id linking the activity to its launch call; 0 when absent.
     pub correlation: Ids,
@@ -39,23 +48,32 @@ pub struct GpuActivities {
 /// One GPU activity, as readers hand it to [`GpuActivities::push`].
 #[derive(Debug, Clone, Copy)]
 pub struct Activity {
+    /// What it is.
     pub kind: ActivityKind,
+    /// Its name, interned.
     pub name: NameId,
+    /// Index into `Trace::inputs`.
     pub input: u32,
+    /// GPU index within the input.
     pub device: u32,
+    /// Stream or queue number on its device; 0 when unknown.
     pub stream: u32,
+    /// Start on the trace's clock, in ns.
     pub ts_ns: i64,
+    /// Duration, in ns.
     pub dur_ns: i64,
+    /// Runtime correlation id linking it to its launch call; 0 when absent.
     pub correlation: u64,
+    /// `External id` of the launching cpu_op; 0 when absent.
     pub external_id: u64,
     /// Workgroups of a kernel's grid (0: unknown).
     pub workgroups: u32,
-    /// The interned [`comms::CommArgs`] of a collective kernel ([`NameId::NONE`]: none).
+    /// The interned `comms::CommArgs` of a collective kernel ([`NameId::NONE`]: none).
     pub comm: NameId,
 }
 
 impl GpuActivities {
-    /// Drops the activities whose times cannot be real ([`MAX_ACTIVITY_NS`], [`MAX_TS_NS`]);
+    /// Drops the activities whose times cannot be real ([`MAX_ACTIVITY_NS`], `MAX_TS_NS`);
     /// returns how many, per input.
     pub fn drop_implausible(&mut self) -> std::collections::BTreeMap<u32, u64> {
         let (keep, dropped) = plausible(&self.ts_ns, &self.dur_ns, &self.input, MAX_ACTIVITY_NS);
@@ -84,9 +102,11 @@ impl GpuActivities {
         }
         dropped
     }
+    /// Number of rows.
     pub fn len(&self) -> usize {
         self.name.len()
     }
+    /// Whether it has no rows.
     pub fn is_empty(&self) -> bool {
         self.name.is_empty()
     }
@@ -108,6 +128,7 @@ impl GpuActivities {
         self.external_id.reserve_exact(more);
         self.workgroups.reserve_exact(more);
     }
+    /// Appends one activity as the last row.
     pub fn push(&mut self, a: Activity) {
         self.grow();
         self.kind.push(a.kind);
@@ -124,7 +145,7 @@ impl GpuActivities {
             self.comm.push((self.name.len() as u32 - 1, a.comm));
         }
     }
-    /// The interned [`comms::CommArgs`] of row `i` ([`NameId::NONE`] for most rows).
+    /// The interned `comms::CommArgs` of row `i` ([`NameId::NONE`] for most rows).
     pub fn comm(&self, i: usize) -> NameId {
         match self.comm.binary_search_by_key(&(i as u32), |&(row, _)| row) {
             Ok(k) => self.comm[k].1,

@@ -13,6 +13,7 @@ pub struct Ids {
 const WIDE_ID: u32 = 1 << 31;
 
 impl Ids {
+    /// Appends `v` as the last row.
     pub fn push(&mut self, v: u64) {
         match u32::try_from(v) {
             Ok(small) if small < WIDE_ID => self.small.push(small),
@@ -29,12 +30,15 @@ impl Ids {
             v => self.wide[(v - WIDE_ID) as usize],
         }
     }
+    /// Number of rows.
     pub fn len(&self) -> usize {
         self.small.len()
     }
+    /// Whether it has no rows.
     pub fn is_empty(&self) -> bool {
         self.small.is_empty()
     }
+    /// The ids in row order.
     pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
         (0..self.len()).map(|i| self.get(i))
     }
@@ -94,6 +98,7 @@ pub(crate) fn plausible(
 pub const MAX_TS_NS: i64 = 1 << 62;
 /// The longest GPU activity kept (1 hour) and host event (1 day): longer ones are corrupt times.
 pub const MAX_ACTIVITY_NS: i64 = 3_600_000_000_000;
+/// The longest host event kept: 1 day, in ns (longer ones are corrupt times).
 pub const MAX_HOST_EVENT_NS: i64 = 86_400_000_000_000;
 
 #[cfg(test)]

@@ -92,31 +92,42 @@ pub struct GraphBreak {
 pub enum GuardKind {
     /// `tensor 'x' size mismatch at index 1. expected 32, actual 64`.
     SizeMismatch {
+        /// The tensor's local name (`x` of `L['x']`).
         tensor: String,
+        /// The dimension whose size changed.
         dim: u32,
+        /// The size the guard expected, as logged.
         expected: String,
+        /// The size it got, as logged.
         actual: String,
     },
     /// `tensor 'x' dtype mismatch. expected Float, actual Half` (and `dispatch key set` etc.).
     TensorMismatch {
+        /// The tensor's local name.
         tensor: String,
+        /// What differed: `dtype`, `requires_grad`, `device`, `stride`, …
         what: String,
     },
     /// `L['scale'] == 1`: a Python int (or bool, float) specialized to a constant.
     ValueSpecialized {
+        /// The variable's local name.
         name: String,
+        /// The constant it was specialized to.
         value: String,
     },
     /// `___check_obj_id(…)`: an object's identity (a module, a function, a `None`) changed.
     ObjectIdentity {
+        /// The object's local name.
         name: String,
     },
     /// `len(L['x']) == 3`: a list or tuple length.
     Length {
+        /// The list's or tuple's local name.
         name: String,
     },
     /// `___check_global_state()`: grad mode, autocast, default dtype changed.
     GlobalState,
+    /// A guard that none of the other kinds match.
     Other,
 }
 
@@ -149,20 +160,26 @@ pub struct Recompile {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum LogEvent {
+    /// A graph break, with its reason and user-code location.
     GraphBreak(GraphBreak),
+    /// A recompilation, with the guards that failed.
     Recompile(Recompile),
     /// An Inductor performance hint (`Using FallbackKernel: …`).
     PerfHint {
+        /// The hint as logged.
         text: String,
     },
     /// The start of a frame's compilation (TORCH_TRACE `dynamo_start`), with the user code
     /// location of the compiled function.
     FrameStart {
+        /// The compiled function's location in user code, when logged.
         location: Option<CodeLocation>,
     },
     /// How long one frame's compilation took (TORCH_TRACE `compilation_metrics`).
     CompileTime {
+        /// The compiled function's name (`co_name`).
         function: String,
+        /// The frame's compile time, in seconds (`entire_frame_compile_time_s`).
         seconds: f64,
     },
 }
@@ -271,9 +288,13 @@ impl FixCause {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ActionKind {
+    /// Set an environment variable.
     Env,
+    /// Change the code.
     Code,
+    /// Run a command.
     Command,
+    /// Change a configuration.
     Config,
 }
 
@@ -287,7 +308,9 @@ impl std::fmt::Display for ActionKind {
 /// A fix a finding names for its own cause (`evidence.fixes[]`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fix {
+    /// What applying it takes.
     pub kind: ActionKind,
+    /// What to do, its placeholders filled.
     pub text: String,
     /// The one recommendation it belongs to, when it is meant for one only.
     #[serde(rename = "for", default, skip_serializing_if = "Option::is_none")]

@@ -10,27 +10,37 @@ use serde::{Deserialize, Serialize};
 /// `SQ_INSTS_VALU_MFMA_MOPS_*` counters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Pipe {
+    /// Vector ALU, half precision (`SQ_INSTS_VALU_*_F16`).
     #[serde(rename = "valu_f16")]
     ValuF16,
+    /// Vector ALU, single precision (`SQ_INSTS_VALU_*_F32`).
     #[serde(rename = "valu_f32")]
     ValuF32,
+    /// Vector ALU, double precision (`SQ_INSTS_VALU_*_F64`).
     #[serde(rename = "valu_f64")]
     ValuF64,
+    /// Matrix cores (MFMA), FP8 (`SQ_INSTS_VALU_MFMA_MOPS_F8`).
     #[serde(rename = "mfma_f8")]
     MfmaF8,
+    /// Matrix cores, FP16 (`SQ_INSTS_VALU_MFMA_MOPS_F16`).
     #[serde(rename = "mfma_f16")]
     MfmaF16,
+    /// Matrix cores, BF16 (`SQ_INSTS_VALU_MFMA_MOPS_BF16`).
     #[serde(rename = "mfma_bf16")]
     MfmaBf16,
+    /// Matrix cores, FP32 (`SQ_INSTS_VALU_MFMA_MOPS_F32`).
     #[serde(rename = "mfma_f32")]
     MfmaF32,
+    /// Matrix cores, FP64 (`SQ_INSTS_VALU_MFMA_MOPS_F64`).
     #[serde(rename = "mfma_f64")]
     MfmaF64,
+    /// Matrix cores, INT8: integer ops, not FLOPs (`SQ_INSTS_VALU_MFMA_MOPS_I8`).
     #[serde(rename = "mfma_i8")]
     MfmaI8,
 }
 
 impl Pipe {
+    /// Every pipe, in [`Pipe::index`] order.
     pub const ALL: [Pipe; 9] = [
         Pipe::ValuF16,
         Pipe::ValuF32,
@@ -46,9 +56,11 @@ impl Pipe {
     pub fn as_str(self) -> &'static str {
         crate::model::variant_name(&self)
     }
+    /// Whether it is a matrix-core (MFMA) pipe rather than the vector ALU.
     pub fn is_matrix(self) -> bool {
         !matches!(self, Pipe::ValuF16 | Pipe::ValuF32 | Pipe::ValuF64)
     }
+    /// Its position in [`Pipe::ALL`], in [`PipeOps`] and in [`DeviceSpec::peak_gflops`].
     pub fn index(self) -> usize {
         self as usize
     }
@@ -61,8 +73,11 @@ pub type PipeOps = [f64; 9];
 /// separately from the trace pass, so rates use this, not the timeline's duration).
 #[derive(Clone, Debug, Default)]
 pub struct DispatchCounters {
+    /// Index into `Trace::inputs` of the workload it was read from.
     pub input: u32,
+    /// The kernel's name (`Kernel_Name`), interned.
     pub name: crate::model::NameId,
+    /// This dispatch's duration in its counter pass (end minus start timestamp), in ns.
     pub dur_ns: i64,
     /// FLOPs per pipe; `None` when the SQ instruction counters were not collected.
     pub ops: Option<PipeOps>,
@@ -70,6 +85,7 @@ pub struct DispatchCounters {
     pub hbm_bytes: Option<(f64, f64)>,
     /// Bytes requested from L2; `None` without TCC_REQ.
     pub l2_bytes: Option<f64>,
+    /// What the dispatch asked of a compute unit (workgroup size, registers, LDS).
     pub resources: KernelResources,
 }
 
@@ -78,10 +94,15 @@ pub struct DispatchCounters {
 pub struct KernelResources {
     /// Work-items in the whole grid.
     pub grid_size: u64,
+    /// Work-items per workgroup; 0 when the file does not say.
     pub workgroup_size: u32,
+    /// Lanes per wave (64 when the file does not say).
     pub wave_size: u32,
+    /// Architectural VGPRs per work-item (`Arch_VGPR`).
     pub arch_vgpr: u32,
+    /// Accumulation VGPRs (AGPRs, for MFMA) per work-item (`Accum_VGPR`).
     pub accum_vgpr: u32,
+    /// LDS (shared memory) per workgroup, in bytes (`LDS_Per_Workgroup`).
     pub lds_per_workgroup: u32,
 }
 
@@ -98,21 +119,31 @@ pub enum PeakSource {
 /// The GPU a counter workload ran on: shape (for occupancy) and peaks (for fractions of peak).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeviceSpec {
+    /// Marketing name (`sysinfo.csv` `gpu_model`, e.g. `MI300X`); empty when absent.
     pub model: String,
     /// `gfx942`, …
     pub arch: String,
+    /// Compute units on the whole GPU (`cu_per_gpu`; 0 when unknown).
     pub cu_count: u32,
+    /// SIMDs per compute unit (4 when `sysinfo.csv` does not say).
     pub simd_per_cu: u32,
+    /// Most waves one compute unit can hold (32 when not stated).
     pub max_waves_per_cu: u32,
+    /// Lanes per wave (64 when not stated).
     pub wave_size: u32,
+    /// LDS per compute unit, in bytes (64 KiB; 160 KiB on gfx950).
     pub lds_bytes_per_cu: u32,
+    /// Accelerator complex dies (XCDs) the GPU is built from (1 when not stated).
     pub num_xcd: u32,
     /// Peak FLOP/s per pipe in GFLOP/s (`None`: unknown for this device); in the feed as
     /// `peak_gflops: {"mfma_bf16": …}` with the known pipes only.
     #[serde(serialize_with = "known_peaks", deserialize_with = "read_peaks")]
     pub peak_gflops: [Option<f64>; 9],
+    /// Peak HBM bandwidth in GB/s (`None`: unknown).
     pub peak_hbm_gbps: Option<f64>,
+    /// Peak L2 bandwidth in GB/s (`None`: unknown).
     pub peak_l2_gbps: Option<f64>,
+    /// Where the peaks came from (`None`: no peaks are known).
     pub peak_source: Option<PeakSource>,
 }
 
@@ -142,6 +173,7 @@ fn read_peaks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[Option<f64>; 9]
 }
 
 impl DeviceSpec {
+    /// Peak of `pipe` in GFLOP/s (GOP/s for `mfma_i8`); `None` when unknown or zero.
     pub fn peak(&self, pipe: Pipe) -> Option<f64> {
         self.peak_gflops[pipe.index()].filter(|&p| p > 0.0)
     }

@@ -26,15 +26,20 @@ pub enum HostKind {
 /// allocation happens when the op runs on the host, before its kernels.
 #[derive(Default, Debug, Clone)]
 pub struct MemoryEvents {
+    /// Index into `Trace::inputs`.
     pub input: Vec<u32>,
+    /// The GPU whose memory it is (Kineto `Device Id`).
     pub device: Vec<u32>,
+    /// Host time of the allocation or free on the trace's clock, in ns.
     pub ts_ns: Vec<i64>,
     /// `Total Allocated` and `Total Reserved` on the device after the event, in bytes.
     pub allocated: Vec<i64>,
+    /// `Total Reserved`: what the allocator holds on the device after the event, in bytes.
     pub reserved: Vec<i64>,
 }
 
 impl MemoryEvents {
+    /// Appends one event as the last row (sizes in bytes).
     pub fn push(&mut self, input: u32, device: u32, ts_ns: i64, allocated: i64, reserved: i64) {
         self.input.push(input);
         self.device.push(device);
@@ -42,9 +47,11 @@ impl MemoryEvents {
         self.allocated.push(allocated);
         self.reserved.push(reserved);
     }
+    /// Number of rows.
     pub fn len(&self) -> usize {
         self.ts_ns.len()
     }
+    /// Whether it has no rows.
     pub fn is_empty(&self) -> bool {
         self.ts_ns.is_empty()
     }
@@ -58,18 +65,23 @@ impl MemoryEvents {
     }
 }
 
-/// Host events as a struct of arrays (see [`GpuActivities`]).
+/// Host events as a struct of arrays (see `GpuActivities`).
 #[derive(Default, Debug, Clone)]
 pub struct HostEvents {
+    /// What each row is.
     pub kind: Vec<HostKind>,
+    /// Event name (`aten::mm`, `hipLaunchKernel`, …), interned.
     pub name: Vec<NameId>,
+    /// Index into `Trace::inputs`.
     pub input: Vec<u32>,
     /// Index into `threads`: each event's host process and thread, stored once per thread.
     pub thread: Vec<u32>,
     /// The distinct (pid, tid) pairs; strings in old traces are mapped to numbers by the reader.
     pub threads: Vec<(u64, u64)>,
     thread_ids: rustc_hash::FxHashMap<(u64, u64), u32>,
+    /// Start on the trace's clock, in ns.
     pub ts_ns: Vec<i64>,
+    /// Duration, in ns.
     pub dur_ns: Vec<i64>,
     /// Correlation id of a runtime/driver call (0 when absent). (No host `External id`: the
     /// ops own their kernels by time nesting on their thread, and launches by correlation.)
@@ -95,13 +107,14 @@ pub struct OpArgs {
     pub concrete_inputs: NameId,
     /// `Input Strides` of a GEMM cpu_op (element strides per input).
     pub input_strides: NameId,
-    /// The interned [`comms::CommArgs`] of a `record_param_comms` op.
+    /// The interned `comms::CommArgs` of a `record_param_comms` op.
     pub comm: NameId,
-    /// The interned [`inductor::InductorArgs`] of a Triton kernel's launcher op.
+    /// The interned `inductor::InductorArgs` of a Triton kernel's launcher op.
     pub inductor: NameId,
 }
 
 impl OpArgs {
+    /// No recorded inputs: every field [`NameId::NONE`].
     pub const NONE: OpArgs = OpArgs {
         input_dims: NameId::NONE,
         input_types: NameId::NONE,
@@ -115,27 +128,39 @@ impl OpArgs {
 /// One host event, as readers hand it to [`HostEvents::push`].
 #[derive(Debug, Clone, Copy)]
 pub struct HostEvent {
+    /// What it is.
     pub kind: HostKind,
+    /// Its name, interned.
     pub name: NameId,
+    /// Index into `Trace::inputs`.
     pub input: u32,
+    /// Host process id.
     pub pid: u64,
+    /// Host thread id.
     pub tid: u64,
+    /// Start on the trace's clock, in ns.
     pub ts_ns: i64,
+    /// Duration, in ns.
     pub dur_ns: i64,
+    /// Correlation id of a runtime/driver call; 0 when absent.
     pub correlation: u64,
+    /// `Input Dims` as raw JSON, interned ([`NameId::NONE`]: none).
     pub input_dims: NameId,
+    /// `Input type` as raw JSON, interned ([`NameId::NONE`]: none).
     pub input_types: NameId,
+    /// `Concrete Inputs` as raw JSON, interned ([`NameId::NONE`]: none).
     pub concrete_inputs: NameId,
+    /// `Input Strides` as raw JSON, interned ([`NameId::NONE`]: none).
     pub input_strides: NameId,
-    /// The interned [`comms::CommArgs`] of a `record_param_comms` op ([`NameId::NONE`]: none).
+    /// The interned `comms::CommArgs` of a `record_param_comms` op ([`NameId::NONE`]: none).
     pub comm: NameId,
-    /// The interned [`inductor::InductorArgs`] of a Triton launcher op ([`NameId::NONE`]: none).
+    /// The interned `inductor::InductorArgs` of a Triton launcher op ([`NameId::NONE`]: none).
     pub inductor: NameId,
 }
 
 impl HostEvents {
     /// Drops the host events whose times cannot be real ([`MAX_HOST_EVENT_NS`],
-    /// [`MAX_TS_NS`]); returns how many, per input.
+    /// `MAX_TS_NS`); returns how many, per input.
     pub fn drop_implausible(&mut self) -> std::collections::BTreeMap<u32, u64> {
         let (keep, dropped) = plausible(&self.ts_ns, &self.dur_ns, &self.input, MAX_HOST_EVENT_NS);
         if !dropped.is_empty() {
@@ -150,6 +175,7 @@ impl HostEvents {
         }
         dropped
     }
+    /// Number of rows.
     pub fn len(&self) -> usize {
         self.name.len()
     }
@@ -281,6 +307,7 @@ impl HostEvents {
             inductor: self.op_args(i).inductor,
         }
     }
+    /// Whether it has no rows.
     pub fn is_empty(&self) -> bool {
         self.name.is_empty()
     }
@@ -301,6 +328,7 @@ impl HostEvents {
         self.correlation.reserve_exact(more);
         self.op_args_of.reserve_exact(more);
     }
+    /// Appends one event as the last row, its recorded inputs stored once per distinct set.
     pub fn push(&mut self, e: HostEvent) {
         self.grow();
         self.kind.push(e.kind);

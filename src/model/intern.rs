@@ -7,7 +7,9 @@ use rustc_hash::FxHashMap as HashMap;
 pub struct NameId(pub u32);
 
 impl NameId {
+    /// The empty string: no name, or an absent value.
     pub const NONE: NameId = NameId(0);
+    /// Its position in the table: the index of per-name vectors ([`Interner::per_name`]).
     pub fn index(self) -> usize {
         self.0 as usize
     }
@@ -46,6 +48,7 @@ impl Default for Interner {
 }
 
 impl Interner {
+    /// The id of `s`, added when new (stored with its control characters replaced).
     pub fn intern(&mut self, s: &str) -> NameId {
         if let Some(&id) = self.ids.get(s) {
             return id;
@@ -61,15 +64,19 @@ impl Interner {
         self.ids.insert(s.into(), id);
         id
     }
+    /// The string of `id` as stored (control characters replaced).
     pub fn get(&self, id: NameId) -> &str {
         &self.strings[id.index()]
     }
+    /// The id of `s` as written, when it has been interned.
     pub fn lookup(&self, s: &str) -> Option<NameId> {
         self.ids.get(s).copied()
     }
+    /// Number of distinct strings, the empty string included.
     pub fn len(&self) -> usize {
         self.strings.len()
     }
+    /// Whether it holds only the empty string.
     pub fn is_empty(&self) -> bool {
         self.strings.len() <= 1
     }
@@ -88,6 +95,7 @@ impl Interner {
         }
         written.into_iter().map(|s| into.intern(s)).collect()
     }
+    /// Every (id, string) pair in id order, the empty string first.
     pub fn iter(&self) -> impl Iterator<Item = (NameId, &str)> {
         self.strings
             .iter()

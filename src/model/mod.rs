@@ -6,17 +6,18 @@
 
 mod activities;
 mod columns;
-pub mod comms;
-pub mod compile_log;
+pub(crate) mod comms;
+pub(crate) mod compile_log;
 mod counters;
 mod host;
-pub mod inductor;
-pub mod intern;
-pub mod ops;
-pub mod units;
+pub(crate) mod inductor;
+pub(crate) mod intern;
+pub(crate) mod ops;
+pub(crate) mod units;
 
 pub use activities::{Activity, ActivityKind, GpuActivities};
 pub use columns::{Ids, MAX_ACTIVITY_NS, MAX_HOST_EVENT_NS, MAX_TS_NS};
+pub use compile_log::{ActionKind, GuardKind, LogEvent};
 pub use counters::{DeviceSpec, DispatchCounters, KernelResources, PeakSource, Pipe, PipeOps};
 pub use host::{HostEvent, HostEvents, HostKind, MemoryEvents, OpArgs};
 pub use intern::{Interner, NameId};
@@ -31,22 +32,31 @@ pub fn variant_name<T: Serialize>(value: &T) -> &'static str {
 /// Input formats, named as in the feed's `inputs[].format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Format {
+    /// PyTorch profiler (Kineto) trace JSON, plain or gzipped.
     #[serde(rename = "kineto")]
     Kineto,
+    /// rocprof v1: `results.json`, `results.csv` or the aggregate `--stats` CSVs.
     #[serde(rename = "rocprof-v1")]
     RocprofV1,
+    /// rocprofv2 (or rocprof-compute) `timestamps.csv`.
     #[serde(rename = "rocprofv2-csv")]
     RocprofV2Csv,
+    /// rocprofv3 CSV output (`kernel_trace.csv`, `hip_api_trace.csv`, …), or its directory.
     #[serde(rename = "rocprofv3-csv")]
     RocprofV3Csv,
+    /// rocprofv3 JSON output (`--output-format json`).
     #[serde(rename = "rocprofv3-json")]
     RocprofV3Json,
+    /// rocpd SQLite database (rocprofv3's default output since ROCm 7.0).
     #[serde(rename = "rocpd")]
     Rocpd,
+    /// A rocprof-compute workload directory (`sysinfo.csv`, `pmc_perf.csv`, …).
     #[serde(rename = "rocprof-compute")]
     RocprofCompute,
+    /// torch.compile's `TORCH_LOGS` text log (an input with no rows).
     #[serde(rename = "torch-logs")]
     TorchLogs,
+    /// torch.compile's `TORCH_TRACE` structured log (an input with no rows).
     #[serde(rename = "torch-trace")]
     TorchTrace,
 }
@@ -62,8 +72,11 @@ impl Format {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Vendor {
+    /// AMD (ROCm, HIP).
     Amd,
+    /// NVIDIA (CUDA).
     Nvidia,
+    /// The input does not say (compile logs, traces with no GPU or runtime names).
     #[default]
     Unknown,
 }
@@ -94,6 +107,7 @@ pub fn arch_of_amd_name(name: &str) -> Option<&'static str> {
 /// A GPU the input describes or uses.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Device {
+    /// Its number within the input: the `device` of its activities.
     pub id: u32,
     /// Marketing name from the trace's device properties (empty when the trace has none).
     pub name: String,
@@ -143,13 +157,19 @@ impl Device {
 /// One input: a file, or one rank of a file that holds several ranks.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct InputMeta {
+    /// The file it was read from, as given.
     pub path: String,
+    /// The file's format.
     pub format: Format,
+    /// The GPU vendor its events come from.
     pub vendor: Vendor,
     /// Devices with GPU activity in this input (ascending id).
     pub devices: Vec<Device>,
+    /// The distributed rank it holds, when known (`distributedInfo`, `args.rank`, file name).
     pub rank: Option<u32>,
+    /// Whether the file was cut mid-write: only what was written is analyzed.
     pub truncated: bool,
+    /// What the reader tolerated in it (skipped rows, a cut), as also shown on stderr.
     pub warnings: Vec<String>,
     /// The GPU's shape and peaks, where the input describes them (rocprof-compute `sysinfo.csv`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -170,6 +190,7 @@ pub struct Distributed {
     /// The process group backend (`nccl`, `gloo`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+    /// Number of ranks in the job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub world_size: Option<u32>,
     /// Number of process groups.
@@ -187,11 +208,15 @@ pub struct Distributed {
 /// One entry of Kineto's `distributedInfo.pg_config`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ProcessGroup {
+    /// `pg_name` ("0" for the default group).
     pub name: String,
+    /// `pg_desc`, the group's description (`default_pg`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desc: Option<String>,
+    /// `backend_config` (`cuda:nccl`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_config: Option<String>,
+    /// Number of ranks in the group (`pg_size`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u32>,
     /// Its ranks as written (`[0, 1, 2, 3]`; long lists may be cut).
@@ -202,16 +227,22 @@ pub struct ProcessGroup {
 /// A file of an input directory that no reader recognized (a config, a note), left out.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SkippedFile {
+    /// The file, as found in the directory.
     pub path: String,
+    /// Why it was left out (the reader's error).
     pub reason: String,
 }
 
 /// The normalized trace every analysis reads.
 #[derive(Default, Debug, Clone)]
 pub struct Trace {
+    /// Every name (kernels, ops, their recorded inputs), each stored once.
     pub names: Interner,
+    /// The GPU activities of all inputs.
     pub activities: GpuActivities,
+    /// The host events of all inputs.
     pub host: HostEvents,
+    /// One entry per file and rank; every row's `input` indexes it.
     pub inputs: Vec<InputMeta>,
     /// Hardware counters of profiled dispatches (rocprof-compute); empty for timeline traces.
     pub counters: Vec<DispatchCounters>,

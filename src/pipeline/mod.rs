@@ -20,11 +20,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-pub mod partial;
+pub(crate) mod partial;
+pub use partial::Partial;
 
 /// What to read and compute: plain data, no command-line types.
 #[derive(Clone, Debug, Default)]
 pub struct Config {
+    /// How to analyze (steps, attribution, what to list).
     pub analysis: AnalysisOptions,
     /// Treat a truncated trace as an error instead of analyzing what was written.
     pub strict: bool,
@@ -54,17 +56,24 @@ pub struct Config {
 /// One rank's view (the feed's `ranks[]`).
 #[derive(Clone, Debug, Serialize)]
 pub struct RankView {
+    /// The rank.
     pub rank: u32,
+    /// Its headline numbers.
     pub summary: Summary,
+    /// Its kernel time per bucket.
     pub buckets: Vec<BucketRow>,
+    /// Its window's time by category.
     pub time_partition: Vec<PartitionRow>,
+    /// Its own findings.
     pub findings: Vec<Finding>,
 }
 
 /// How long the stages took (for `--timings`; never rendered into a report).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Timings {
+    /// Reading the inputs.
     pub read: Duration,
+    /// Analysis, detection and the plan.
     pub analysis: Duration,
 }
 
@@ -75,6 +84,7 @@ pub struct Run {
     pub trace: Trace,
     /// Per GPU activity of `trace`: what the analysis decided about it.
     pub activities: ActivityTable,
+    /// The numbers every report shows.
     pub analysis: Analysis,
     /// What the detectors found, sorted (FEED.md order).
     pub findings: Vec<Finding>,
@@ -88,6 +98,7 @@ pub struct Run {
     /// The device table the analysis rated against (the built-in one, extended by `--rules`):
     /// what renderers read device peaks from.
     pub devices: Vec<DevicePeaks>,
+    /// How long the stages took.
     pub timings: Timings,
 }
 
@@ -426,7 +437,9 @@ fn analyze_all(
 /// Which run of a comparison is being analyzed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DiffSide {
+    /// The run compared against (before).
     Base,
+    /// The run being judged (after).
     New,
 }
 

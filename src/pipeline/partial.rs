@@ -69,11 +69,13 @@ impl Settings {
 /// One rank's partial result.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Partial {
-    /// [`PARTIAL_FORMAT`].
+    /// `PARTIAL_FORMAT`.
     pub format: String,
+    /// `PARTIAL_VERSION`: the layout of this file.
     pub version: u32,
     /// The version of the tool that wrote it: definitions change between versions.
     pub tool_version: String,
+    /// The analysis settings it was made with: partials merge only under the same ones.
     pub settings: Settings,
     /// What the job's ranks share (Kineto's `distributedInfo` less the rank): partials of one
     /// run only merge.
@@ -84,6 +86,7 @@ pub struct Partial {
     pub analysis: Analysis,
     /// What merging needs beyond the analysis' feed blocks.
     pub parts: Parts,
+    /// The rank's findings, before the job's merge.
     pub findings: Vec<Finding>,
 }
 
@@ -109,6 +112,7 @@ impl Partial {
         }
     }
 
+    /// The partial as the JSON file `--partial` writes.
     pub fn to_json(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("a partial serializes")
     }

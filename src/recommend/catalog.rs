@@ -25,10 +25,13 @@ struct LadderFile {
     compile_fixes: CompileFixes,
 }
 
+/// One ladder level (`[[level]]` in `rules/ladder.toml`).
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct LevelDef {
+    /// Its number (1-5); a user level of the same number replaces it.
     pub level: u8,
+    /// Its name in the ladder (`torch.compile`).
     pub name: String,
     /// What each verdict on this level says (`Verdict::key` → text with `{name}` placeholders).
     #[serde(default)]
@@ -39,14 +42,18 @@ pub struct LevelDef {
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct EnvCheck {
+    /// The environment variable.
     pub name: String,
+    /// The value it should have (unless `unset`).
     #[serde(default)]
     pub expected: Option<String>,
     /// The variable should not be set at all.
     #[serde(default)]
     pub unset: bool,
+    /// Checked only on this vendor's traces (absent, or vendor unknown: always).
     #[serde(default)]
     pub vendor: Option<Vendor>,
+    /// Why it is checked (its source).
     #[serde(default)]
     pub why: String,
 }
@@ -89,8 +96,11 @@ pub struct CaveatDef {
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct RecDef {
+    /// Unique id (`env.matmul-precision`); a user entry with it replaces the built-in one.
     pub id: String,
+    /// The ladder level it belongs to (1-5).
     pub level: u8,
+    /// One-line title shown in reports.
     pub title: String,
     /// Fires when any of these findings fired.
     pub findings: Vec<crate::detect::FindingId>,
@@ -151,9 +161,13 @@ pub struct RecDef {
     /// What `fraction` is of: the acts_on time (default) or the finding's time at stake.
     #[serde(default)]
     pub basis: Basis,
+    /// Share (0-1) of the basis the action is estimated to save.
     pub fraction: f64,
+    /// How sure the estimate is (0-1); ranking uses savings x confidence.
     pub confidence: f64,
+    /// Where the advice comes from, shown as its source.
     pub seed: String,
+    /// `action`: what to do, each with a kind, a text and an optional vendor.
     #[serde(rename = "action")]
     pub actions: Vec<ActionDef>,
     /// What can go wrong with it (per vendor), shown with it in every report.
@@ -175,8 +189,11 @@ pub enum Basis {
 /// The loaded catalog.
 #[derive(Clone, Debug)]
 pub struct Catalog {
+    /// The ladder's levels, by number.
     pub levels: Vec<LevelDef>,
+    /// The level-1 environment variables to audit.
     pub env_checks: Vec<EnvCheck>,
+    /// Every recommendation; user entries replace built-in ones of the same id.
     pub recommendations: Vec<RecDef>,
     /// The fixes of each cause torch.compile's logs name.
     pub compile_fixes: CompileFixes,
@@ -240,6 +257,7 @@ impl Catalog {
         Ok(cat)
     }
 
+    /// The recommendation with this id.
     pub fn get(&self, id: &str) -> Option<&RecDef> {
         self.recommendations.iter().find(|r| r.id == id)
     }

@@ -12,9 +12,13 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LadderStatus {
+    /// Nothing left to do at this level.
     Done,
+    /// Part of the level is done, part is left.
     Partial,
+    /// The level's work is still to do.
     Todo,
+    /// The trace cannot tell.
     Unknown,
 }
 
@@ -42,32 +46,44 @@ pub enum Verdict {
     EnvNotGiven,
     /// Level 1 without `--env`, but fp32 GEMMs run without matrix cores.
     Fp32WithoutEnv,
+    /// Level 1: every audited setting is as expected.
     EnvSet,
+    /// Level 1: some audited settings are as expected, some missing.
     EnvPartly,
+    /// Level 1: no audited setting is as expected.
     EnvMissing,
     /// Level 2: every step compiled, without breaks or recompiles.
     Compiled,
+    /// Compiled, but with graph breaks or recompiles.
     CompiledWithBreaks,
     /// No compiled-region markers, but Inductor's kernels run (compiled code inside graphs).
     InductorKernels,
     /// Compiled code runs, but outermost modules with a share of the time run eager.
     EagerModules,
+    /// CUDA/HIP graphs replay the work, but no compiled region runs.
     GraphsWithoutCompile,
+    /// The trace has no GPU activity.
     NoGpuActivity,
     /// A rocprof profile has no PyTorch operators to show compile use.
     NoOperators,
+    /// No compiled region runs: the model runs eager.
     Eager,
     /// Level 3: recommendations of the level fired.
     SurgeryOpportunities,
+    /// Surgery findings fired, but no level-3 recommendation saves time.
     SurgeryFindings,
+    /// The ops are visible and no surgery opportunity was found.
     NoSurgeryFound,
+    /// No op shapes, or the work replays from graphs: surgery cannot be judged.
     OpsNotVisible,
     /// Levels 4 and 5.
     TuningOpportunities,
+    /// No recommendation of the level fired: a trace cannot show tuning.
     TuningNotVisible,
 }
 
 impl Verdict {
+    /// The level status this verdict gives.
     pub fn status(self) -> LadderStatus {
         use LadderStatus::*;
         use Verdict::*;

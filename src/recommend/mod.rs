@@ -23,22 +23,34 @@ use std::collections::BTreeMap;
 /// One action of a recommendation, as the feed carries it.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ActionOut {
+    /// What kind of change it is (env, code, command, config).
     pub kind: ActionKind,
+    /// The exact text to apply.
     pub text: String,
 }
 
 /// A ranked recommendation (the feed's `recommendations[]`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Recommendation {
+    /// Position in the ranking, from 1.
     pub rank: usize,
+    /// The catalog id (`compile.eager-modules`).
     pub id: String,
+    /// The ladder level (1-5).
     pub level: u8,
+    /// One-line title.
     pub title: String,
+    /// Estimated time saved in the window, in ns.
     pub est_savings_ns: i64,
+    /// The same, as a percentage of the window.
     pub est_savings_pct: f64,
+    /// How sure the estimate is (0-1), from the catalog.
     pub confidence: f64,
+    /// `Some(2)` for levels 3-5 while level 2 is not done.
     pub blocked_by_level: Option<u8>,
+    /// The ids of the findings that fired it.
     pub finding_ids: Vec<String>,
+    /// What to do: the findings' own fixes first, then the catalog's for this vendor.
     pub actions: Vec<ActionOut>,
     /// What can go wrong with it on this vendor (omitted when nothing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -52,17 +64,24 @@ pub struct Recommendation {
 /// One ladder level's status (the feed's `ladder[]`).
 #[derive(Clone, Debug, Serialize)]
 pub struct LadderRow {
+    /// The level's number (1-5).
     pub level: u8,
+    /// The level's name (`torch.compile`).
     pub name: String,
+    /// Its status from what the trace shows.
     pub status: LadderStatus,
+    /// What the trace shows, in words (the level's `says` text, filled in).
     pub evidence: String,
 }
 
 /// Recommendations, ladder and next level.
 #[derive(Clone, Debug, Serialize, Default)]
 pub struct Plan {
+    /// The recommendations that fired, in rank order.
     pub recommendations: Vec<Recommendation>,
+    /// Each level's status, by level.
     pub ladder: Vec<LadderRow>,
+    /// The lowest level with work left (todo or partial); `None` when none.
     pub next_level: Option<u8>,
 }
 

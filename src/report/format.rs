@@ -47,21 +47,6 @@ pub fn shorten_tail(name: &str, max: usize) -> String {
     s
 }
 
-/// Shortens a long kernel name in the middle, keeping its start and end.
-pub fn shorten(name: &str, max: usize) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    if chars.len() <= max {
-        return name.to_string();
-    }
-    let keep = max.saturating_sub(1);
-    let head = keep * 2 / 3;
-    let tail = keep - head;
-    let mut s: String = chars[..head].iter().collect();
-    s.push('…');
-    s.extend(&chars[chars.len() - tail..]);
-    s
-}
-
 /// An optional number with `digits` decimals, `-` when unknown (the hardware-counter tables).
 pub fn opt_num(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".to_string(), |v| format!("{v:.digits$}"))

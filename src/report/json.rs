@@ -11,6 +11,7 @@ use crate::pipeline::{RankView, Run};
 use crate::recommend::{LadderRow, Recommendation};
 use serde::Serialize;
 
+/// The feed's `schema_version`.
 pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Serialize)]

@@ -24,6 +24,7 @@ pub fn code(s: &str) -> String {
     }
 }
 
+/// The Markdown report of a run (a PR comment).
 pub fn render(run: &Run) -> String {
     let a = &run.analysis;
     let sections = Sections::of(run);

@@ -18,9 +18,11 @@ pub struct InputLine<'r> {
 
 /// The sections of one run's report.
 pub struct Sections<'r> {
+    /// The run they lay out.
     pub run: &'r Run,
     /// The distinct input paths, comma-separated (the HTML title).
     pub title: String,
+    /// One line per input: its path, format, vendor and devices.
     pub inputs: Vec<InputLine<'r>>,
     /// Buckets with at least one launch, largest first.
     pub buckets: Vec<&'r BucketRow>,
@@ -33,6 +35,7 @@ pub struct Sections<'r> {
 }
 
 impl<'r> Sections<'r> {
+    /// The sections of `run`'s report.
     pub fn of(run: &'r Run) -> Sections<'r> {
         let a = &run.analysis;
         let mut seen = std::collections::BTreeSet::new();

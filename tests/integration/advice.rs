@@ -4,7 +4,7 @@
 
 use crate::common::{fixture, run_path};
 use crate::with_shared;
-use rocprof_classify::analysis::time::partition::Category;
+use rocprof_classify::analysis::Category;
 use rocprof_classify::detect::FindingId;
 use rocprof_classify::Run;
 

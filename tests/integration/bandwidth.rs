@@ -4,7 +4,7 @@
 //! shapes and whose kernels the script timed.
 
 use crate::common::{analyze_path, assert_valid_feed, fixture, run_path, stdout_of};
-use rocprof_classify::analysis::ops::attribution::MemoryShapeRow;
+use rocprof_classify::analysis::MemoryShapeRow;
 use serde_json::Value;
 
 fn truth() -> Value {
@@ -222,7 +222,7 @@ fn triton_kernels_take_inductors_bytes_when_the_run_asked_for_them() {
 /// for memory-bound work), with what launched them and how to look closer.
 #[test]
 fn kernel_candidates_rank_by_headroom_with_commands() {
-    use rocprof_classify::analysis::ops::candidates::{CommandKind, Unit};
+    use rocprof_classify::analysis::{CommandKind, Unit};
     let run = run_path(&fixture("kineto/h100/eager_manual_attn.json.gz"));
     let c = &run.analysis.kernel_candidates;
     assert!(c.len() >= 5, "{c:?}");
@@ -276,7 +276,7 @@ fn kernel_candidates_rank_by_headroom_with_commands() {
 
 #[test]
 fn triton_candidates_name_their_file_or_why_they_have_no_rate() {
-    use rocprof_classify::analysis::ops::candidates::CommandKind;
+    use rocprof_classify::analysis::CommandKind;
     let a = analyze_path(&fixture(
         "kineto/h200/bandwidth/compiled_bench_kernel.json.gz",
     ));
@@ -327,7 +327,7 @@ fn amd_decode_gemm_is_a_bandwidth_candidate_with_rocm_commands() {
             .expect("the eager lm_head GEMM");
         assert_eq!(lm_head.shapes.as_deref(), Some("[[32,2880],[2880,201088]]"));
         // M = 32 sequences: far from the compute roof, near the memory one.
-        assert_eq!(lm_head.unit, Some(rocprof_classify::analysis::ops::candidates::Unit::Gbps));
+        assert_eq!(lm_head.unit, Some(rocprof_classify::analysis::Unit::Gbps));
         assert_eq!(lm_head.peak, Some(5300.0));
         let text: Vec<&str> = lm_head.commands.iter().map(|c| c.text.as_str()).collect();
         assert!(text.iter().any(|t| t.starts_with("rocprofv3 --kernel-trace")), "{text:?}");
@@ -401,7 +401,7 @@ source = "a STREAM copy on this machine"
 /// (an mm of a transposed weight), bmm, a transposed first operand, fp16 and fp32.
 #[test]
 fn tunableop_lines_are_the_ones_pytorch_records() {
-    use rocprof_classify::analysis::ops::candidates::tunableop_line;
+    use rocprof_classify::analysis::tunableop_line;
     let p = fixture("kineto/h200/tunableop/tunableop_truth.json");
     let t: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
     let cases = t["cases"].as_array().unwrap();
@@ -480,10 +480,7 @@ fn triton_templates_are_rated_from_inductors_flops() {
         let cand = a.kernel_candidates.iter().find(|k| k.name == name);
         if op.pct_of_peak.unwrap() < 70.0 {
             let cand = cand.expect("a candidate");
-            assert_eq!(
-                cand.unit,
-                Some(rocprof_classify::analysis::ops::candidates::Unit::Tflops)
-            );
+            assert_eq!(cand.unit, Some(rocprof_classify::analysis::Unit::Tflops));
             assert!(cand
                 .commands
                 .iter()

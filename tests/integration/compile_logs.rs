@@ -4,8 +4,8 @@
 
 use crate::common::{assert_valid_feed, bin, fixture};
 use crate::with_shared;
-use rocprof_classify::ingest::torch_logs;
-use rocprof_classify::model::compile_log::{GuardKind, LogEvent};
+use rocprof_classify::ingest::{looks_like_torch_logs, parse_torch_logs};
+use rocprof_classify::model::{GuardKind, LogEvent};
 use serde_json::Value;
 use std::path::Path;
 
@@ -154,7 +154,7 @@ fn every_torch_logs_file_parses_with_the_counts_read_by_hand() {
         assert_eq!(listed, named, "every corpus log has its counts here");
         for (file, breaks, recompiles, shows) in expected {
             let text = std::fs::read_to_string(shared.join(file)).unwrap();
-            let log = torch_logs::parse(&text, file);
+            let log = parse_torch_logs(&text, file);
             let b = log.graph_breaks().count();
             let r = log.recompiles().count();
             println!("{file}: {b} graph breaks, {r} recompiles");
@@ -175,7 +175,7 @@ fn every_torch_logs_file_parses_with_the_counts_read_by_hand() {
         }
         // The 2023 tuple with a list of failures: three guards, the escaped quotes undone.
         let text = std::fs::read_to_string(shared.join("corpus/torch_logs/recompiles_2023_report_values_pytorch_pr110928.txt")).unwrap();
-        let log = torch_logs::parse(&text, "x");
+        let log = parse_torch_logs(&text, "x");
         let first = &log.records[0];
         match &first.event {
             LogEvent::Recompile(c) => {
@@ -417,9 +417,9 @@ fn a_log_in_another_time_zone_joins_the_same_run() {
 fn rank_prefixed_log_lines_are_read() {
     let text = std::fs::read_to_string(fixture("kineto/h100/torch_logs_extra.txt")).unwrap();
     let prefixed: String = text.lines().map(|l| format!("[rank3]:{l}\n")).collect();
-    assert!(torch_logs::looks_like_torch_logs(&prefixed));
-    let plain = torch_logs::parse(&text, "plain");
-    let ranked = torch_logs::parse(&prefixed, "ranked");
+    assert!(looks_like_torch_logs(&prefixed));
+    let plain = parse_torch_logs(&text, "plain");
+    let ranked = parse_torch_logs(&prefixed, "ranked");
     assert!(plain.graph_breaks().count() >= 2);
     assert_eq!(
         serde_json::to_value(&plain.records).unwrap(),

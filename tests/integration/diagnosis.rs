@@ -35,8 +35,7 @@ fn idle_rank(a: &Run) -> Vec<&'static str> {
         .iter()
         .filter(|r| {
             r.category.as_str().contains("idle")
-                || r.category
-                    == rocprof_classify::analysis::time::partition::Category::LaunchOverhead
+                || r.category == rocprof_classify::analysis::Category::LaunchOverhead
         })
         .collect();
     idle.sort_by_key(|r| std::cmp::Reverse(r.ns));
@@ -154,7 +153,7 @@ fn launch_bound_eager_model() {
     assert_eq!(
         f.time_at_stake_ns,
         a.analysis
-            .partition_ns(rocprof_classify::analysis::time::partition::Category::LaunchOverhead)
+            .partition_ns(rocprof_classify::analysis::Category::LaunchOverhead)
     );
 }
 
@@ -316,18 +315,18 @@ fn the_dispatch_threshold_moves_idle_between_causes() {
     assert!(
         large
             .analysis
-            .partition_ns(rocprof_classify::analysis::time::partition::Category::LaunchOverhead)
-            > small.analysis.partition_ns(
-                rocprof_classify::analysis::time::partition::Category::LaunchOverhead
-            )
+            .partition_ns(rocprof_classify::analysis::Category::LaunchOverhead)
+            > small
+                .analysis
+                .partition_ns(rocprof_classify::analysis::Category::LaunchOverhead)
     );
     assert!(
         large
             .analysis
-            .partition_ns(rocprof_classify::analysis::time::partition::Category::HostIdle)
+            .partition_ns(rocprof_classify::analysis::Category::HostIdle)
             < small
                 .analysis
-                .partition_ns(rocprof_classify::analysis::time::partition::Category::HostIdle)
+                .partition_ns(rocprof_classify::analysis::Category::HostIdle)
     );
     assert_eq!(
         small.analysis.summary.window_ns,

@@ -3,7 +3,7 @@
 
 use crate::common::{analyze_path, fixture, shared};
 use crate::with_shared;
-use rocprof_classify::analysis::ops::attribution::OpRow;
+use rocprof_classify::analysis::OpRow;
 use std::io::Read;
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! them during the capture, as the same model's eager run shows.
 
 use crate::common::{analyze_path, fixture};
-use rocprof_classify::analysis::ops::attribution::{OpRow, NO_OP};
+use rocprof_classify::analysis::{OpRow, NO_OP};
 use std::collections::BTreeMap;
 
 fn op<'a>(ops: &'a [OpRow], name: &str) -> &'a OpRow {

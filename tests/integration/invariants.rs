@@ -5,7 +5,7 @@
 //! `top_kernels` adds up to `buckets`.
 
 use crate::common::{fixture, rules, shared, union_ns};
-use rocprof_classify::analysis::time::steps::StepRange;
+use rocprof_classify::analysis::StepRange;
 use rocprof_classify::analysis::{analyze, Analysis, AnalysisOptions};
 use rocprof_classify::ingest::{self, ReadOptions};
 use rocprof_classify::model::{Format, Trace};
@@ -151,9 +151,7 @@ pub(crate) fn check(rel: &str, trace: &Trace) -> Vec<String> {
     }
     // No bucket's partition time exceeds the time its activities ran.
     for b in &a.buckets {
-        let part = a.partition_ns(
-            rocprof_classify::analysis::time::partition::Category::of_bucket(b.bucket),
-        );
+        let part = a.partition_ns(rocprof_classify::analysis::Category::of_bucket(b.bucket));
         if part > b.kernel_ns + 1 {
             bad.push(format!(
                 "{rel}: {} partition {part} ns > its activities' {} ns",

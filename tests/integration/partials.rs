@@ -8,7 +8,7 @@ use crate::with_shared;
 use rocprof_classify::analysis::{self, AnalysisOptions};
 use rocprof_classify::detect::{self, FindingId};
 use rocprof_classify::ingest::{read_all, ReadOptions};
-use rocprof_classify::pipeline::partial::Partial;
+use rocprof_classify::pipeline::Partial;
 use std::path::{Path, PathBuf};
 
 const MULTI_RANK: &[&str] = &[

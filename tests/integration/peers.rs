@@ -285,7 +285,7 @@ fn window_busy_and_idle_equal_tracelens_gpu_timeline_without_steps() {
             assert!((a.summary.gpu_busy_ns - busy).abs() <= 1, "{rel}: busy {} vs {busy}", a.summary.gpu_busy_ns);
             let idle: i64 = ["launch_overhead", "host_idle", "idle_unattributed", "graph_gaps"]
                 .iter()
-                .map(|c| a.partition_ns(rocprof_classify::analysis::time::partition::Category::from_name(c).unwrap()))
+                .map(|c| a.partition_ns(rocprof_classify::analysis::Category::from_name(c).unwrap()))
                 .sum();
             assert!((idle - (total - busy)).abs() <= 1, "{rel}: idle {idle} vs {}", total - busy);
             checked += 1;

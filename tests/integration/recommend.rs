@@ -4,7 +4,7 @@ use crate::common::{analyze_path, assert_valid_feed, bin, fixture, rules};
 use crate::with_shared;
 use rocprof_classify::analysis::AnalysisOptions;
 use rocprof_classify::ingest::{read_all, ReadOptions};
-use rocprof_classify::model::compile_log::ActionKind;
+use rocprof_classify::model::ActionKind;
 use rocprof_classify::recommend::{parse_env, Catalog, EnvListing};
 use rocprof_classify::Run;
 use std::collections::BTreeSet;

@@ -148,7 +148,7 @@ fn rocprofv3_json_joins_kernel_names_and_agents() {
         assert!(a.inputs[0].devices.iter().all(|d| d.name.contains("MI350")), "{:?}", a.inputs[0].devices);
         assert!(a.bucket(Bucket::Communication).launches > 0 && a.bucket(Bucket::Gemm).launches > 0);
         // No API records: idle time cannot be attributed to the host.
-        assert!(a.partition_ns(rocprof_classify::analysis::time::partition::Category::IdleUnattributed) > 0 && a.partition_ns(rocprof_classify::analysis::time::partition::Category::LaunchOverhead) == 0);
+        assert!(a.partition_ns(rocprof_classify::analysis::Category::IdleUnattributed) > 0 && a.partition_ns(rocprof_classify::analysis::Category::LaunchOverhead) == 0);
     });
 }
 
@@ -171,7 +171,7 @@ fn rocprof_v1_json_kernels_and_copies() {
         let a = analyze_path(&shared.join("corpus/rocprof1_batched_gemm/results.json"));
         assert_eq!(a.bucket(Bucket::Gemm).launches, 1);
         assert_eq!(a.bucket(Bucket::Memory).launches, 3);
-        assert!(a.time_partition.iter().any(|r| r.category == rocprof_classify::analysis::time::partition::Category::HostIdle), "HIP API calls give the host side");
+        assert!(a.time_partition.iter().any(|r| r.category == rocprof_classify::analysis::Category::HostIdle), "HIP API calls give the host side");
     });
 }
 

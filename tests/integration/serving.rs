@@ -5,8 +5,8 @@
 //! events); the corpus' vLLM and SGLang decode traces (AMD MI300X).
 
 use crate::common::{assert_valid_feed, bin, fixture, rules, run_trace};
-use rocprof_classify::analysis::time::phases::{Exclusion, MarkerSource, Phase};
 use rocprof_classify::analysis::{AnalysisOptions, StepRow};
+use rocprof_classify::analysis::{Exclusion, MarkerSource, Phase};
 use rocprof_classify::ingest::{read_all, ReadOptions};
 use rocprof_classify::Run;
 use serde_json::Value;

@@ -167,8 +167,8 @@ fn a_2021_trace_has_its_steps_and_its_ranges_are_not_ops() {
         }
         // The DataLoader ranges (68 ms in step 5) hold the host outside any op with the GPU idle:
         // host idle, not dispatch. Read as ops they made every idle ns launch overhead.
-        let idle = a.partition_ns(rocprof_classify::analysis::time::partition::Category::HostIdle) as f64 / a.summary.window_ns as f64;
-        let launch = a.partition_ns(rocprof_classify::analysis::time::partition::Category::LaunchOverhead) as f64 / a.summary.window_ns as f64;
+        let idle = a.partition_ns(rocprof_classify::analysis::Category::HostIdle) as f64 / a.summary.window_ns as f64;
+        let launch = a.partition_ns(rocprof_classify::analysis::Category::LaunchOverhead) as f64 / a.summary.window_ns as f64;
         assert!(idle > 0.10, "host idle is {:.1}% of the window", idle * 100.0);
         assert!(launch < 0.35, "launch overhead is {:.1}% of the window", launch * 100.0);
     });
@@ -313,7 +313,7 @@ fn graph_gaps_are_not_busy_time() {
     ] {
         let run = crate::common::run_path(&fixture(rel));
         let a = &run.analysis;
-        let gaps = a.partition_ns(rocprof_classify::analysis::time::partition::Category::GraphGaps);
+        let gaps = a.partition_ns(rocprof_classify::analysis::Category::GraphGaps);
         assert!(
             gaps > 0,
             "{rel}: graphs replay, with gaps between their kernels"
@@ -325,9 +325,7 @@ fn graph_gaps_are_not_busy_time() {
             a.summary.kernel_ns
         );
         for b in &a.buckets {
-            let part = a.partition_ns(
-                rocprof_classify::analysis::time::partition::Category::of_bucket(b.bucket),
-            );
+            let part = a.partition_ns(rocprof_classify::analysis::Category::of_bucket(b.bucket));
             assert!(
                 part <= b.kernel_ns + 1,
                 "{rel}: {} partition {part} > its kernels' {}",
@@ -343,9 +341,7 @@ fn graph_gaps_are_not_busy_time() {
         {
             assert_eq!(
                 f.evidence.to_json()["launch_overhead_ns"].as_i64(),
-                Some(a.partition_ns(
-                    rocprof_classify::analysis::time::partition::Category::LaunchOverhead
-                )),
+                Some(a.partition_ns(rocprof_classify::analysis::Category::LaunchOverhead)),
                 "{rel}"
             );
         }
@@ -353,7 +349,7 @@ fn graph_gaps_are_not_busy_time() {
     // An eager trace has no graph gaps.
     assert_eq!(
         analyze_path(&fixture("kineto/zoo/gpt2_train_eager.json.gz"))
-            .partition_ns(rocprof_classify::analysis::time::partition::Category::GraphGaps),
+            .partition_ns(rocprof_classify::analysis::Category::GraphGaps),
         0
     );
 }

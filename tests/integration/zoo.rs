@@ -3,7 +3,7 @@
 //! names raised or kept silent.
 
 use crate::common::fixture;
-use rocprof_classify::analysis::{numbers::median, AnalysisOptions};
+use rocprof_classify::analysis::{median, AnalysisOptions};
 use rocprof_classify::ingest::{read_all, ReadOptions};
 use serde_json::Value;
 

@@ -3,7 +3,7 @@
 //! window, CUDA/HIP graph replay), and what its logs add, joined to the trace ([`logs`]). The
 //! compile findings are `detect::compile`'s; the fixes they print are `rules/ladder.toml`'s.
 
-pub mod logs;
+pub(crate) mod logs;
 
 use crate::analysis::time::links::{compiled_region, is_compile_event, is_graph_launch, Links};
 use crate::analysis::time::steps::Steps;

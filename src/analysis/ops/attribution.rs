@@ -20,9 +20,13 @@ pub const NO_OP: &str = "(no op)";
 /// One row of the feed's `ops`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OpRow {
+    /// The op's name (`aten::mm`, or [`NO_OP`]).
     pub name: String,
+    /// GPU time of the kernels it launched itself (not through an inner op), in ns.
     pub self_ns: i64,
+    /// GPU time of every kernel launched inside it, inner ops included, in ns.
     pub total_ns: i64,
+    /// Kernel launches it made itself.
     pub launches: u64,
     /// The bucket holding most of the op's self time.
     pub bucket: Bucket,
@@ -31,11 +35,13 @@ pub struct OpRow {
     /// GEMM ops: achieved TFLOP/s (FLOPs from `Input Dims` over the GPU time of their kernels)
     /// and its share of the device's peak for the op's data type (`rules/devices.toml`).
     pub tflops: Option<f64>,
+    /// `tflops` as a share of the device's dense peak, in percent.
     pub pct_of_peak: Option<f64>,
     /// Achieved bandwidth: the bytes its calls move (reads and writes from `Input Dims`, see
     /// `bytes_moved`; GEMMs: operands and result) over their kernels' time, and its share of the
     /// device's HBM peak (at most 100: data in the last-level cache runs above it).
     pub gbps: Option<f64>,
+    /// `gbps` as a share of the device's HBM peak, in percent.
     pub pct_of_hbm_peak: Option<f64>,
 }
 
@@ -380,14 +386,21 @@ impl MemoryShapeTotals {
 /// the bytes each call moves, the achieved GB/s and its share of the HBM peak.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MemoryShapeRow {
+    /// The op's name.
     pub op: String,
+    /// Its `Input Dims`, compacted.
     pub shapes: String,
     /// The tensor inputs' element types (`bf16`, `fp32`, …), comma-separated.
     pub dtypes: String,
+    /// Calls at this shape that launched GPU work.
     pub calls: u64,
+    /// Their kernels' time, in ns.
     pub ns: i64,
+    /// Bytes one call reads and writes.
     pub bytes_per_call: f64,
+    /// Achieved bandwidth, in GB/s.
     pub gbps: f64,
+    /// `gbps` as a share of the device's HBM peak, in percent.
     pub pct_of_hbm_peak: Option<f64>,
     /// The HBM peak of the devices it ran on (time-weighted).
     pub peak_gbps: Option<f64>,

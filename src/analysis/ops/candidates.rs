@@ -161,14 +161,19 @@ pub fn merge(ranks: &[&[CandidateTotals]]) -> Vec<CandidateTotals> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
+    /// Compute-bound: judged in TFLOP/s against the dense peak.
     Tflops,
+    /// Memory-bound: judged in GB/s against the HBM peak.
     Gbps,
 }
 
+/// What a candidate's command does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CommandKind {
+    /// Profile the kernel to see what bounds it.
     Profile,
+    /// Tune it (TunableOp, a tuner's record of its shape).
     Tune,
 }
 
@@ -397,7 +402,7 @@ fn no_rate_reason(c: &CandidateTotals, dims: &str) -> String {
 /// TunableOp's untuned-file line of a GEMM call (`PYTORCH_TUNABLEOP_RECORD_UNTUNED=1` writes
 /// the same), from the op's `Input Dims`, `Input Strides`, `Input type` and `Concrete Inputs`:
 /// `GemmTunableOp_BFloat16_NN,nn_<m>_<n>_<k>_ld_<lda>_<ldb>_<ldc>`. BLAS is column-major, so
-/// PyTorch's C[M,N] = A[M,K]·B[K,N] is Cᵀ = Bᵀ·Aᵀ there: m = N, n = M, its first operand is B
+/// PyTorch's C\[M,N\] = A\[M,K\]·B\[K,N\] is Cᵀ = Bᵀ·Aᵀ there: m = N, n = M, its first operand is B
 /// and its second A. An operand is `n` when row-major (its ld is its row stride) and `t` when
 /// column-major (its ld is its column stride); ldc = N. `addmm` with a 1-D bias and
 /// alpha = beta = 1 takes cuBLASLt's bias epilogue (`GemmAndBiasTunableOp`); `bmm` adds the

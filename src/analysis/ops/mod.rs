@@ -4,12 +4,12 @@
 //! memory-bound work ([`bytes_moved`]), model FLOP utilization ([`mfu`]), the kernels worth
 //! tuning ([`candidates`]) and each op's time per step ([`op_steps`], what `diff` compares).
 
-pub mod attribution;
-pub mod bytes_moved;
-pub mod calls;
-pub mod candidates;
-pub mod efficiency;
-pub mod frames;
-pub mod mfu;
-pub mod op_index;
-pub mod op_steps;
+pub(crate) mod attribution;
+pub(crate) mod bytes_moved;
+pub(crate) mod calls;
+pub(crate) mod candidates;
+pub(crate) mod efficiency;
+pub(crate) mod frames;
+pub(crate) mod mfu;
+pub(crate) mod op_index;
+pub(crate) mod op_steps;

@@ -2,7 +2,7 @@
 //! their matching across ranks ([`collectives`]), GPU
 //! memory ([`memory`]) and hardware counters per kernel ([`counters`]).
 
-pub mod collective_calls;
-pub mod collectives;
-pub mod counters;
-pub mod memory;
+pub(crate) mod collective_calls;
+pub(crate) mod collectives;
+pub(crate) mod counters;
+pub(crate) mod memory;

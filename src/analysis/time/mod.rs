@@ -4,11 +4,11 @@
 //! a tree ([`regions`]). Host event names that mean a phase, a step or no region are in
 //! [`names`].
 
-pub mod iterations;
-pub mod links;
-pub mod names;
-pub mod partition;
-pub mod phases;
-pub mod regions;
-pub mod steps;
-pub mod window;
+pub(crate) mod iterations;
+pub(crate) mod links;
+pub(crate) mod names;
+pub(crate) mod partition;
+pub(crate) mod phases;
+pub(crate) mod regions;
+pub(crate) mod steps;
+pub(crate) mod window;

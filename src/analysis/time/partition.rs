@@ -16,16 +16,27 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
+    /// GPU busy running GEMMs.
     Gemm,
+    /// GPU busy running attention kernels.
     Attention,
+    /// GPU busy running convolutions.
     Conv,
+    /// GPU busy running elementwise, norm and reduction kernels.
     Elementwise,
+    /// GPU busy running communication kernels (NCCL/RCCL).
     Communication,
+    /// GPU busy copying or setting memory.
     Memory,
+    /// GPU busy running anything else.
     Other,
+    /// GPU idle while the host is inside a launch call (dispatch cost).
     LaunchOverhead,
+    /// GPU idle while the host is outside any profiled op or runtime call.
     HostIdle,
+    /// GPU idle with the host inside a profiled op: the trace does not say why.
     IdleUnattributed,
+    /// GPU idle between the kernels a CUDA/HIP graph replays.
     GraphGaps,
 }
 

@@ -14,14 +14,19 @@ use std::str::FromStr;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
+    /// Prompt processing: the whole prompt through the model.
     Prefill,
+    /// Token generation: one token per sequence per iteration.
     Decode,
+    /// Prefill and decode batched in one iteration.
     Mixed,
+    /// A training or inference step that is none of the above.
     #[default]
     Step,
 }
 
 impl Phase {
+    /// Every phase, in feed order.
     pub const ALL: [Phase; 4] = [Phase::Prefill, Phase::Decode, Phase::Mixed, Phase::Step];
     /// Its name in the feed and the rule files: serde's, so the two cannot differ.
     pub fn as_str(self) -> &'static str {

@@ -15,8 +15,11 @@ use std::str::FromStr;
 /// Mean, population standard deviation and coefficient of variation of step times.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct StepStats {
+    /// Mean step time, in ns.
     pub mean: f64,
+    /// Population standard deviation, in ns.
     pub std: f64,
+    /// Coefficient of variation (std over mean), in percent.
     pub cv_pct: f64,
 }
 
@@ -71,12 +74,14 @@ impl StepWindow {
 /// `--steps A..B` (half-open, like Rust ranges), `A..=B`, `A..`, `..B` or a single `N`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct StepRange {
+    /// Inclusive (None: from the first step).
     pub start: Option<u64>,
     /// Exclusive.
     pub end: Option<u64>,
 }
 
 impl StepRange {
+    /// Whether step number `n` is in the range.
     pub fn contains(&self, n: u64) -> bool {
         self.start.is_none_or(|s| n >= s) && self.end.is_none_or(|e| n < e)
     }

@@ -16,16 +16,23 @@ use std::collections::{BTreeMap, BTreeSet};
 /// One analyzed step: its window and time partition (summed over the input's devices).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StepRow {
+    /// The input's rank (None without distributed info).
     pub rank: Option<u32>,
+    /// The step's `ProfilerStep#N` number (or iteration number).
     pub step: u64,
+    /// Start on the trace's clock, in ns.
     pub start_ns: i64,
+    /// Duration, in ns.
     pub dur_ns: i64,
+    /// Union of GPU activity inside it, in ns.
     pub gpu_busy_ns: i64,
+    /// Its time by category, busy and idle.
     pub time_partition: Vec<PartitionRow>,
     /// Iterations only: their phase, and the time their stream sat queued behind work the trace
     /// does not show (inside the window, not part of `dur_ns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<phases::Phase>,
+    /// Iterations only: the time their stream sat queued behind work the trace does not show, in ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked_ns: Option<i64>,
     /// Iterations only: why it is left out of its phase's steady state.

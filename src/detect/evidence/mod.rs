@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 /// What a finding's evidence says beyond its detail: the keys other layers add.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Evidence {
+    /// The finding's own evidence.
     pub detail: Detail,
     /// `log`: what torch.compile's logs say (the graph-break, recompile and fallback findings).
     pub log: Option<CompileLog>,
@@ -201,7 +202,8 @@ macro_rules! details {
         /// A finding's own evidence: one variant per finding id, named as the id.
         #[derive(Clone, Debug, PartialEq)]
         pub enum Detail {
-            $($id($ty),)*
+            $(#[doc = concat!("The evidence of [`FindingId::", stringify!($id), "`].")]
+            $id($ty),)*
         }
 
         impl Detail {

@@ -207,6 +207,7 @@ fn kernel_lines(out: &mut String, title: &str, list: &[KernelDelta], width: usiz
     }
 }
 
+/// The comparison as the terminal prints it: the verdict, its cause, the largest changes.
 pub fn table(d: &Diff, opts: &TableOptions) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -286,6 +287,7 @@ pub fn table(d: &Diff, opts: &TableOptions) -> String {
     out
 }
 
+/// The comparison as Markdown (a PR comment).
 pub fn markdown(d: &Diff) -> String {
     let mut out = String::new();
     let line = verdict_line(d);
@@ -448,6 +450,7 @@ struct DiffFeed<'a> {
     diff: &'a Diff,
 }
 
+/// The comparison as JSON (the diff feed CI gates read).
 pub fn json(d: &Diff) -> Vec<u8> {
     let feed = DiffFeed {
         schema_version: crate::report::json::SCHEMA_VERSION,

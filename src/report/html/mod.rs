@@ -1,7 +1,7 @@
 //! `--html PATH`: one self-contained HTML file (inline CSS, SVG charts and a few lines of
 //! script for sorting tables; no network fetches), readable on a laptop and in print.
 
-pub mod charts;
+pub(crate) mod charts;
 
 use crate::analysis::Analysis;
 use crate::classify::devices::DevicePeaks;

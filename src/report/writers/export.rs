@@ -180,7 +180,7 @@ pub fn rank_partition(rank: Option<u32>) -> String {
 
 /// Writes the classified activity table of `run` as a Hive-partitioned Parquet dataset:
 /// `dir/rank=N/part-0.parquet` per rank (the `rank` column lives in the directory names, as
-/// Spark, DuckDB and polars expect), each in row groups of [`BATCH_ROWS`]. Returns the files
+/// Spark, DuckDB and polars expect), each in row groups of `BATCH_ROWS`. Returns the files
 /// written and their row counts, by rank.
 pub fn write_dataset(
     run: &Run,
@@ -221,7 +221,7 @@ pub fn write_dataset(
 pub use polars_arrow::ffi::ArrowArrayStream;
 
 /// The classified activity table of `run` as an Arrow C stream of record batches (struct
-/// arrays, one per frame of [`frames`]), made as the consumer reads it. Strings are plain Arrow
+/// arrays, one per frame of `frames`), made as the consumer reads it. Strings are plain Arrow
 /// large strings (`CompatLevel::oldest`), which every Arrow reader knows; nothing is copied
 /// on the consumer's side.
 pub fn arrow_stream(run: Arc<Run>) -> Result<ArrowArrayStream, PolarsError> {

@@ -2,5 +2,5 @@
 //! activity table ([`export`], with polars).
 
 #[cfg(feature = "polars")]
-pub mod export;
-pub mod perfetto;
+pub(crate) mod export;
+pub(crate) mod perfetto;
