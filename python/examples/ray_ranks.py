@@ -9,7 +9,7 @@ the same bytes as `rocprof-classify DIR` on one machine.
 Files must be readable by the workers: a path on shared storage, or an object-store URI
 (`s3://`, `gs://`, … through pyarrow's filesystems; the task copies the object to its local
 disk before reading it). Each task asks Ray for one CPU (`--cpus-per-task`) and, with
-`--memory-per-task`, for memory: about 170 MB per GB of trace was measured (README, "Thousands
+`--memory-per-task`, for memory: about 170 MB per GB of trace was measured (docs/guide/several-ranks.md, "Thousands
 of ranks"). The partials are small (0.1-1 MB per rank, bounded by steps, collectives and
 distinct names): the driver holds them all while it merges.
 """

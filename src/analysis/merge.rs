@@ -3,7 +3,7 @@
 //! contributes is bounded by its steps, collectives and distinct names, not by its events, so
 //! the ranks may be analyzed anywhere (`rocprof-classify partial`) and merged later.
 //!
-//! How each block is formed (README "Several ranks"): integers add; the kernel, op, shape,
+//! How each block is formed (docs/guide/several-ranks.md): integers add; the kernel, op, shape,
 //! module and source tables add by name, then sort and truncate; the time partition adds the
 //! ranks' fractional partitions in rank order; steps take the slowest rank per step number;
 //! torch.compile's per-step slots concatenate; collectives are matched across the ranks'

@@ -154,7 +154,7 @@ impl Cause {
     }
 }
 
-/// How the verdicts were reached (README "Comparing runs").
+/// How the verdicts were reached (docs/guide/comparing-runs.md).
 #[derive(Clone, Debug, Serialize)]
 pub struct Statistics {
     /// The test: `welch_t` (Welch's t-test, two-sided).

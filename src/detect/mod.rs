@@ -251,7 +251,7 @@ pub fn graph_replayed(findings: &[Finding]) -> (f64, i64) {
         .unwrap_or((0.0, 0))
 }
 
-/// Every finding id this version reports, with when it fires (for `explain` and the README).
+/// Every finding id this version reports, with when it fires (for `explain` and the book's findings reference).
 pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::GraphBreaks, "torch.compile graph breaks per step > 0: a frame sequence inside a step (0/0 -> 1/0 -> 2/0 is two breaks), or a later frame repeating from eager code while frame 0 never runs. Evidence: regions per step, frames, ops run eagerly between regions, aten::item syncs."),
     (FindingId::CompiledLoop, "(info) a compiled frame present from 0/0 runs several times per step without breaks: a function compiled once and called in a loop."),

@@ -4,7 +4,7 @@
 //! files in one process goes the same way (each rank's partial, encoded and decoded as a file
 //! would be, then [`merge`]), so the two cannot drift apart.
 //!
-//! The format is JSON (README "Several ranks: partials and merge"); its [`PARTIAL_VERSION`]
+//! The format is JSON (docs/guide/several-ranks.md); its [`PARTIAL_VERSION`]
 //! changes whenever a field or a definition does, and partials of another version, of another
 //! run, of other settings, or of a rank already given are refused.
 

@@ -234,7 +234,7 @@ fn explain_recommendation(r: &RecDef) -> String {
     out
 }
 
-/// Every recommendation as a Markdown table (README "How recommendations are chosen";
+/// Every recommendation as a Markdown table (the book's recommendations reference;
 /// `rocprof-classify explain recommendations`): trigger and thresholds, evidence, savings
 /// model, seed.
 pub fn recommendations_table(catalog: &Catalog) -> String {
@@ -254,6 +254,35 @@ pub fn recommendations_table(catalog: &Catalog) -> String {
             cell(&evidence_said(r)),
             cell(&savings_model(r)),
             cell(&r.seed)
+        );
+    }
+    out
+}
+
+/// Every finding as a Markdown table (the book's findings reference): its id, when it fires
+/// (`detect::DEFINITIONS`) and the recommendations it can trigger (`rules/ladder.toml`).
+pub fn findings_table(catalog: &Catalog) -> String {
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let mut out = String::from("| id | fires when | recommendations |\n|---|---|---|\n");
+    for (id, when) in crate::detect::DEFINITIONS {
+        let mut recs: Vec<&str> = catalog
+            .recommendations
+            .iter()
+            .filter(|r| r.findings.contains(id) || r.findings_if_compiled.contains(id))
+            .map(|r| r.id.as_str())
+            .collect();
+        recs.sort_unstable();
+        recs.dedup();
+        let recs: Vec<String> = recs.iter().map(|r| format!("`{r}`")).collect();
+        let _ = writeln!(
+            out,
+            "| `{id}` | {} | {} |",
+            cell(when),
+            if recs.is_empty() {
+                "-".to_string()
+            } else {
+                recs.join(", ")
+            }
         );
     }
     out

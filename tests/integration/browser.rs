@@ -176,17 +176,30 @@ fn example_reports_are_up_to_date() {
     );
 }
 
-/// The README's example output is the committed report, so it cannot go stale either.
+/// The book's example output is the committed report, and the README's short one is taken from
+/// it, so neither can go stale.
 #[test]
-fn the_readme_example_is_the_committed_report() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let intro = "`rocprof-classify fixtures/kineto/h100/eager_manual_attn.json.gz` (from `reports/`):\n\n```\n";
-    let start = readme.find(intro).expect("the README shows an example") + intro.len();
-    let block = &readme[start..start + readme[start..].find("```\n").unwrap()];
+fn the_example_reports_are_the_committed_report() {
     let report = std::fs::read_to_string(root().join("reports/eager_manual_attn.txt")).unwrap();
+    let page = std::fs::read_to_string(root().join("docs/guide/reading-a-report.md")).unwrap();
+    let intro = "`rocprof-classify fixtures/kineto/h100/eager_manual_attn.json.gz` (from `reports/`):\n\n```\n";
+    let start = page.find(intro).expect("the page shows the example") + intro.len();
+    let block = &page[start..start + page[start..].find("```\n").unwrap()];
     assert_eq!(
         block.trim_end(),
         report.trim_end(),
-        "README example differs from reports/eager_manual_attn.txt: paste it in"
+        "docs/guide/reading-a-report.md differs from reports/eager_manual_attn.txt: paste it in"
     );
+    // The README shows some of its lines, in order, after the command line.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let intro = "```\n$ rocprof-classify fixtures/kineto/h100/eager_manual_attn.json.gz\n";
+    let start = readme.find(intro).expect("the README shows an example") + intro.len();
+    let block = &readme[start..start + readme[start..].find("```\n").unwrap()];
+    let mut lines = report.lines();
+    for shown in block.lines().filter(|l| *l != "  ..." && !l.is_empty()) {
+        assert!(
+            lines.any(|l| l == shown),
+            "README example line not in reports/eager_manual_attn.txt (in order): {shown}"
+        );
+    }
 }

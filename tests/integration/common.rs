@@ -17,11 +17,36 @@ pub fn fixture(rel: &str) -> PathBuf {
     root().join("fixtures").join(rel)
 }
 
-/// `../shared`, when present (CI always has it; a user's clone may not).
+/// `../shared`, when present (CI always has it; a user's clone may not). Each call without it
+/// counts as a check skipped, and the test binary's last line says how many
+/// (`skipped for lack of ../shared: N`; `.ci/test` fails on N > 0 when `../shared` is there).
 pub fn shared() -> Option<PathBuf> {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| {
+        // libtest has no hook at the end of a run; the C library's exit handlers run after it.
+        extern "C" {
+            fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+        }
+        extern "C" fn report() {
+            let n = SKIPPED.load(std::sync::atomic::Ordering::Relaxed);
+            eprintln!("skipped for lack of ../shared: {n}");
+        }
+        // SAFETY: registers a plain function that only reads an atomic and writes to stderr.
+        unsafe {
+            atexit(report);
+        }
+    });
     let p = root().join("..").join("shared");
-    p.is_dir().then_some(p)
+    if p.is_dir() {
+        Some(p)
+    } else {
+        SKIPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        None
+    }
 }
+
+/// Checks skipped for lack of `../shared` (see [`shared`]).
+static SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Runs `$body` with the shared folder, or prints a notice and returns.
 #[macro_export]

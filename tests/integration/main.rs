@@ -1,4 +1,22 @@
 //! Integration tests: one binary (see Cargo.toml `autotests = false`).
+//!
+//! Where a new test goes, by what it checks (every test runs on real data: the fixtures, or
+//! `../shared` through `with_shared!`, which skips with a notice when it is absent):
+//!
+//! | what it checks | modules |
+//! |---|---|
+//! | reading inputs, by format | `rocprof`, `amd`, `compile_logs`, `corpus` (every corpus trace) |
+//! | bad and hostile input | `bad_input`, `bad_input_matrix`, `fuzz_regressions` |
+//! | the numbers: steps, partition, attribution | `diagnosis`, `invariants`, `trust`, `peers`, `h100`, `zoo` |
+//! | one analysis area | `efficiency`, `mfu`, `bandwidth`, `memory`, `regions`, `serving`, `graphs`, `collectives`, `ranks` |
+//! | findings and recommendations | `diagnosis`, `recommend`, `advice` |
+//! | several ranks and partials | `partials`, `ranks`, `collectives` |
+//! | comparing runs | `diff`, `review` |
+//! | outputs and interfaces | `cli` (the binary), `pipeline` (the library's `run`), `exports`, `browser`, `snapshots` (every fixture's renders) |
+//! | the project itself | `layers` (module graph, rooms, front door), `docs` (README, book, feed contract) |
+//!
+//! `common` holds the helpers: `run_path`/`run_trace` run the library, `bin()` the binary, and
+//! `assert_valid_feed` checks a feed against the schema (and each finding's typed evidence).
 
 mod common;
 
@@ -14,6 +32,7 @@ mod compile_logs;
 mod corpus;
 mod diagnosis;
 mod diff;
+mod docs;
 mod efficiency;
 mod exports;
 mod fuzz_regressions;

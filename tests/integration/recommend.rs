@@ -466,10 +466,10 @@ fn a_user_rule_renaming_a_family_keeps_its_detector() {
     );
 }
 
-/// README "How recommendations are chosen" is the catalog's own table: every recommendation with
+/// The book's recommendations reference is the catalog's own table: every recommendation with
 /// its trigger, thresholds, evidence, savings model and seed, as `explain recommendations` prints.
 #[test]
-fn the_readme_table_of_recommendations_is_the_catalogs() {
+fn the_books_table_of_recommendations_is_the_catalogs() {
     let cat = catalog();
     let table = rocprof_classify::report::explain::recommendations_table(&cat);
     for r in &cat.recommendations {
@@ -480,10 +480,11 @@ fn the_readme_table_of_recommendations_is_the_catalogs() {
         );
         assert!(!r.seed.is_empty(), "{} has no seed passage", r.id);
     }
-    let readme = std::fs::read_to_string(crate::common::root().join("README.md")).unwrap();
+    let page = crate::common::root().join("docs/reference/recommendations.md");
+    let page = std::fs::read_to_string(page).unwrap();
     assert!(
-        readme.contains(&table),
-        "README's table differs from `rocprof-classify explain recommendations`:\n{table}"
+        page.contains(&table),
+        "the recommendations page differs from `rocprof-classify explain recommendations`"
     );
     let out = bin()
         .args(["explain", "recommendations"])

@@ -99,20 +99,19 @@ fn every_fixture_renders_as_committed() {
             .success();
         let table = String::from_utf8(run.get_output().stdout.clone()).unwrap();
         assert_valid_feed(&std::fs::read(file("json")).unwrap());
+        // One folder per input, as the fixtures lie: snapshots/render/h100/eager_manual_attn/.
         let rel = dir.strip_prefix(fixture("kineto")).unwrap().join(&arg);
-        let name = rel
-            .to_string_lossy()
-            .replace(['/', '\\'], "__")
-            .trim_end_matches(".json.gz")
-            .to_string();
-        for (format, text) in [
-            ("table", table),
-            ("json", std::fs::read_to_string(file("json")).unwrap()),
-            ("md", std::fs::read_to_string(file("md")).unwrap()),
-            ("html", std::fs::read_to_string(file("html")).unwrap()),
-        ] {
-            let text = text.replace(version, "[version]");
-            insta::assert_snapshot!(format!("render__{name}__{format}"), text);
-        }
+        let folder = rel.to_string_lossy().replace('\\', "/");
+        let folder = format!("snapshots/render/{}", folder.trim_end_matches(".json.gz"));
+        insta::with_settings!({snapshot_path => folder, prepend_module_to_snapshot => false}, {
+            for (format, text) in [
+                ("table", table),
+                ("json", std::fs::read_to_string(file("json")).unwrap()),
+                ("md", std::fs::read_to_string(file("md")).unwrap()),
+                ("html", std::fs::read_to_string(file("html")).unwrap()),
+            ] {
+                insta::assert_snapshot!(format, text.replace(version, "[version]"));
+            }
+        });
     }
 }

@@ -2,7 +2,7 @@
 //! fast against the link, and, with several ranks, how much of each rank's time in them is
 //! waiting for the last rank to arrive and how much is moving bytes.
 //!
-//! Definitions (README "Collectives"; nccl-tests' doc/PERFORMANCE.md):
+//! Definitions (docs/concepts/collectives.md; nccl-tests' doc/PERFORMANCE.md):
 //! - `bytes` is nccl-tests' "size": the larger of the input and output buffers, `max(In msg
 //!   nelems, Out msg nelems) × dtype size` — the gathered output of an all_gather, the
 //!   unscattered input of a reduce_scatter, the buffer of an all_reduce or broadcast.

@@ -30,11 +30,13 @@ pub enum Category {
     Memory,
     /// GPU busy running anything else.
     Other,
-    /// GPU idle while the host is inside a launch call (dispatch cost).
+    /// GPU idle while the host dispatches work: inside a cpu_op or runtime call, or in a gap
+    /// between host events shorter than the dispatch threshold.
     LaunchOverhead,
-    /// GPU idle while the host is outside any profiled op or runtime call.
+    /// GPU idle while the host is outside any profiled event for longer than the dispatch
+    /// threshold (data loading, Python work), or blocked in a synchronize call.
     HostIdle,
-    /// GPU idle with the host inside a profiled op: the trace does not say why.
+    /// GPU idle in an input without host events: the cause cannot be told.
     IdleUnattributed,
     /// GPU idle between the kernels a CUDA/HIP graph replays.
     GraphGaps,
