@@ -1,8 +1,7 @@
 //! Shared helpers: paths, running the analysis, schema validation.
 
-use rocprof_classify::analysis::{analyze, Analysis, AnalysisOptions};
+use rocprof_classify::analysis::{Analysis, AnalysisOptions};
 use rocprof_classify::classify::RuleSet;
-use rocprof_classify::ingest::{read_all, ReadOptions};
 use rocprof_classify::model::Trace;
 use rocprof_classify::recommend::Catalog;
 use rocprof_classify::Run;
@@ -90,18 +89,22 @@ pub fn run_path(p: &Path) -> Run {
     rocprof_classify::run(&[p.to_path_buf()], &config).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The analysis of [`rocprof_classify::run`] on `paths`, listing `top` kernels: tests of the
+/// numbers go through the same one call as the binary and the Python package.
 pub fn analyze_paths(paths: &[PathBuf], top: usize) -> Analysis {
-    let trace = read_all(paths, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-    analyze(
-        &trace,
-        rules(),
-        &AnalysisOptions {
+    let config = rocprof_classify::Config {
+        analysis: AnalysisOptions {
             top,
             ..Default::default()
         },
-    )
+        ..Default::default()
+    };
+    rocprof_classify::run(paths, &config)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .analysis
 }
 
+/// [`analyze_paths`] of one path, every kernel listed.
 pub fn analyze_path(p: &Path) -> Analysis {
     analyze_paths(&[p.to_path_buf()], usize::MAX)
 }

@@ -379,7 +379,7 @@ fn backward_attention_and_convolution_checked_by_hand() {
 fn mi300x_stride_hotspot_reason_and_padding() {
     with_shared!(shared => {
         let path = shared.join("corpus/tracelens/profile_trace_rank_0.json.gz");
-        let feed = feed_of_path(&path);
+        let feed = crate::common::feed_of(&path, &[]);
         let f = feed["findings"].as_array().unwrap().iter()
             .find(|f| f["id"] == "low_gemm_efficiency").expect("fires");
         assert_eq!(f["evidence"]["stride_hotspot_bytes"], 512);
@@ -402,7 +402,7 @@ fn mi300x_stride_hotspot_reason_and_padding() {
         assert!(actions.iter().any(|a| a.starts_with("AITER_TUNE_GEMM=1") && a.contains("M=512 N=4096 K=4096")), "{actions:?}");
         assert_eq!(actions.iter().filter(|a| a.contains("PYTORCH_TUNABLEOP_TUNING=1")).count(), 1, "the generic one is dropped");
     });
-    let feed = feed_of_path(&fixture("kineto/h100/eager_launch_bound.json.gz"));
+    let feed = crate::common::feed_of(&fixture("kineto/h100/eager_launch_bound.json.gz"), &[]);
     let recs: Vec<&str> = feed["recommendations"]
         .as_array()
         .unwrap()
@@ -410,15 +410,6 @@ fn mi300x_stride_hotspot_reason_and_padding() {
         .map(|r| r["id"].as_str().unwrap())
         .collect();
     assert!(!recs.contains(&"arch.gemm-stride-padding"), "{recs:?}");
-}
-
-fn feed_of_path(path: &Path) -> serde_json::Value {
-    let out = crate::common::bin()
-        .arg(path)
-        .args(["--json", "-"])
-        .assert()
-        .success();
-    serde_json::from_slice(&out.get_output().stdout).unwrap()
 }
 
 /// `--no-attribution` drops the op, module and source views and the op-aware buckets: the
@@ -484,7 +475,7 @@ fn no_attribution_keeps_the_kernel_name_view() {
 /// in fp32 (TF32 allowed) reaches ~21% of the TF32 peak.
 #[test]
 fn an_fp32_gemm_is_told_to_use_bf16() {
-    let feed = feed_of_path(&fixture("kineto/h100/eager_fp32_tf32.json.gz"));
+    let feed = crate::common::feed_of(&fixture("kineto/h100/eager_fp32_tf32.json.gz"), &[]);
     let f = feed["findings"]
         .as_array()
         .unwrap()

@@ -15,8 +15,10 @@
 //! | outputs and interfaces | `cli` (the binary), `pipeline` (the library's `run`), `exports`, `browser`, `snapshots` (every fixture's renders) |
 //! | the project itself | `layers` (module graph, rooms, front door), `docs` (README, book, feed contract) |
 //!
-//! `common` holds the helpers: `run_path`/`run_trace` run the library, `bin()` the binary, and
-//! `assert_valid_feed` checks a feed against the schema (and each finding's typed evidence).
+//! Two ways in, both in `common`: the library's one call, `rocprof_classify::run`
+//! (`run_path`, `run_trace`, and `analyze_path` for its analysis alone), and the binary (`bin()`,
+//! with `feed_of` and `stdout_of` for its JSON feed and its stdout). `assert_valid_feed` checks a
+//! feed against the schema and each finding's typed evidence.
 
 mod common;
 

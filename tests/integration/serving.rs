@@ -4,7 +4,7 @@
 //! captured on an H200 (`fixtures/kineto/h200/serving`, `make_serving_trace.py`, truth from CUDA
 //! events); the corpus' vLLM and SGLang decode traces (AMD MI300X).
 
-use crate::common::{assert_valid_feed, bin, fixture, rules, run_trace};
+use crate::common::{assert_valid_feed, fixture, rules, run_trace};
 use rocprof_classify::analysis::{AnalysisOptions, StepRow};
 use rocprof_classify::analysis::{Exclusion, MarkerSource, Phase};
 use rocprof_classify::ingest::{read_all, ReadOptions};
@@ -216,17 +216,10 @@ fn per_step_figures_of_findings_are_per_iteration() {
     assert!(f.summary.contains("(4.3 per step)"), "{}", f.summary);
 }
 
+/// The feed of `path`, warnings off (serving traces warn about what they lack).
 fn feed_of(path: &Path, args: &[&str]) -> Value {
-    let out = bin()
-        .arg(path)
-        .args(["--json", "-", "-q"])
-        .args(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert_valid_feed(&out)
+    let args: Vec<&str> = ["-q"].iter().chain(args).copied().collect();
+    crate::common::feed_of(path, &args)
 }
 
 #[test]
