@@ -658,3 +658,53 @@ fn the_not_a_trace_message_lists_each_reader_once() {
     assert_eq!(stderr.matches("a CSV header").count(), 1, "{stderr}");
     assert_eq!(stderr.matches("rocprof-v1 (").count(), 0, "{stderr}");
 }
+
+/// The dependency fixtures' truth is what their traces show: the loader's `__next__` spans take
+/// the time the capture script timed around `next(loader)` in the profiled steps, and the side
+/// stream's joins appear as Kineto's `Stream Wait Event` records, as many per step as the script
+/// issued.
+#[test]
+fn the_dependency_fixtures_agree_with_their_truth() {
+    let dir = fixture("kineto/h200_deps");
+    let truth = crate::common::read_truth(&dir.join("truth.json"));
+    let run = crate::common::run_path(&dir.join("resnet18_loader.json.gz"));
+    let names = &run.trace.names;
+    let host = &run.trace.host;
+    let mut spans: Vec<f64> = (0..host.len())
+        .filter(|&h| {
+            names
+                .get(host.name[h])
+                .starts_with("enumerate(DataLoader)#")
+        })
+        .map(|h| host.dur_ns[h] as f64 / 1e6)
+        .collect();
+    spans.sort_by(f64::total_cmp);
+    let mut timed: Vec<f64> = truth["resnet18_loader"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| (2..6).contains(&s["step"].as_u64().unwrap()))
+        .map(|s| s["loader_ms"].as_f64().unwrap())
+        .collect();
+    timed.sort_by(f64::total_cmp);
+    assert_eq!(spans.len(), timed.len(), "{spans:?} vs {timed:?}");
+    for (span, t) in spans.iter().zip(&timed) {
+        // The timer also holds the iterator's own Python around the profiled span.
+        assert!(
+            *span <= *t && *span > 0.9 * t,
+            "loader span {span} ms vs timed {t} ms"
+        );
+    }
+    // The side stream's waits: Kineto records each as a `cuda_sync` event.
+    let raw = crate::common::read_json_gz(&dir.join("side_stream_waits.json.gz"));
+    let waits = raw["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "cuda_sync" && e["name"] == "Stream Wait Event")
+        .count() as u64;
+    let per_step = truth["side_stream_waits"]["wait_stream_calls_per_step"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(waits, per_step * 4, "4 profiled steps");
+}
