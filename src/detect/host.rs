@@ -321,14 +321,7 @@ pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
             per_step: round2(per_step),
             blocked_ns,
             idle_after_ns: idle_ns,
-            by_api: by_api
-                .iter()
-                .map(|(api, (calls, ns))| ev::ApiCalls {
-                    api: api.to_string(),
-                    calls: *calls,
-                    ns: *ns,
-                })
-                .collect(),
+            by_api: api_rows(&by_api),
             device_to_host_copies: d2h,
             item_calls: items,
             hint: "remove .item()/.cpu()/print of GPU tensors and explicit synchronize() from the step; keep values on the GPU".into(),
@@ -388,14 +381,7 @@ pub fn allocator_churn(ctx: &Context) -> Vec<Finding> {
             frees,
             ns,
             pct: share,
-            by_api: by_api
-                .iter()
-                .map(|(api, (calls, ns))| ev::ApiCalls {
-                    api: api.to_string(),
-                    calls: *calls,
-                    ns: *ns,
-                })
-                .collect(),
+            by_api: api_rows(&by_api),
         }),
     )]
 }
@@ -515,6 +501,18 @@ fn steady_share(ctx: &Context) -> Option<(i64, i64)> {
         }
     }
     (total > 0).then_some((steady, total))
+}
+
+/// Calls and time per runtime API, as the evidence lists them.
+fn api_rows(by_api: &BTreeMap<&str, (u64, i64)>) -> Vec<ev::ApiCalls> {
+    by_api
+        .iter()
+        .map(|(api, (calls, ns))| ev::ApiCalls {
+            api: api.to_string(),
+            calls: *calls,
+            ns: *ns,
+        })
+        .collect()
 }
 
 #[cfg(test)]
