@@ -174,6 +174,13 @@ class Report:
         return self.feed["recommendations"]
 
     @property
+    def critical_path(self) -> Dict[str, Any]:
+        """What bounds each step (the feed's ``critical_path``): the path's time by label
+        (``gpu_compute`` by bucket, ``communication``, ``launch``, ``host``, ``data_loading``,
+        ``sync``, …), per step, and the ops and kernels on it."""
+        return self.feed["critical_path"]
+
+    @property
     def headline(self) -> str:
         """The report's one-line verdict."""
         return self._native.headline()

@@ -31,6 +31,17 @@ def test_report_properties_are_the_feed(report: rc.Report) -> None:
     assert "manual_attention" in {f["id"] for f in report.findings}
 
 
+def test_critical_path_blames_the_data_loader() -> None:
+    # A ResNet-18 loop whose DataLoader (no workers, heavy CPU transforms) takes most of the step.
+    r = rc.report("fixtures/kineto/h200_deps/resnet18_loader.json.gz")
+    path = r.critical_path
+    assert path == r.feed["critical_path"]
+    first = path["labels"][0]
+    assert first["label"] == "data_loading" and first["pct_of_path"] > 80, first
+    assert sum(s["ns"] for s in path["per_step"]) == path["ns"]
+    assert r.recommendations[0]["id"] == "env.host-pipeline"
+
+
 def test_report_renders_what_the_cli_writes(report: rc.Report) -> None:
     assert report.markdown() == cli([TRACE, "--markdown", "-", "--quiet"]).stdout.decode()
     assert report.html() == cli([TRACE, "--html", "-", "--quiet"]).stdout.decode()

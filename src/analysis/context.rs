@@ -360,6 +360,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         regions: regions.unwrap_or_default(),
         phases: phases::phase_rows(&parts.phases),
         kernel_candidates: Vec::new(),
+        critical_path: Default::default(),
         tagged_ns: tagged_ns.clone(),
         skipped_files: trace.skipped.clone(),
         parts: Parts {
@@ -396,8 +397,23 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         analysis,
     };
     add_collectives_and_counters(&mut ctx);
+    add_critical_path(&mut ctx);
     ctx.add_frames_and_candidates();
     ctx
+}
+
+/// What bounds each step: the critical path, and every item on it for merging ranks.
+fn add_critical_path(ctx: &mut Context) {
+    let inputs = (
+        &ctx.links,
+        &ctx.steps,
+        &ctx.activity_buckets[..],
+        &ctx.in_scope[..],
+    );
+    let window_ns = ctx.analysis.summary.window_ns;
+    let (path, items) = crate::analysis::path::analyze(ctx.trace, inputs, window_ns, ctx.opts);
+    ctx.analysis.critical_path = path;
+    ctx.analysis.parts.path_items = items;
 }
 
 /// The collectives and hardware-counter views, and what merging ranks needs of the context

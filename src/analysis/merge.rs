@@ -151,6 +151,21 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
             .map(|a| a.parts.op_steps.clone())
             .collect::<Vec<_>>(),
     );
+    let mut items: Vec<crate::analysis::path::PathItem> = ranks
+        .iter()
+        .flat_map(|a| a.parts.path_items.iter().cloned())
+        .collect();
+    items.sort_by(|a, b| (a.kind, &a.name, a.label).cmp(&(b.kind, &b.name, b.label)));
+    out.critical_path = crate::analysis::path::CriticalPath::from_parts(
+        ranks
+            .iter()
+            .flat_map(|a| a.critical_path.per_step.iter().cloned())
+            .collect(),
+        &items,
+        window_ns,
+        top,
+    );
+    p.path_items = items;
     out.parts = p;
     out
 }

@@ -24,6 +24,7 @@ pub(crate) mod merge;
 pub(crate) mod numbers;
 pub(crate) mod ops;
 pub(crate) mod output;
+pub(crate) mod path;
 pub(crate) mod signals;
 pub(crate) mod table;
 pub(crate) mod time;
@@ -34,6 +35,10 @@ pub use numbers::median;
 pub use ops::attribution::{MemoryShapeRow, OpRow, NO_OP};
 pub use ops::candidates::{tunableop_line, CommandKind, Unit};
 pub use output::{Analysis, Summary};
+pub use path::{
+    dependencies, CriticalPath, Dependencies, ItemKind, Label, LabelNs, LabelRow, PathItem,
+    StepPath,
+};
 pub use table::ActivityTable;
 pub use time::partition::Category;
 pub use time::phases::{Exclusion, MarkerSource, Phase};

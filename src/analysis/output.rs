@@ -126,6 +126,8 @@ pub struct Analysis {
     pub phases: Vec<phases::PhaseRow>,
     /// The kernels whose tuning could win back the most time (FEED.md `kernel_candidates[]`).
     pub kernel_candidates: Vec<candidates::Candidate>,
+    /// What bounds each step: its critical path by label (FEED.md `critical_path`).
+    pub critical_path: crate::analysis::path::CriticalPath,
     /// GPU time in scope per rule tag (what recommendations gate on; not in the feed).
     #[serde(skip)]
     pub tagged_ns: BTreeMap<crate::classify::KernelTag, i64>,
@@ -218,4 +220,6 @@ pub struct Parts {
     /// GPU time per step by op and shape (with `AnalysisOptions::op_series`: `diff`).
     #[serde(default)]
     pub op_steps: Vec<op_steps::OpStepTotals>,
+    /// Every op and kernel on the critical path with its time (`critical_path.top` uncapped).
+    pub path_items: Vec<crate::analysis::path::PathItem>,
 }

@@ -70,7 +70,11 @@ pub fn samples(a: &Analysis) -> Samples {
             let part = |cats: &[Category]| -> f64 {
                 cats.iter().map(|&c| a.partition_ns(c)).sum::<i64>() as f64
             };
-            let host = part(&[Category::LaunchOverhead, Category::HostIdle]);
+            let host = part(&[
+                Category::LaunchOverhead,
+                Category::DataLoading,
+                Category::HostIdle,
+            ]);
             let other = part(&[Category::IdleUnattributed, Category::GraphGaps]);
             let window = a.summary.window_ns as f64;
             out.numbers.push(crate::analysis::ops::op_steps::WINDOW);
@@ -96,7 +100,9 @@ pub fn samples(a: &Analysis) -> Samples {
             for p in &r.time_partition {
                 let v = p.ns as f64 * scale;
                 match p.category {
-                    Category::LaunchOverhead | Category::HostIdle => host += v,
+                    Category::LaunchOverhead | Category::DataLoading | Category::HostIdle => {
+                        host += v
+                    }
                     Category::IdleUnattributed | Category::GraphGaps => other += v,
                     _ => gpu += v,
                 }

@@ -4,7 +4,7 @@
 use super::evidence as ev;
 use super::{ms, pct, round2, step_count, Detail, Finding, Severity};
 use crate::analysis::time::links::{is_allocator_call, is_free_call, is_sync_call};
-use crate::analysis::time::partition::{HOST_IDLE, LAUNCH_OVERHEAD};
+use crate::analysis::time::partition::{DATA_LOADING, HOST_IDLE, LAUNCH_OVERHEAD};
 use crate::analysis::Context;
 use crate::model::{ActivityKind, HostKind};
 use std::collections::BTreeMap;
@@ -20,7 +20,7 @@ const SMALL_KERNEL_NS: i64 = 10_000;
 
 pub fn launch_bound(ctx: &Context) -> Vec<Finding> {
     let launch = ctx.partition.0[LAUNCH_OVERHEAD].round() as i64;
-    let idle = ctx.partition.0[HOST_IDLE].round() as i64;
+    let idle = (ctx.partition.0[HOST_IDLE] + ctx.partition.0[DATA_LOADING]).round() as i64;
     let share = pct(launch, ctx.window_ns());
     if share < LAUNCH_BOUND_PCT || launch < idle {
         return vec![];
@@ -66,8 +66,9 @@ pub fn launch_bound(ctx: &Context) -> Vec<Finding> {
 pub fn host_bound(ctx: &Context) -> Vec<Finding> {
     let launch = ctx.partition.0[LAUNCH_OVERHEAD].round() as i64;
     // Time blocked in syncs or compiling has its own findings (sync_stalls, compile_in_window):
-    // host-bound is the host being elsewhere.
-    let idle = ctx.partition.host_outside().round() as i64;
+    // host-bound is the host being elsewhere: loading data, or outside any profiled op.
+    let loading = ctx.partition.0[DATA_LOADING].round() as i64;
+    let idle = ctx.partition.host_outside().round() as i64 + loading;
     let blocked = ctx.partition.1.round() as i64;
     let share = pct(idle, ctx.window_ns());
     if share < HOST_BOUND_PCT || idle <= launch {
@@ -78,15 +79,23 @@ pub fn host_bound(ctx: &Context) -> Vec<Finding> {
     } else {
         Severity::Medium
     };
+    let loading_pct = pct(loading, ctx.window_ns());
+    let why = if loading * 2 >= idle {
+        format!("the host is in the DataLoader's __next__ for {loading_pct:.1}% of the window (it loads each batch while the GPU waits)")
+    } else if loading > 0 {
+        format!("the host is outside any profiled op (Python work, sleeping), or in the DataLoader ({loading_pct:.1}% of the window)")
+    } else {
+        "the host is outside any profiled op (data loading, Python work, sleeping)".to_string()
+    };
     vec![Finding::new(
         severity,
-        format!(
-            "host-bound: the GPU idles for {share:.1}% of the window while the host is outside any profiled op (data loading, Python work, sleeping)"
-        ),
+        format!("host-bound: the GPU idles for {share:.1}% of the window while {why}"),
         idle,
         Detail::HostBound(ev::HostBound {
             host_idle_ns: idle,
             host_idle_pct: share,
+            data_loading_ns: loading,
+            data_loading_pct: loading_pct,
             blocked_in_sync_or_compile_ns: blocked,
             gpu_busy_pct: pct(ctx.analysis.summary.gpu_busy_ns, ctx.window_ns()),
             per_step_ns: round2(idle as f64 / step_count(ctx)),
@@ -164,14 +173,18 @@ impl StallWindows {
 }
 
 /// The GPU idle a blocking call leaves behind: from its return to the start of the first GPU
-/// activity launched after it (0 when none follows), less the time other work ran meanwhile.
-/// The host's wait inside the call is not the cost: the GPU was busy with what it waited for.
+/// activity launched after it (0 when none follows), less the time other work ran meanwhile
+/// and the time the host spent loading the next batch (the GPU would idle then without the
+/// sync too: that idle is data loading's). The host's wait inside the call is not the cost:
+/// the GPU was busy with what it waited for.
 struct IdleAfter {
     /// Per input: (launch time, start) of each activity, by launch time, with the earliest
     /// start of every later launch.
     launches: Vec<Vec<(i64, i64)>>,
     /// Per input: the union of GPU activity, sorted.
     busy: Vec<Busy>,
+    /// Per input: the DataLoader's `__next__` spans, merged.
+    loading: Vec<Vec<(i64, i64)>>,
 }
 
 impl IdleAfter {
@@ -203,7 +216,25 @@ impl IdleAfter {
             }
         }
         let busy = spans.into_iter().map(Busy::of).collect();
-        IdleAfter { launches, busy }
+        let host = &trace.host;
+        let loads = trace
+            .names
+            .per_name(crate::analysis::time::names::is_data_loading);
+        let mut loading: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        for h in 0..host.len() {
+            if host.kind[h] == HostKind::Annotation && loads[host.name[h].index()] {
+                loading[host.input[h] as usize].push((host.ts_ns[h], host.end_ns(h)));
+            }
+        }
+        let loading = loading
+            .into_iter()
+            .map(|l| crate::analysis::time::partition::merge(l, 0))
+            .collect();
+        IdleAfter {
+            launches,
+            busy,
+            loading,
+        }
     }
 
     fn of(&self, input: u32, returned: i64) -> i64 {
@@ -215,7 +246,14 @@ impl IdleAfter {
         if next <= returned {
             return 0;
         }
-        busy.idle_within(returned, next)
+        let loads = &self.loading[input as usize];
+        let first = loads.partition_point(|l| l.1 <= returned);
+        let loading: i64 = loads[first..]
+            .iter()
+            .take_while(|l| l.0 < next)
+            .map(|l| busy.idle_within(l.0.max(returned), l.1.min(next)))
+            .sum();
+        busy.idle_within(returned, next) - loading
     }
 }
 

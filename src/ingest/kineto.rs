@@ -37,8 +37,8 @@ use crate::error::IngestError;
 use crate::model::comms::CommArgs;
 use crate::model::inductor::InductorArgs;
 use crate::model::{
-    Activity, ActivityKind, Device, Format, GpuActivities, HostEvent, HostEvents, HostKind,
-    InputMeta, Interner, MemoryEvents, NameId, Trace, Vendor,
+    Activity, ActivityKind, Device, Format, GpuActivities, GpuSync, GpuSyncs, HostEvent,
+    HostEvents, HostKind, InputMeta, Interner, MemoryEvents, NameId, SyncKind, Trace, Vendor,
 };
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Deserialize;
@@ -279,6 +279,12 @@ struct RawArgs<'a> {
     kernel_num_gb: Option<&'a RawValue>,
     #[serde(borrow, default)]
     kernel_flop: Option<&'a RawValue>,
+    /// A `cuda_sync` stream wait's other stream (-1 in torch 2.11: not recorded).
+    #[serde(borrow, default)]
+    wait_on_stream: Option<&'a RawValue>,
+    /// A `cuda_sync` stream wait's `cudaEventRecord` correlation (-1: not recorded).
+    #[serde(borrow, default)]
+    wait_on_cuda_event_record_corr_id: Option<&'a RawValue>,
 }
 
 impl RawArgs<'_> {
@@ -340,6 +346,8 @@ enum Parsed<'a> {
     Host(HostRow<'a>),
     /// A `[memory]` instant event of a GPU: (device, ts, allocated, reserved, rank).
     Memory(u32, i64, i64, i64, Option<u32>),
+    /// A `cuda_sync` record, and the rank it names.
+    Sync(GpuSync, Option<u32>),
     /// Not an event we keep (flows, metadata, python functions, …).
     Skip,
     /// An event we would keep but cannot read; `at` is its offset inside the batch buffer.
@@ -394,6 +402,8 @@ enum Id<'a> {
 enum Category {
     Gpu(ActivityKind),
     Host(HostKind),
+    /// A `cuda_sync` record (stream waits and host synchronizes, as the GPU saw them).
+    Sync,
     Skip,
 }
 
@@ -416,6 +426,8 @@ fn category(cat: &str) -> Category {
         Category::Host(HostKind::Annotation)
     } else if is("python_function") {
         Category::Host(HostKind::Python)
+    } else if is("cuda_sync") {
+        Category::Sync
     } else {
         Category::Skip
     }
@@ -496,6 +508,7 @@ fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
     }
     let cat = match ev.cat.as_ref().map(|t| category(&t.0)) {
         Some(c @ (Category::Gpu(_) | Category::Host(_))) => c,
+        Some(Category::Sync) => return sync_event(&ev),
         _ => return Parsed::Skip,
     };
     let is_old_operator = ev
@@ -589,8 +602,40 @@ fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
             comm: args.comm(),
             inductor: args.inductor(),
         }),
-        Category::Skip => Parsed::Skip,
+        Category::Skip | Category::Sync => Parsed::Skip,
     }
+}
+
+/// A `cuda_sync` record; one without a kind we know, a stream or a correlation is skipped (it
+/// only refines what the runtime calls say).
+fn sync_event<'a>(ev: &RawEvent<'a>) -> Parsed<'a> {
+    let Some(args) = ev.args.as_ref() else {
+        return Parsed::Skip;
+    };
+    let num = |r: Option<&RawValue>| r.and_then(|r| to_u64(r.get()));
+    let Some(kind) = ev.name.as_ref().and_then(|n| SyncKind::of_name(&n.0)) else {
+        return Parsed::Skip;
+    };
+    let (Some(stream), Some(correlation)) = (num(args.stream), num(args.correlation)) else {
+        return Parsed::Skip;
+    };
+    // torch 2.11 writes -1 where it did not record the other side.
+    let known = |r: Option<&RawValue>| {
+        r.filter(|r| !r.get().trim().trim_matches('"').starts_with('-'))
+            .and_then(|r| to_u64(r.get()))
+    };
+    Parsed::Sync(
+        GpuSync {
+            kind,
+            input: 0,
+            device: num(args.device).unwrap_or(0) as u32,
+            stream: stream as u32,
+            wait_on_stream: known(args.wait_on_stream).map(|s| s as u32),
+            correlation,
+            record_correlation: known(args.wait_on_cuda_event_record_corr_id).unwrap_or(0),
+        },
+        num(args.rank).map(|r| r as u32),
+    )
 }
 
 /// A `[memory]` event of a GPU allocation or free; host memory (`Device Type` 0) and events
@@ -680,7 +725,7 @@ pub fn parse_batch_for_bench(buf: &[u8], ranges: &[(usize, usize)]) -> [usize; 3
     for range in ranges {
         let i = match std::hint::black_box(one(range)) {
             Parsed::Gpu(_) => 0,
-            Parsed::Host(_) | Parsed::Memory(..) => 1,
+            Parsed::Host(_) | Parsed::Memory(..) | Parsed::Sync(..) => 1,
             Parsed::Skip | Parsed::Bad { .. } => 2,
         };
         counts[i] += 1;
@@ -724,6 +769,7 @@ struct Chunk {
     activities: GpuActivities,
     host: HostEvents,
     memory: MemoryEvents,
+    syncs: GpuSyncs,
     /// The rank of each of the chunk's inputs, in order of appearance (`None`: the file's own).
     ranks: Vec<Option<u32>>,
     /// Devices used, per chunk input.
@@ -785,6 +831,10 @@ impl Chunk {
             Parsed::Memory(device, ts_ns, allocated, reserved, rank) => {
                 let input = self.input_for(rank);
                 self.memory.push(input, device, ts_ns, allocated, reserved);
+            }
+            Parsed::Sync(sync, rank) => {
+                let input = self.input_for(rank);
+                self.syncs.push(GpuSync { input, ..sync });
             }
             Parsed::Gpu(g) => {
                 let input = self.input_for(g.rank);
@@ -972,6 +1022,7 @@ impl<'t> KinetoSink<'t> {
         self.trace.activities.extend_from(c.activities, name, input);
         self.trace.host.extend_from(host, name, input);
         self.trace.memory.extend_from(c.memory, input);
+        self.trace.syncs.extend_from(c.syncs, input);
         for (i, devices) in c.devices_used {
             self.devices_used
                 .entry(input(i))

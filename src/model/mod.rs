@@ -13,6 +13,7 @@ mod host;
 pub(crate) mod inductor;
 pub(crate) mod intern;
 pub(crate) mod ops;
+mod syncs;
 pub(crate) mod units;
 
 pub use activities::{Activity, ActivityKind, GpuActivities};
@@ -22,6 +23,7 @@ pub use counters::{DeviceSpec, DispatchCounters, KernelResources, PeakSource, Pi
 pub use host::{HostEvent, HostEvents, HostKind, MemoryEvents, OpArgs};
 pub use intern::{Interner, NameId};
 use serde::{Deserialize, Serialize};
+pub use syncs::{GpuSync, GpuSyncs, SyncKind};
 
 /// The name serde gives a unit variant of an enum (its `rename`/`rename_all` applied): the one
 /// spelling of the enum's values in the feed, the reports and the rule files.
@@ -248,6 +250,8 @@ pub struct Trace {
     pub counters: Vec<DispatchCounters>,
     /// The allocator's state over time (Kineto with `profile_memory=True`; empty otherwise).
     pub memory: MemoryEvents,
+    /// Kineto's `cuda_sync` records (stream waits, host synchronizes; empty without them).
+    pub syncs: GpuSyncs,
     /// Files of input directories that are not traces, left out of `inputs`.
     pub skipped: Vec<SkippedFile>,
 }
@@ -269,6 +273,7 @@ impl Trace {
             .extend_from(other.activities, name, |i| i + offset);
         self.host.extend_from(other.host, name, |i| i + offset);
         self.memory.extend_from(other.memory, |i| i + offset);
+        self.syncs.extend_from(other.syncs, |i| i + offset);
         for c in other.counters {
             self.counters.push(DispatchCounters {
                 input: c.input + offset,
@@ -301,6 +306,11 @@ impl Trace {
             if let Some(input) = map(r.input) {
                 r.input = input;
                 out.host.push(r);
+            }
+        }
+        for s in &self.syncs.rows {
+            if let Some(input) = map(s.input) {
+                out.syncs.push(GpuSync { input, ..*s });
             }
         }
         for c in &self.counters {

@@ -64,6 +64,8 @@ pub struct RankView {
     pub buckets: Vec<BucketRow>,
     /// Its window's time by category.
     pub time_partition: Vec<PartitionRow>,
+    /// What bounds its steps.
+    pub critical_path: crate::analysis::CriticalPath,
     /// Its own findings.
     pub findings: Vec<Finding>,
 }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 /// What every partial says it is.
 pub const PARTIAL_FORMAT: &str = "rocprof-classify-partial";
 /// Bumped on any change of a field or of what a number means.
-pub const PARTIAL_VERSION: u32 = 3;
+pub const PARTIAL_VERSION: u32 = 4;
 
 /// The options a rank was analyzed with: partials merge only with the same.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -356,6 +356,7 @@ pub(crate) fn merge_in_rank_order(
                 summary: p.analysis.summary.clone(),
                 buckets: p.analysis.buckets.clone(),
                 time_partition: p.analysis.time_partition.clone(),
+                critical_path: p.analysis.critical_path.clone(),
                 findings: p.findings.clone(),
             })
         })

@@ -12,7 +12,7 @@ use crate::recommend::{LadderRow, Recommendation};
 use serde::Serialize;
 
 /// The feed's `schema_version`.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct Tool {
@@ -29,6 +29,8 @@ struct Feed<'a> {
     buckets: &'a [BucketRow],
     time_partition: &'a [PartitionRow],
     top_kernels: &'a [KernelRow],
+    /// What bounds each step: its critical path by label (schema 2).
+    critical_path: &'a crate::analysis::CriticalPath,
     compile: &'a CompileSummary,
     findings: &'a [Finding],
     recommendations: &'a [Recommendation],
@@ -78,6 +80,7 @@ pub fn render(run: &Run) -> Vec<u8> {
         buckets: &a.buckets,
         time_partition: &a.time_partition,
         top_kernels: &a.top_kernels,
+        critical_path: &a.critical_path,
         compile: &a.compile,
         findings: &run.findings,
         recommendations: &run.plan.recommendations,

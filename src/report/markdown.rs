@@ -37,6 +37,9 @@ pub fn render(run: &Run) -> String {
     if !memory.is_empty() {
         let _ = writeln!(out, "\nGPU memory: {}", cell(&memory.join("; ")));
     }
+    if let Some(line) = crate::report::sections::path_line(run) {
+        let _ = writeln!(out, "\nCritical path: {}", cell(&line));
+    }
     if let Some(line) = crate::report::sections::mfu_line(run) {
         let _ = writeln!(out, "\nMFU: {}", cell(&line));
     }

@@ -458,6 +458,46 @@ pub const REGION_HEADER: [&str; 8] = [
     "idle in span",
 ];
 
+/// `each step is bound by data_loading (89.7% of its critical path), then host (5.8%);
+/// on it most: enumerate(DataLoader)#…__next__ 606.02 ms`; none without a path.
+pub fn path_line(run: &Run) -> Option<String> {
+    let p = &run.analysis.critical_path;
+    let (first, share) = p.bound_by()?;
+    let name = |l: crate::analysis::Label| {
+        if l != crate::analysis::Label::GpuCompute {
+            return l.to_string();
+        }
+        // gpu_compute names its largest bucket.
+        let bucket = p
+            .labels
+            .iter()
+            .filter(|r| r.label == l)
+            .max_by_key(|r| r.ns)
+            .and_then(|r| r.bucket);
+        match bucket {
+            Some(b) => format!("gpu_compute, mostly {}", b.as_str()),
+            None => l.to_string(),
+        }
+    };
+    let mut line = format!(
+        "each step is bound by {} ({share:.1}% of its critical path)",
+        name(first)
+    );
+    let second = crate::analysis::Label::ALL
+        .into_iter()
+        .filter(|&l| l != first)
+        .map(|l| (l, p.ns_of(l)))
+        .filter(|&(_, ns)| ns > 0)
+        .max_by_key(|&(l, ns)| (ns, std::cmp::Reverse(l)));
+    if let Some((l, _)) = second {
+        line.push_str(&format!(", then {} ({:.1}%)", name(l), p.pct_of(l)));
+    }
+    if let Some(top) = p.top.first() {
+        line.push_str(&format!("; on it most: {} {}", top.name, fmt_ns(top.ns)));
+    }
+    Some(line)
+}
+
 /// `7.3% of the bf16 dense peak (1.78 TFLOP per step at 989.4 TFLOP/s); HFU 9.0% with 0.39
 /// TFLOP recomputed`, with a lower-bound note; none without counted FLOPs.
 pub fn mfu_line(run: &Run) -> Option<String> {

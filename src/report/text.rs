@@ -106,6 +106,9 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
     for line in crate::report::sections::memory_lines(run).iter().take(8) {
         let _ = writeln!(out, "memory   {line}");
     }
+    if let Some(line) = crate::report::sections::path_line(run) {
+        let _ = writeln!(out, "bound    {line}");
+    }
     if let Some(line) = crate::report::sections::mfu_line(run) {
         let _ = writeln!(out, "mfu      {line}");
     }
@@ -483,6 +486,12 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
             .iter()
             .any(|p| p.category == Category::GraphGaps && p.ns > 0)
     });
+    // Data loading too, only where the host loads batches in the step.
+    let loading = rows.iter().any(|r| {
+        r.time_partition
+            .iter()
+            .any(|p| p.category == Category::DataLoading && p.ns > 0)
+    });
     let mut t = new_table(opts);
     let mut header = vec![
         "step",
@@ -494,6 +503,9 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
     ];
     if graph_gaps {
         header.insert(5, "graph gaps %");
+    }
+    if loading {
+        header.insert(4, "data loading %");
     }
     if multi_rank {
         header.insert(0, "rank");
@@ -542,6 +554,9 @@ fn render_steps(out: &mut String, a: &Analysis, opts: &TableOptions) {
         ];
         if graph_gaps {
             row.insert(5, num(format!("{:.1}", get(Category::GraphGaps))));
+        }
+        if loading {
+            row.insert(4, num(format!("{:.1}", get(Category::DataLoading))));
         }
         if multi_rank {
             row.insert(
@@ -625,6 +640,7 @@ fn bucket_color(b: &str) -> Color {
         "communication" => Color::Green,
         "memory" => Color::DarkYellow,
         "launch_overhead" => Color::Red,
+        "data_loading" => Color::DarkYellow,
         "host_idle" => Color::DarkRed,
         "graph_gaps" => Color::DarkMagenta,
         _ => Color::Grey,

@@ -129,7 +129,59 @@ pub fn assert_valid_feed(feed: &[u8]) -> serde_json::Value {
         errors.join("\n")
     );
     assert_evidence_typed(&value);
+    assert_path_adds_up(&value);
     value
+}
+
+/// The critical path's invariants, for the job and each rank: each step's labels add up to its
+/// path, which is its step's time; the path adds up to its steps and stays within the window.
+pub fn assert_path_adds_up(feed: &serde_json::Value) {
+    let views = std::iter::once(feed).chain(feed["ranks"].as_array().into_iter().flatten());
+    for view in views {
+        let Some(path) = view.get("critical_path") else {
+            continue;
+        };
+        let ns = |v: &serde_json::Value| v["ns"].as_i64().unwrap();
+        let steps = path["per_step"].as_array().unwrap();
+        let labels: i64 = path["labels"].as_array().unwrap().iter().map(ns).sum();
+        assert_eq!(labels, ns(path), "the labels add up to the path");
+        assert_eq!(
+            steps.iter().map(ns).sum::<i64>(),
+            ns(path),
+            "the steps add up to the path"
+        );
+        let window = view["summary"]["window_ns"].as_i64().unwrap();
+        assert!(
+            ns(path) <= window,
+            "path {} over the window {window}",
+            ns(path)
+        );
+        let breakdown = feed["step_breakdown"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for step in steps {
+            let sum: i64 = step["labels"].as_array().unwrap().iter().map(ns).sum();
+            assert_eq!(sum, ns(step), "a step's labels add up to its path: {step}");
+            // Its step's time, where one row and one path have its rank and step.
+            let rank = step.get("rank").cloned().unwrap_or(serde_json::Value::Null);
+            let rows: Vec<_> = breakdown
+                .iter()
+                .filter(|r| r["step"] == step["step"] && r["rank"] == rank)
+                .collect();
+            let twins = steps
+                .iter()
+                .filter(|t| t["step"] == step["step"] && t.get("rank") == step.get("rank"))
+                .count();
+            if let ([row], Some(_), 1) = (rows.as_slice(), step.get("step"), twins) {
+                assert_eq!(
+                    ns(step),
+                    row["dur_ns"].as_i64().unwrap(),
+                    "step {step} vs {row}"
+                );
+            }
+        }
+    }
 }
 
 /// Each finding of a feed reads back as its id's evidence type and writes the same JSON again,

@@ -8,6 +8,7 @@
 //! | reading inputs, by format | `rocprof`, `amd`, `compile_logs`, `corpus` (every corpus trace) |
 //! | bad and hostile input | `bad_input`, `bad_input_matrix`, `fuzz_regressions` |
 //! | the numbers: steps, partition, attribution | `diagnosis`, `invariants`, `trust`, `peers`, `h100`, `zoo` |
+//! | what bounds each step: the critical path, the dependency model | `critical_path` |
 //! | one analysis area | `efficiency`, `mfu`, `bandwidth`, `memory`, `regions`, `serving`, `graphs`, `collectives`, `ranks` |
 //! | findings and recommendations | `diagnosis`, `recommend`, `advice` |
 //! | several ranks and partials | `partials`, `ranks`, `collectives` |
@@ -32,6 +33,7 @@ mod cli;
 mod collectives;
 mod compile_logs;
 mod corpus;
+mod critical_path;
 mod diagnosis;
 mod diff;
 mod docs;

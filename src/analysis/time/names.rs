@@ -8,6 +8,11 @@ pub fn step_number(name: &str) -> Option<u64> {
 }
 
 /// Annotations PyTorch writes itself: phases, not the user's.
+/// Is this annotation the DataLoader's fetch of a batch (`enumerate(DataLoader)#…__next__`)?
+pub(crate) fn is_data_loading(name: &str) -> bool {
+    name.starts_with("enumerate(DataLoader)#") && name.contains("__next__")
+}
+
 pub(crate) fn is_pytorch_phase(name: &str) -> bool {
     const PREFIXES: &[&str] = &[
         "Optimizer.",

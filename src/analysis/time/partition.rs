@@ -1,9 +1,10 @@
 //! The time partition (FEED.md "Time partition"): every nanosecond of a device's window goes to
 //! one category. Busy time is split among the activities running at that instant (equal shares,
-//! so overlaps never double count); idle time goes to `launch_overhead` when the host was
-//! dispatching, to `host_idle` when it was outside any profiled event for longer than the dispatch
-//! threshold or blocked in a synchronize, a device free (it synchronizes) or compiling, and to `idle_unattributed` when the input
-//! has no host events. Idle time between the activities of one CUDA/HIP graph replay is
+//! so overlaps never double count); idle time goes to `data_loading` when the host was inside
+//! the DataLoader's `__next__`, else to `launch_overhead` when it was dispatching, to
+//! `host_idle` when it was outside any profiled event for longer than the dispatch threshold or
+//! blocked in a synchronize, a device free (it synchronizes) or compiling, and to
+//! `idle_unattributed` when the input has no host events. Idle time between the activities of one CUDA/HIP graph replay is
 //! `graph_gaps`: the graph is executing, the host is not in the way, and nothing ran.
 
 use crate::analysis::time::links::{is_compile_event, is_free_call, is_sync_call};
@@ -33,8 +34,12 @@ pub enum Category {
     /// GPU idle while the host dispatches work: inside a cpu_op or runtime call, or in a gap
     /// between host events shorter than the dispatch threshold.
     LaunchOverhead,
+    /// GPU idle while the host fetches the next batch: inside the DataLoader's `__next__`
+    /// (`enumerate(DataLoader)#…__next__`), whatever it runs there.
+    DataLoading,
     /// GPU idle while the host is outside any profiled event for longer than the dispatch
-    /// threshold (data loading, Python work), or blocked in a synchronize call.
+    /// threshold (Python work, a loader the profiler does not see), or blocked in a
+    /// synchronize call.
     HostIdle,
     /// GPU idle in an input without host events: the cause cannot be told.
     IdleUnattributed,
@@ -44,7 +49,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in the feed's fixed order.
-    pub const ALL: [Category; 11] = [
+    pub const ALL: [Category; 12] = [
         Category::Gemm,
         Category::Attention,
         Category::Conv,
@@ -53,6 +58,7 @@ impl Category {
         Category::Memory,
         Category::Other,
         Category::LaunchOverhead,
+        Category::DataLoading,
         Category::HostIdle,
         Category::IdleUnattributed,
         Category::GraphGaps,
@@ -78,15 +84,19 @@ impl Category {
         matches!(
             self,
             Category::LaunchOverhead
+                | Category::DataLoading
                 | Category::HostIdle
                 | Category::IdleUnattributed
                 | Category::GraphGaps
         )
     }
 
-    /// Idle time the host causes (launch overhead, host idle).
+    /// Idle time the host causes (launch overhead, data loading, host idle).
     pub fn is_host_caused(self) -> bool {
-        matches!(self, Category::LaunchOverhead | Category::HostIdle)
+        matches!(
+            self,
+            Category::LaunchOverhead | Category::DataLoading | Category::HostIdle
+        )
     }
 }
 
@@ -97,6 +107,7 @@ impl std::fmt::Display for Category {
 }
 
 pub const LAUNCH_OVERHEAD: usize = Category::LaunchOverhead as usize;
+pub const DATA_LOADING: usize = Category::DataLoading as usize;
 pub const HOST_IDLE: usize = Category::HostIdle as usize;
 pub const IDLE_UNATTRIBUTED: usize = Category::IdleUnattributed as usize;
 pub const GRAPH_GAPS: usize = Category::GraphGaps as usize;
@@ -110,7 +121,7 @@ pub fn bucket_index(b: Bucket) -> usize {
 /// much of `host_idle` the host spent blocked (synchronizing or compiling) rather than outside
 /// any profiled event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Partition(pub [f64; 11], pub f64);
+pub struct Partition(pub [f64; 12], pub f64);
 
 impl Partition {
     pub fn add(&mut self, other: &Partition) {
@@ -128,16 +139,19 @@ impl Partition {
     }
     /// Idle time attributed to the host (graph gaps are not: the host is not in their way).
     pub fn idle(&self) -> f64 {
-        self.0[LAUNCH_OVERHEAD] + self.0[HOST_IDLE] + self.0[IDLE_UNATTRIBUTED]
+        self.0[LAUNCH_OVERHEAD]
+            + self.0[DATA_LOADING]
+            + self.0[HOST_IDLE]
+            + self.0[IDLE_UNATTRIBUTED]
     }
     pub fn busy(&self) -> f64 {
         self.0[..7].iter().sum()
     }
     /// Integer nanoseconds that add up exactly to `total` (largest remainder rounding), so the
     /// rows of the feed sum to the window.
-    pub fn rounded(&self, total: i64) -> [i64; 11] {
-        let mut out = [0i64; 11];
-        let mut rem: Vec<(f64, usize)> = Vec::with_capacity(11);
+    pub fn rounded(&self, total: i64) -> [i64; 12] {
+        let mut out = [0i64; 12];
+        let mut rem: Vec<(f64, usize)> = Vec::with_capacity(12);
         for (i, &v) in self.0.iter().enumerate() {
             out[i] = v.floor() as i64;
             rem.push((v - v.floor(), i));
@@ -149,7 +163,7 @@ impl Partition {
         for &(_, i) in rem
             .iter()
             .filter(|r| r.0 > 0.0)
-            .take(missing.clamp(0, 11) as usize)
+            .take(missing.clamp(0, 12) as usize)
         {
             out[i] += 1;
             missing -= 1;
@@ -187,10 +201,12 @@ pub fn rows(p: &Partition, window_ns: i64) -> Vec<PartitionRow> {
 enum HostState {
     Dispatch,
     Blocked,
+    Loading,
 }
 
 /// What one input's host was doing over time: dispatching (inside cpu_ops and runtime calls, or
-/// in gaps shorter than the threshold between them) or blocked (synchronizing, compiling).
+/// in gaps shorter than the threshold between them), blocked (synchronizing, compiling) or
+/// loading data (inside the DataLoader's `__next__`).
 pub struct HostTimeline {
     segments: Vec<(i64, i64, HostState)>,
     has_host: bool,
@@ -222,7 +238,11 @@ impl HostTimeline {
         let n = trace.inputs.len();
         let mut dispatch: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
         let mut blocked: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        let mut loading: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
         let host = &trace.host;
+        let loads = trace
+            .names
+            .per_name(crate::analysis::time::names::is_data_loading);
         // Decided once per distinct name: millions of events, few names.
         let blocks = trace
             .names
@@ -235,6 +255,10 @@ impl HostTimeline {
         for i in 0..host.len() {
             // Dispatch is "inside a cpu_op or runtime call" (FEED.md): ranges and Python frames are not.
             if matches!(host.kind[i], HostKind::Annotation | HostKind::Python) {
+                if host.kind[i] == HostKind::Annotation && loads[host.name[i].index()] {
+                    loading[host.input[i] as usize]
+                        .push((host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i])));
+                }
                 continue;
             }
             let iv = (host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i]));
@@ -258,10 +282,11 @@ impl HostTimeline {
         dispatch
             .into_par_iter()
             .zip(blocked)
-            .map(|(d, b)| {
-                let has_host = !d.is_empty() || !b.is_empty();
+            .zip(loading)
+            .map(|((d, b), l)| {
+                let has_host = !d.is_empty() || !b.is_empty() || !l.is_empty();
                 HostTimeline {
-                    segments: combine(&merge(d, dispatch_threshold_ns), &merge(b, 0)),
+                    segments: combine(&merge(d, dispatch_threshold_ns), &merge(b, 0), &merge(l, 0)),
                     has_host,
                 }
             })
@@ -274,7 +299,7 @@ impl HostTimeline {
             out.0[IDLE_UNATTRIBUTED] += (e - s) as f64;
             return;
         }
-        let (mut dispatch, mut blocked) = (0i64, 0i64);
+        let (mut dispatch, mut blocked, mut loading) = (0i64, 0i64, 0i64);
         let mut k = self.segments.partition_point(|seg| seg.1 <= s);
         while k < self.segments.len() && self.segments[k].0 < e {
             let (a, b, state) = self.segments[k];
@@ -283,26 +308,33 @@ impl HostTimeline {
                 match state {
                     HostState::Dispatch => dispatch += overlap,
                     HostState::Blocked => blocked += overlap,
+                    HostState::Loading => loading += overlap,
                 }
             }
             k += 1;
         }
         out.0[LAUNCH_OVERHEAD] += dispatch as f64;
-        out.0[HOST_IDLE] += (e - s - dispatch) as f64;
+        out.0[DATA_LOADING] += loading as f64;
+        out.0[HOST_IDLE] += (e - s - dispatch - loading) as f64;
         out.1 += blocked as f64;
     }
 }
 
-/// Non-overlapping segments, blocked overriding dispatch.
-fn combine(dispatch: &[(i64, i64)], blocked: &[(i64, i64)]) -> Vec<(i64, i64, HostState)> {
+/// Non-overlapping segments, loading overriding blocked overriding dispatch.
+fn combine(
+    dispatch: &[(i64, i64)],
+    blocked: &[(i64, i64)],
+    loading: &[(i64, i64)],
+) -> Vec<(i64, i64, HostState)> {
     let mut points: Vec<i64> = dispatch
         .iter()
         .chain(blocked)
+        .chain(loading)
         .flat_map(|&(s, e)| [s, e])
         .collect();
     points.sort_unstable();
     points.dedup();
-    let (mut i, mut j) = (0, 0);
+    let (mut i, mut j, mut k) = (0, 0, 0);
     let mut out: Vec<(i64, i64, HostState)> = Vec::new();
     for w in points.windows(2) {
         let (s, e) = (w[0], w[1]);
@@ -312,9 +344,14 @@ fn combine(dispatch: &[(i64, i64)], blocked: &[(i64, i64)]) -> Vec<(i64, i64, Ho
         while j < blocked.len() && blocked[j].1 <= s {
             j += 1;
         }
+        while k < loading.len() && loading[k].1 <= s {
+            k += 1;
+        }
         let in_blocked = j < blocked.len() && blocked[j].0 <= s;
         let in_dispatch = i < dispatch.len() && dispatch[i].0 <= s;
-        let state = if in_blocked {
+        let state = if k < loading.len() && loading[k].0 <= s {
+            HostState::Loading
+        } else if in_blocked {
             HostState::Blocked
         } else if in_dispatch {
             HostState::Dispatch
@@ -450,7 +487,7 @@ mod tests {
 
     fn timeline(dispatch: Vec<(i64, i64)>, blocked: Vec<(i64, i64)>, bridge: i64) -> HostTimeline {
         HostTimeline {
-            segments: combine(&merge(dispatch, bridge), &merge(blocked, 0)),
+            segments: combine(&merge(dispatch, bridge), &merge(blocked, 0), &[]),
             has_host: true,
         }
     }
@@ -520,7 +557,9 @@ mod tests {
     #[test]
     fn rounding_keeps_the_total() {
         let p = Partition(
-            [33.4, 33.3, 33.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            [
+                33.4, 33.3, 33.3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            ],
             0.0,
         );
         assert_eq!(p.rounded(100).iter().sum::<i64>(), 100);

@@ -21,6 +21,9 @@ impl Shape for LaunchBound {}
 pub struct HostBound {
     pub host_idle_ns: i64,
     pub host_idle_pct: f64,
+    /// GPU idle while the host was in the DataLoader's `__next__` (part of `host_idle_ns`).
+    pub data_loading_ns: i64,
+    pub data_loading_pct: f64,
     pub blocked_in_sync_or_compile_ns: i64,
     pub gpu_busy_pct: f64,
     pub per_step_ns: f64,

@@ -120,6 +120,7 @@ pub fn category_color(category: &str) -> RGBColor {
         "memory" => RGBColor(188, 189, 34),
         "other" => RGBColor(127, 127, 127),
         "launch_overhead" => RGBColor(214, 39, 40),
+        "data_loading" => RGBColor(255, 187, 120),
         "host_idle" => RGBColor(140, 86, 75),
         "graph_gaps" => RGBColor(227, 119, 194),
         _ => RGBColor(199, 199, 199),

@@ -2,6 +2,7 @@
 //! script for sorting tables; no network fetches), readable on a laptop and in print.
 
 pub(crate) mod charts;
+mod path;
 
 use crate::analysis::Analysis;
 use crate::classify::devices::DevicePeaks;
@@ -84,6 +85,7 @@ pub fn render(run: &Run) -> String {
     // Partition, per step.
     render_partition(&mut b, &sections);
     render_memory(&mut b, run);
+    path::render_path(&mut b, run);
     render_mfu(&mut b, run);
     render_regions(&mut b, run);
     render_compile(&mut b, a);

@@ -1,0 +1,419 @@
+//! What bounds each step: the dependency model of a rank's step (`model`) and its critical
+//! path (`walk`), each nanosecond of it labeled by its cause (FEED.md `critical_path`).
+//!
+//! The path is found backwards from the step's end, following at every point what the current
+//! piece of work waited for last (its latest-arriving dependency): a kernel its stream
+//! predecessor, its launch call or the stream it waited on; a host moment the thread's previous
+//! work, or the GPU work a synchronize returned for. It covers the step without holes, so its
+//! labels add up to the step's time: the idle time on it is labeled by its cause (dispatch,
+//! data loading, host work, a sync) instead of by whatever the GPU was doing.
+
+mod model;
+mod walk;
+
+use crate::analysis::numbers::pct;
+use crate::analysis::time::links::Links;
+use crate::analysis::time::steps::Steps;
+use crate::classify::Bucket;
+use crate::model::{NameId, Trace};
+use rustc_hash::FxHashMap as HashMap;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What a piece of the critical path is (FEED.md `critical_path.labels[].label`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Label {
+    /// A kernel, copy or fill running (split by bucket).
+    GpuCompute,
+    /// A collective or point-to-point transfer running.
+    Communication,
+    /// Waiting for another rank to arrive at a collective.
+    RankWait,
+    /// Waiting on a pipeline schedule's receive from the neighbouring stage.
+    PipelineBubble,
+    /// Dispatch: the host inside ops and runtime calls that launch GPU work, short gaps
+    /// between them, and the latency from a launch call to its kernel's start.
+    Launch,
+    /// Host work that launches nothing (CPU ops, Python outside any profiled op).
+    Host,
+    /// The host fetching the next batch (the DataLoader's `__next__`).
+    DataLoading,
+    /// A synchronize returning, or a stream waiting on another stream.
+    Sync,
+}
+
+impl Label {
+    /// Every label, in the feed's order.
+    pub const ALL: [Label; 8] = [
+        Label::GpuCompute,
+        Label::Communication,
+        Label::RankWait,
+        Label::PipelineBubble,
+        Label::Launch,
+        Label::Host,
+        Label::DataLoading,
+        Label::Sync,
+    ];
+    /// Its name in the feed: serde's.
+    pub fn as_str(self) -> &'static str {
+        crate::model::variant_name(&self)
+    }
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Time on the path under one label (and bucket, for `gpu_compute`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabelNs {
+    /// What the time was.
+    pub label: Label,
+    /// For `gpu_compute`: the bucket of the kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<Bucket>,
+    /// Nanoseconds.
+    pub ns: i64,
+}
+
+/// One row of `critical_path.labels[]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabelRow {
+    /// What the time was.
+    pub label: Label,
+    /// For `gpu_compute`: the bucket of the kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<Bucket>,
+    /// Nanoseconds on the path, over all analyzed steps.
+    pub ns: i64,
+    /// Share of the path.
+    pub pct_of_path: f64,
+    /// Share of the analysis window (`summary.window_ns`).
+    pub pct_of_window: f64,
+}
+
+/// One step's path (`critical_path.per_step[]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepPath {
+    /// The rank, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// The step number (absent for an input without steps: its window is one path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// The path's length: the step's time.
+    pub ns: i64,
+    /// Its time by label, in the feed's label order.
+    pub labels: Vec<LabelNs>,
+}
+
+/// Whether a `top[]` entry is a GPU activity or host work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    /// A kernel, copy or fill.
+    Kernel,
+    /// A host op, runtime call or range (or a gap between them, in parentheses).
+    Op,
+}
+
+/// One row of `critical_path.top[]`: an op or kernel on the path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathItem {
+    /// A kernel or host work.
+    pub kind: ItemKind,
+    /// Its name.
+    pub name: String,
+    /// What its time on the path was.
+    pub label: Label,
+    /// Nanoseconds on the path, over all analyzed steps.
+    pub ns: i64,
+    /// Share of the path.
+    pub pct_of_path: f64,
+}
+
+/// The feed's `critical_path` block.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CriticalPath {
+    /// The path's length over all analyzed steps (and ranks).
+    pub ns: i64,
+    /// Its time by label (and bucket), most first.
+    pub labels: Vec<LabelRow>,
+    /// Each step's path.
+    pub per_step: Vec<StepPath>,
+    /// The ops and kernels on it, most time first (capped by `--top`).
+    pub top: Vec<PathItem>,
+}
+
+impl CriticalPath {
+    /// The path's time under `label` (all buckets).
+    pub fn ns_of(&self, label: Label) -> i64 {
+        self.labels
+            .iter()
+            .filter(|r| r.label == label)
+            .map(|r| r.ns)
+            .sum()
+    }
+    /// Share of the path under `label`.
+    pub fn pct_of(&self, label: Label) -> f64 {
+        pct(self.ns_of(label), self.ns)
+    }
+    /// The label most of the path is under (ties: the feed's order), and its share.
+    pub fn bound_by(&self) -> Option<(Label, f64)> {
+        Label::ALL
+            .into_iter()
+            .map(|l| (l, self.ns_of(l)))
+            .filter(|(_, ns)| *ns > 0)
+            .max_by_key(|&(l, ns)| (ns, std::cmp::Reverse(l)))
+            .map(|(l, ns)| (l, pct(ns, self.ns)))
+    }
+
+    /// The block from step paths (any ranks) and every item on them (uncapped), over a
+    /// window of `window_ns`.
+    pub(crate) fn from_parts(
+        per_step: Vec<StepPath>,
+        items: &[PathItem],
+        window_ns: i64,
+        top: usize,
+    ) -> Self {
+        let mut sums: BTreeMap<(Label, Option<Bucket>), i64> = BTreeMap::new();
+        for s in &per_step {
+            for l in &s.labels {
+                *sums.entry((l.label, l.bucket)).or_insert(0) += l.ns;
+            }
+        }
+        let ns: i64 = per_step.iter().map(|s| s.ns).sum();
+        let mut labels: Vec<LabelRow> = sums
+            .into_iter()
+            .filter(|&(_, v)| v > 0)
+            .map(|((label, bucket), v)| LabelRow {
+                label,
+                bucket,
+                ns: v,
+                pct_of_path: pct(v, ns),
+                pct_of_window: pct(v, window_ns),
+            })
+            .collect();
+        labels.sort_by(|a, b| {
+            b.ns.cmp(&a.ns)
+                .then(a.label.cmp(&b.label))
+                .then(a.bucket.cmp(&b.bucket))
+        });
+        let mut merged: BTreeMap<(ItemKind, &str, Label), i64> = BTreeMap::new();
+        for i in items {
+            *merged.entry((i.kind, &i.name, i.label)).or_insert(0) += i.ns;
+        }
+        let mut top_rows: Vec<PathItem> = merged
+            .into_iter()
+            .map(|((kind, name, label), v)| PathItem {
+                kind,
+                name: name.to_string(),
+                label,
+                ns: v,
+                pct_of_path: pct(v, ns),
+            })
+            .collect();
+        top_rows.sort_by(|a, b| {
+            b.ns.cmp(&a.ns)
+                .then_with(|| (a.kind, &a.name, a.label).cmp(&(b.kind, &b.name, b.label)))
+        });
+        top_rows.truncate(top);
+        CriticalPath {
+            ns,
+            labels,
+            per_step,
+            top: top_rows,
+        }
+    }
+}
+
+/// The name of an item on the path: an event's, or one for what is no event (a gap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ItemName {
+    Id(NameId),
+    Fixed(&'static str),
+}
+
+type Items = HashMap<(ItemKind, ItemName, Label), i64>;
+
+/// What the walk of one input's steps adds up: per (label, bucket) and per item.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub labels: BTreeMap<(Label, Option<Bucket>), i64>,
+    pub items: Items,
+}
+
+impl Tally {
+    fn label_rows(&self) -> Vec<LabelNs> {
+        self.labels
+            .iter()
+            .filter(|&(_, &ns)| ns > 0)
+            .map(|(&(label, bucket), &ns)| LabelNs { label, bucket, ns })
+            .collect()
+    }
+}
+
+/// The critical path of every kept step of every input, over a window of `window_ns`, and
+/// every item on it (uncapped, for merging ranks).
+pub(crate) fn analyze(
+    trace: &Trace,
+    (links, steps, buckets, in_scope): (&Links, &Steps, &[Bucket], &[bool]),
+    window_ns: i64,
+    opts: &crate::analysis::AnalysisOptions,
+) -> (CriticalPath, Vec<PathItem>) {
+    let (paths, items) = step_paths(
+        trace,
+        (links, steps, buckets, in_scope),
+        opts.dispatch_threshold_ns,
+    );
+    let path = CriticalPath::from_parts(paths, &items, window_ns, opts.top);
+    (path, items)
+}
+
+/// Each kept step's path, per input, and every item on them.
+fn step_paths(
+    trace: &Trace,
+    (links, steps, buckets, in_scope): (&Links, &Steps, &[Bucket], &[bool]),
+    dispatch_threshold_ns: i64,
+) -> (Vec<StepPath>, Vec<PathItem>) {
+    use rayon::prelude::*;
+    let per_input: Vec<(Vec<StepPath>, Items)> = (0..trace.inputs.len())
+        .into_par_iter()
+        .map(|input| {
+            let spans: Vec<(Option<u64>, walk::Span)> = if steps.per_input[input].is_empty() {
+                windows_of(trace, in_scope, input)
+                    .into_iter()
+                    .map(|(device, (s, e))| {
+                        let span = walk::Span {
+                            start: s,
+                            end: e,
+                            cpu_end: s,
+                            blocked: Vec::new(),
+                            device: Some(device),
+                        };
+                        (None, span)
+                    })
+                    .collect()
+            } else {
+                steps
+                    .kept(input)
+                    .map(|(_, w)| {
+                        (
+                            Some(w.number),
+                            walk::Span {
+                                start: w.start_ns,
+                                end: w.end_ns,
+                                cpu_end: w.cpu_end_ns,
+                                blocked: w.blocked.clone(),
+                                device: None,
+                            },
+                        )
+                    })
+                    .collect()
+            };
+            // An input without GPU activity in scope has no window (a trace cut before its
+            // GPU events were written): no path either.
+            let acts = &trace.activities;
+            let active = (0..acts.len()).any(|a| in_scope[a] && acts.input[a] as usize == input);
+            if spans.is_empty() || !active {
+                return (Vec::new(), Items::default());
+            }
+            let model = model::InputModel::build(trace, links, input as u32);
+            let walker = walk::Walker {
+                trace,
+                links,
+                model: &model,
+                buckets,
+                threshold: dispatch_threshold_ns,
+            };
+            let rank = trace.inputs[input].rank;
+            let mut items = Items::default();
+            let paths = spans
+                .into_iter()
+                .map(|(step, span)| {
+                    let tally = walker.walk(&span);
+                    for (k, v) in &tally.items {
+                        *items.entry(*k).or_insert(0) += v;
+                    }
+                    let labels = tally.label_rows();
+                    StepPath {
+                        rank,
+                        step,
+                        ns: labels.iter().map(|l| l.ns).sum(),
+                        labels,
+                    }
+                })
+                .collect();
+            (paths, items)
+        })
+        .collect();
+    let mut paths = Vec::new();
+    let mut items: Vec<PathItem> = Vec::new();
+    for (p, i) in per_input {
+        paths.extend(p);
+        let mut rows: Vec<PathItem> = i
+            .into_iter()
+            .map(|((kind, name, label), ns)| PathItem {
+                kind,
+                name: match name {
+                    ItemName::Id(id) => trace.names.get(id).to_string(),
+                    ItemName::Fixed(s) => s.to_string(),
+                },
+                label,
+                ns,
+                pct_of_path: 0.0,
+            })
+            .collect();
+        rows.sort_by(|a, b| (a.kind, &a.name, a.label).cmp(&(b.kind, &b.name, b.label)));
+        items.extend(rows);
+    }
+    (paths, items)
+}
+
+/// An input without steps: per device, the span of its activities in scope (the window's).
+fn windows_of(trace: &Trace, in_scope: &[bool], input: usize) -> BTreeMap<u32, (i64, i64)> {
+    let acts = &trace.activities;
+    let mut spans: BTreeMap<u32, (i64, i64)> = BTreeMap::new();
+    for (a, _) in in_scope.iter().enumerate().filter(|(_, &kept)| kept) {
+        if acts.input[a] as usize == input {
+            let (s, e) = (acts.ts_ns[a], acts.end_ns(a));
+            let span = spans.entry(acts.device[a]).or_insert((s, e));
+            *span = (span.0.min(s), span.1.max(e));
+        }
+    }
+    spans.retain(|_, (s, e)| e > s);
+    spans
+}
+
+/// The cross-stream and host-sync edges of a trace's dependency model, by activity and host
+/// event index: what the tests check against the peers' own test traces. Not a stable API.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct Dependencies {
+    /// (activity waited for, activity that waited), one per cross-stream wait.
+    pub waits: Vec<(u32, u32)>,
+    /// (activity waited for, host synchronize that returned when it ended).
+    pub syncs: Vec<(u32, u32)>,
+}
+
+/// The [`Dependencies`] of every input of `trace`. Not a stable API.
+#[doc(hidden)]
+pub fn dependencies(trace: &Trace) -> Dependencies {
+    let links = Links::build(trace);
+    let mut out = Dependencies::default();
+    for input in 0..trace.inputs.len() {
+        let m = model::InputModel::build(trace, &links, input as u32);
+        out.waits
+            .extend(m.waits.iter().map(|(&to, &from)| (from, to)));
+        for t in m.threads.values() {
+            out.syncs
+                .extend(t.gated.iter().map(|g| (g.activity, g.host)));
+        }
+    }
+    out.waits.sort_unstable();
+    out.syncs.sort_unstable();
+    out
+}

@@ -1,0 +1,476 @@
+//! The dependency model of one input (a rank): what each GPU activity and each host moment
+//! waited for. Built once per input, read by the walk of every step.
+//!
+//! - **Stream order**: an activity waits for the one before it on its stream.
+//! - **Launch**: an activity waits for its runtime call (by correlation) to start.
+//! - **Cross-stream waits**: the first activity a stream runs after a `cudaStreamWaitEvent`
+//!   waits for the last activity launched on the recorded stream before the matching
+//!   `cudaEventRecord`. Kineto's `cuda_sync` records name the waiting stream (and, before torch
+//!   2.11, the recorded one and the record call); otherwise both are inferred from the thread's
+//!   launches: the recorded stream is the one the thread launched on last before the record,
+//!   the waiting one the one it launches on next after the wait (torch's `wait_stream` and
+//!   c10d's record → wait around collectives both issue exactly that sequence).
+//! - **Host syncs**: a synchronize (device, stream, event), a blocking copy or a free returns
+//!   when the GPU work before it ends; it waited for the activity that ended last among those
+//!   launched before it on the streams it synchronizes (a stream sync's stream from its
+//!   `cuda_sync` record, else the stream the thread launched on last; a device sync: all).
+//! - **Host threads**: each thread's time is split into segments by what it was doing
+//!   (dispatching, other host work, data loading, blocked in a sync); a worker thread (the
+//!   autograd engine's) that sat idle was waiting for the main thread.
+
+use crate::analysis::path::Label;
+use crate::analysis::time::links::{is_free_call, is_sync_call, Links};
+use crate::analysis::time::names::is_data_loading;
+use crate::model::{HostKind, NameId, SyncKind, Trace};
+use rustc_hash::FxHashMap as HashMap;
+
+/// A span of one host thread's time and what the thread was doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HostSeg {
+    pub start: i64,
+    pub end: i64,
+    pub label: Label,
+    /// The event it is inside (an op, a runtime call, the loader's range).
+    pub name: NameId,
+}
+
+/// A host synchronize and the GPU work it waits for: it returns at `end`, once `activity` has
+/// finished; `waited` when that was after it started (the host blocked on the GPU).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GatedSync {
+    pub waited: bool,
+    pub start: i64,
+    pub end: i64,
+    pub activity: u32,
+    pub name: NameId,
+    /// The synchronize's host event.
+    pub host: u32,
+}
+
+/// One host thread of the input.
+#[derive(Default)]
+pub(crate) struct ThreadModel {
+    /// What it was doing, sorted and disjoint; time between segments is a gap.
+    pub segs: Vec<HostSeg>,
+    /// Its synchronizes and the GPU work each waits for, by end.
+    pub gated: Vec<GatedSync>,
+}
+
+/// The dependency model of one input.
+pub(crate) struct InputModel {
+    /// Per stream, its activities (indices into the trace) by start.
+    pub streams: Vec<Vec<u32>>,
+    /// Per stream, its (device, stream).
+    pub keys: Vec<(u32, u32)>,
+    /// Per activity of the input: (its stream's index in `streams`, its position there).
+    pub place: HashMap<u32, (u32, u32)>,
+    /// Activity → the activity on another stream it waited for.
+    pub waits: HashMap<u32, u32>,
+    /// Per thread (index into `trace.host.threads`) of the input.
+    pub threads: HashMap<u32, ThreadModel>,
+    /// The thread that runs the steps (holds `ProfilerStep#N`, else launches most).
+    pub main: Option<u32>,
+}
+
+impl InputModel {
+    /// Builds the model of input `input`.
+    pub fn build(trace: &Trace, links: &Links, input: u32) -> Self {
+        let (acts, host) = (&trace.activities, &trace.host);
+        let mine: Vec<u32> = (0..acts.len() as u32)
+            .filter(|&a| acts.input[a as usize] == input)
+            .collect();
+        // Streams by (device, stream), activities by start.
+        let mut by_stream: std::collections::BTreeMap<(u32, u32), Vec<u32>> = Default::default();
+        for &a in &mine {
+            by_stream
+                .entry((acts.device[a as usize], acts.stream[a as usize]))
+                .or_default()
+                .push(a);
+        }
+        let keys: Vec<(u32, u32)> = by_stream.keys().copied().collect();
+        let mut streams: Vec<Vec<u32>> = by_stream.into_values().collect();
+        let mut place = HashMap::default();
+        for (s, list) in streams.iter_mut().enumerate() {
+            list.sort_by_key(|&a| (acts.ts_ns[a as usize], a));
+            for (k, &a) in list.iter().enumerate() {
+                place.insert(a, (s as u32, k as u32));
+            }
+        }
+        // Host events of the input by thread, by start (outer events first).
+        let mut by_thread: HashMap<u32, Vec<u32>> = HashMap::default();
+        for h in 0..host.len() {
+            if host.input[h] == input && host.kind[h] != HostKind::Python {
+                by_thread.entry(host.thread[h]).or_default().push(h as u32);
+            }
+        }
+        // Outer events first where two start together.
+        let key = |h: u32| {
+            (
+                host.ts_ns[h as usize],
+                std::cmp::Reverse(host.end_ns(h as usize)),
+            )
+        };
+        for list in by_thread.values_mut() {
+            if !list.is_sorted_by_key(|&h| key(h)) {
+                list.sort_by_key(|&h| key(h));
+            }
+        }
+        let mut launched: HashMap<u32, u32> = HashMap::default();
+        for &a in &mine {
+            if let Some(h) = links.launch[a as usize] {
+                // The first activity of a call (a graph launch has many): the one it waits on
+                // is found by stream below.
+                launched.entry(h).or_insert(a);
+            }
+        }
+        let records: HashMap<u64, &crate::model::GpuSync> = trace
+            .syncs
+            .rows
+            .iter()
+            .filter(|s| s.input == input)
+            .map(|s| (s.correlation, s))
+            .collect();
+        let ctx = Build {
+            trace,
+            links,
+            streams: &streams,
+            keys: &keys,
+            place: &place,
+            launched: &launched,
+            records: &records,
+        };
+        let mut waits = HashMap::default();
+        let mut threads = HashMap::default();
+        let mut ordered: Vec<(u32, Vec<u32>)> = by_thread.into_iter().collect();
+        ordered.sort_unstable_by_key(|t| t.0);
+        let main = main_thread(trace, &ordered, &launched);
+        for (thread, events) in ordered {
+            ctx.waits_of(&events, &mut waits);
+            threads.insert(thread, ctx.thread_model(&events));
+        }
+        InputModel {
+            streams,
+            keys,
+            place,
+            waits,
+            threads,
+            main,
+        }
+    }
+
+    /// The activity before `a` on its stream.
+    pub fn stream_prev(&self, a: u32) -> Option<u32> {
+        let &(s, k) = self.place.get(&a)?;
+        k.checked_sub(1)
+            .map(|k| self.streams[s as usize][k as usize])
+    }
+}
+
+/// The thread holding `ProfilerStep#N`, else the one whose calls launch most.
+fn main_thread(
+    trace: &Trace,
+    threads: &[(u32, Vec<u32>)],
+    launched: &HashMap<u32, u32>,
+) -> Option<u32> {
+    let host = &trace.host;
+    let steps = threads.iter().find(|(_, evs)| {
+        evs.iter().any(|&h| {
+            host.kind[h as usize] == HostKind::Annotation
+                && trace
+                    .names
+                    .get(host.name[h as usize])
+                    .starts_with("ProfilerStep#")
+        })
+    });
+    if let Some((t, _)) = steps {
+        return Some(*t);
+    }
+    threads
+        .iter()
+        .max_by_key(|(t, evs)| {
+            (
+                evs.iter().filter(|h| launched.contains_key(h)).count(),
+                std::cmp::Reverse(*t),
+            )
+        })
+        .map(|(t, _)| *t)
+}
+
+struct Build<'a> {
+    trace: &'a Trace,
+    links: &'a Links,
+    streams: &'a [Vec<u32>],
+    keys: &'a [(u32, u32)],
+    place: &'a HashMap<u32, (u32, u32)>,
+    launched: &'a HashMap<u32, u32>,
+    records: &'a HashMap<u64, &'a crate::model::GpuSync>,
+}
+
+impl Build<'_> {
+    /// When activity `a` was launched (its own start without a launch call).
+    fn launch_ts(&self, a: u32) -> i64 {
+        self.links.launch_ts(self.trace, a as usize)
+    }
+
+    /// The last activity of stream `s` launched before `t`.
+    fn last_launched_before(&self, s: usize, t: i64) -> Option<u32> {
+        let list = &self.streams[s];
+        let k = list.partition_point(|&a| self.launch_ts(a) < t);
+        k.checked_sub(1).map(|k| list[k])
+    }
+
+    fn stream_of(&self, a: u32) -> usize {
+        self.place[&a].0 as usize
+    }
+
+    fn stream_index(&self, device: u32, stream: u32) -> Option<usize> {
+        self.keys.binary_search(&(device, stream)).ok()
+    }
+
+    /// Cross-stream waits issued by one thread's calls (`events` by start).
+    fn waits_of(&self, events: &[u32], waits: &mut HashMap<u32, u32>) {
+        let (host, names) = (&self.trace.host, &self.trace.names);
+        let is_call = |h: usize| matches!(host.kind[h], HostKind::Runtime | HostKind::Driver);
+        // The streams the thread launched on, most recent last, each once.
+        let mut recent: Vec<usize> = Vec::new();
+        // The last record: its call's start and `recent` then.
+        let mut record: Option<(i64, Vec<usize>)> = None;
+        // Waits whose waiting stream is the next launch's: (waiting stream if known, the
+        // candidates for the recorded stream, the record's time).
+        let mut pending: Vec<(Option<usize>, Vec<usize>, i64)> = Vec::new();
+        for &h in events {
+            let h = h as usize;
+            if !is_call(h) {
+                continue;
+            }
+            if let Some(&a) = self.launched.get(&(h as u32)) {
+                let s = self.stream_of(a);
+                // A wait applies to the next launch on its stream (any, where it is unknown).
+                pending.retain(|(waiting, candidates, at)| {
+                    if waiting.is_some_and(|w| w != s) {
+                        return true;
+                    }
+                    // The recorded stream: the last one launched on before the record other
+                    // than the one that waits (waiting on oneself is no wait).
+                    if let Some(&on) = candidates.iter().rev().find(|&&c| c != s) {
+                        self.add_wait(s, on, *at, a, waits);
+                    }
+                    false
+                });
+                recent.retain(|&x| x != s);
+                recent.push(s);
+                continue;
+            }
+            let name = names.get(host.name[h]);
+            if name.contains("EventRecord") {
+                record = Some((host.ts_ns[h], recent.clone()));
+            } else if name.contains("StreamWaitEvent") {
+                let sync = self.records.get(&host.correlation.get(h));
+                let device = sync.map_or(0, |s| s.device);
+                let at = match sync.map(|s| s.record_correlation) {
+                    Some(c) if c != 0 => self.call_ts(c).unwrap_or(host.ts_ns[h]),
+                    _ => record.as_ref().map_or(host.ts_ns[h], |r| r.0),
+                };
+                let candidates = match sync.and_then(|s| s.wait_on_stream) {
+                    Some(w) => self.stream_index(device, w).into_iter().collect(),
+                    None => record.as_ref().map(|r| r.1.clone()).unwrap_or_default(),
+                };
+                let waiting = sync.and_then(|s| self.stream_index(s.device, s.stream));
+                pending.push((waiting, candidates, at));
+            }
+        }
+    }
+
+    /// The start of the runtime call with correlation `c` (linear: records are rare).
+    fn call_ts(&self, c: u64) -> Option<i64> {
+        let host = &self.trace.host;
+        (0..host.len())
+            .find(|&h| {
+                matches!(host.kind[h], HostKind::Runtime | HostKind::Driver)
+                    && host.correlation.get(h) == c
+            })
+            .map(|h| host.ts_ns[h])
+    }
+
+    /// Activity `a` (on stream `waiting`) waits for the last activity launched on stream `on`
+    /// before `at`.
+    fn add_wait(&self, waiting: usize, on: usize, at: i64, a: u32, waits: &mut HashMap<u32, u32>) {
+        if on == waiting {
+            return;
+        }
+        let Some(dep) = self.last_launched_before(on, at) else {
+            return;
+        };
+        let acts = &self.trace.activities;
+        let end = |x: u32| acts.end_ns(x as usize);
+        // Work that ended after the waiter started was not waited for: a wrong inference.
+        if end(dep) > acts.ts_ns[a as usize].saturating_add(1_000) {
+            return;
+        }
+        let e = waits.entry(a).or_insert(dep);
+        if end(dep) > end(*e) {
+            *e = dep;
+        }
+    }
+
+    /// The segments of one thread and its synchronizes that waited for the GPU.
+    fn thread_model(&self, events: &[u32]) -> ThreadModel {
+        let (host, names) = (&self.trace.host, &self.trace.names);
+        let mut ops: Vec<HostSeg> = Vec::new();
+        let mut syncs: Vec<HostSeg> = Vec::new();
+        let mut loading: Vec<HostSeg> = Vec::new();
+        let mut gated = Vec::new();
+        let mut last_stream: Option<usize> = None;
+        // Outermost op or call: its index in `ops`, and its end.
+        let mut outer: Option<(usize, i64)> = None;
+        for &h in events {
+            let h = h as usize;
+            let (s, e) = (host.ts_ns[h], host.end_ns(h));
+            let name = names.get(host.name[h]);
+            let seg = |label| HostSeg {
+                start: s,
+                end: e,
+                label,
+                name: host.name[h],
+            };
+            match host.kind[h] {
+                HostKind::Annotation => {
+                    if is_data_loading(name) {
+                        loading.push(seg(Label::DataLoading));
+                    }
+                    continue;
+                }
+                HostKind::Python => continue,
+                HostKind::Runtime | HostKind::Driver | HostKind::CpuOp => {}
+            }
+            let call = host.kind[h] != HostKind::CpuOp;
+            let launches = call && self.launched.contains_key(&(h as u32));
+            match outer {
+                Some((k, end)) if s < end => {
+                    if launches {
+                        ops[k].label = Label::Launch;
+                    }
+                }
+                _ => {
+                    let label = if call { Label::Launch } else { Label::Host };
+                    ops.push(seg(label));
+                    outer = Some((ops.len() - 1, e));
+                }
+            }
+            if call && (is_sync_call(name) || is_free_call(name)) {
+                syncs.push(seg(Label::Sync));
+                if let Some(g) = self.gate(h, last_stream) {
+                    gated.push(g);
+                }
+            }
+            if let Some(&a) = self.launched.get(&(h as u32)) {
+                last_stream = Some(self.stream_of(a));
+            }
+        }
+        let mut segs = paint(ops, &disjoint(syncs));
+        segs = paint(segs, &disjoint(loading));
+        gated.sort_by_key(|g: &GatedSync| (g.end, g.start));
+        ThreadModel { segs, gated }
+    }
+
+    /// The activity synchronize `h` waited for, if it waited at all: the one that ended last
+    /// among those launched before it on the streams it synchronizes.
+    fn gate(&self, h: usize, last_stream: Option<usize>) -> Option<GatedSync> {
+        let host = &self.trace.host;
+        let acts = &self.trace.activities;
+        let (s, e) = (host.ts_ns[h], host.end_ns(h));
+        let record = self.records.get(&host.correlation.get(h));
+        let streams: Vec<usize> = match record.map(|r| r.kind) {
+            Some(SyncKind::ContextSync) => (0..self.streams.len()).collect(),
+            Some(SyncKind::StreamSync) => record
+                .and_then(|r| self.stream_index(r.device, r.stream))
+                .into_iter()
+                .collect(),
+            Some(SyncKind::EventSync) => match record.and_then(|r| r.wait_on_stream) {
+                Some(w) => self
+                    .stream_index(record.map_or(0, |r| r.device), w)
+                    .into_iter()
+                    .collect(),
+                None => last_stream.into_iter().collect(),
+            },
+            _ => {
+                let name = self.trace.names.get(host.name[h]);
+                if name.contains("DeviceSynchronize")
+                    || name.contains("CtxSynchronize")
+                    || is_free_call(name)
+                {
+                    (0..self.streams.len()).collect()
+                } else {
+                    last_stream.into_iter().collect()
+                }
+            }
+        };
+        // A blocking copy waits for its own copy (launched by it, so after `s`).
+        let own = self.launched.get(&(h as u32)).copied();
+        let mut best: Option<u32> = own;
+        for st in streams {
+            if let Some(a) = self.last_launched_before(st, s) {
+                if best.is_none_or(|b| acts.end_ns(a as usize) > acts.end_ns(b as usize)) {
+                    best = Some(a);
+                }
+            }
+        }
+        let a = best?;
+        let end = acts.end_ns(a as usize);
+        // Work that ends after the call returned was not waited for (clock skew aside).
+        (end <= e.saturating_add(1_000)).then_some(GatedSync {
+            waited: end > s,
+            start: s,
+            end: e,
+            activity: a,
+            name: host.name[h],
+            host: h as u32,
+        })
+    }
+}
+
+/// The union of possibly overlapping segments, sorted (the first one's label and name kept).
+fn disjoint(mut v: Vec<HostSeg>) -> Vec<HostSeg> {
+    v.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    let mut out: Vec<HostSeg> = Vec::with_capacity(v.len());
+    for s in v {
+        match out.last_mut() {
+            Some(last) if s.start < last.end => last.end = last.end.max(s.end),
+            _ => out.push(s),
+        }
+    }
+    out
+}
+
+/// `base` (sorted, disjoint) with `over` (sorted, disjoint) painted on top.
+pub(crate) fn paint(base: Vec<HostSeg>, over: &[HostSeg]) -> Vec<HostSeg> {
+    if over.is_empty() {
+        return base;
+    }
+    let mut out: Vec<HostSeg> = Vec::with_capacity(base.len() + 2 * over.len());
+    let mut j = 0;
+    for b in base {
+        let mut cur = b.start;
+        while j < over.len() && over[j].end <= cur {
+            j += 1;
+        }
+        let mut k = j;
+        while k < over.len() && over[k].start < b.end {
+            if over[k].start > cur {
+                out.push(HostSeg {
+                    start: cur,
+                    end: over[k].start,
+                    ..b
+                });
+            }
+            cur = cur.max(over[k].end);
+            k += 1;
+        }
+        if cur < b.end {
+            out.push(HostSeg { start: cur, ..b });
+        }
+    }
+    out.extend_from_slice(over);
+    out.sort_by_key(|s| (s.start, s.end));
+    out
+}

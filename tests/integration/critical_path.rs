@@ -1,0 +1,239 @@
+//! What bounds each step: the critical path against truth recorded by construction (captures
+//! whose bottleneck is known), and the dependency model's edges against the ones HTA's own tests
+//! assert on its sample traces.
+
+use crate::common::{fixture, read_truth, run_path};
+use crate::with_shared;
+use rocprof_classify::analysis::{Category, CriticalPath, Label};
+use rocprof_classify::Run;
+
+/// The path's time under `label` in step `step` of the (only) rank.
+fn step_ns(path: &CriticalPath, step: u64, label: Label) -> i64 {
+    path.per_step
+        .iter()
+        .find(|s| s.step == Some(step))
+        .unwrap_or_else(|| panic!("no step {step}"))
+        .labels
+        .iter()
+        .filter(|l| l.label == label)
+        .map(|l| l.ns)
+        .sum()
+}
+
+/// The profiled steps of one capture of `h200_deps/truth.json`.
+fn profiled<'a>(truth: &'a serde_json::Value, capture: &str) -> Vec<&'a serde_json::Value> {
+    let kept: Vec<u64> = truth[capture]["profiled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    truth[capture]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| kept.contains(&s["step"].as_u64().unwrap()))
+        .collect()
+}
+
+fn window(run: &Run) -> i64 {
+    run.analysis.summary.window_ns
+}
+
+/// A torch.compile'd bf16 MLP trained with no sync in the loop: the GPU bounds every step, and
+/// each step's path is the GPU's own step time by CUDA events.
+#[test]
+fn a_compiled_gpu_bound_step_is_gpu_compute_for_its_cuda_event_time() {
+    let dir = fixture("kineto/h200_deps");
+    let truth = read_truth(&dir.join("truth.json"));
+    let run = run_path(&dir.join("compiled_gpu_bound.json.gz"));
+    let path = &run.analysis.critical_path;
+    assert!(
+        path.pct_of(Label::GpuCompute) >= 90.0,
+        "gpu_compute is {:.1}% of the path",
+        path.pct_of(Label::GpuCompute)
+    );
+    let (first, _) = path.bound_by().unwrap();
+    assert_eq!(first, Label::GpuCompute);
+    // Steps 2..4 (the last one's events hold the profiler's own flush).
+    for s in profiled(&truth, "compiled_gpu_bound").into_iter().take(3) {
+        let n = s["step"].as_u64().unwrap();
+        let gpu_ns = s["gpu_ms"].as_f64().unwrap() * 1e6;
+        let on_path = path.per_step.iter().find(|p| p.step == Some(n)).unwrap().ns as f64;
+        assert!(
+            (on_path - gpu_ns).abs() <= 0.01 * gpu_ns,
+            "step {n}: path {on_path} ns vs CUDA events {gpu_ns} ns"
+        );
+        assert!(step_ns(path, n, Label::GpuCompute) as f64 >= 0.9 * gpu_ns);
+    }
+}
+
+/// An eager transformer whose kernels are tiny: the host's dispatch bounds the step, by as much
+/// as the GPU idles.
+#[test]
+fn an_eager_launch_bound_step_is_launch() {
+    let run = run_path(&fixture("kineto/h100/eager_launch_bound.json.gz"));
+    let path = &run.analysis.critical_path;
+    let launch = path.pct_of(Label::Launch);
+    let idle_pct =
+        100.0 * (window(&run) - run.analysis.summary.gpu_busy_ns) as f64 / window(&run) as f64;
+    assert!(launch >= 60.0, "launch is {launch:.1}% of the path");
+    assert!(
+        (launch - idle_pct).abs() <= 10.0,
+        "launch {launch:.1}% of the path vs the GPU idle {idle_pct:.1}% of the window"
+    );
+    // What dispatches most is an op, not a kernel.
+    assert_eq!(path.top[0].kind, rocprof_classify::analysis::ItemKind::Op);
+}
+
+/// A ResNet-18 loop whose DataLoader (num_workers=0, heavy CPU transforms) takes most of each
+/// step by its own timer: the path and the partition blame data loading, the sync after
+/// `loss.item()` is not charged with the loader's idle, and the host-pipeline rung comes first.
+#[test]
+fn a_dataloader_bound_loop_is_data_loading_and_the_host_pipeline_rung_comes_first() {
+    let dir = fixture("kineto/h200_deps");
+    let truth = read_truth(&dir.join("truth.json"));
+    let run = run_path(&dir.join("resnet18_loader.json.gz"));
+    let a = &run.analysis;
+    let path = &a.critical_path;
+    let loading = path.ns_of(Label::DataLoading);
+    assert!(
+        loading as f64 >= 0.8 * window(&run) as f64,
+        "data_loading {loading} ns of a {} ns window",
+        window(&run)
+    );
+    assert_eq!(path.bound_by().unwrap().0, Label::DataLoading);
+    // Per step, the path's data loading is the loader's own time (its timer also holds the
+    // iterator's Python around the profiled range).
+    for s in profiled(&truth, "resnet18_loader") {
+        let n = s["step"].as_u64().unwrap();
+        let timed = s["loader_ms"].as_f64().unwrap() * 1e6;
+        let on_path = step_ns(path, n, Label::DataLoading) as f64;
+        assert!(
+            on_path <= timed && on_path >= 0.9 * timed,
+            "step {n}: data_loading {on_path} ns vs the loader's {timed} ns"
+        );
+    }
+    let partition = a.partition_ns(Category::DataLoading);
+    assert!(partition as f64 >= 0.8 * window(&run) as f64);
+    assert!(a.partition_ns(Category::LaunchOverhead) < partition / 5);
+    // The sync after loss.item() is charged only its own idle, not the loader's.
+    let sync = run.findings.iter().find(|f| f.id.as_str() == "sync_stalls");
+    if let Some(f) = sync {
+        assert!(
+            f.time_at_stake_ns < window(&run) / 100,
+            "sync_stalls puts {} ns at stake",
+            f.time_at_stake_ns
+        );
+    }
+    let first = &run.plan.recommendations[0];
+    assert_eq!(
+        first.id, "env.host-pipeline",
+        "{:?}",
+        run.plan.recommendations
+    );
+    let host_bound = run
+        .findings
+        .iter()
+        .find(|f| f.id.as_str() == "host_bound")
+        .unwrap();
+    assert!(
+        host_bound.summary.contains("DataLoader"),
+        "{}",
+        host_bound.summary
+    );
+}
+
+/// Names of the activities and host events an edge joins.
+fn edge_names(run: &Run, edges: &[(u32, u32)], to_host: bool) -> Vec<(String, u32, String, u32)> {
+    let (acts, host, names) = (&run.trace.activities, &run.trace.host, &run.trace.names);
+    edges
+        .iter()
+        .map(|&(from, to)| {
+            let (f, t) = (from as usize, to as usize);
+            let (to_name, to_stream) = if to_host {
+                (names.get(host.name[t]).to_string(), 0)
+            } else {
+                (names.get(acts.name[t]).to_string(), acts.stream[t])
+            };
+            (
+                names.get(acts.name[f]).to_string(),
+                acts.stream[f],
+                to_name,
+                to_stream,
+            )
+        })
+        .collect()
+}
+
+/// Two `wait_stream` joins per step, read as waits between the two streams (torch 2.11's
+/// `cuda_sync` records name the waiting stream only: the other one is inferred).
+#[test]
+fn each_wait_stream_is_a_cross_stream_edge() {
+    let dir = fixture("kineto/h200_deps");
+    let truth = read_truth(&dir.join("truth.json"));
+    let run = run_path(&dir.join("side_stream_waits.json.gz"));
+    let deps = rocprof_classify::analysis::dependencies(&run.trace);
+    let edges = edge_names(&run, &deps.waits, false);
+    let per_step = truth["side_stream_waits"]["wait_stream_calls_per_step"]
+        .as_u64()
+        .unwrap();
+    // The first wait of the first profiled step waits on work before the profile.
+    assert!(
+        edges.len() as u64 >= per_step * 4 - 1 && edges.len() as u64 <= per_step * 4,
+        "{edges:#?}"
+    );
+    for (_, from, _, to) in &edges {
+        assert_ne!(from, to, "a wait joins two streams");
+    }
+    let streams: std::collections::BTreeSet<(u32, u32)> =
+        edges.iter().map(|e| (e.1, e.3)).collect();
+    assert_eq!(streams.len(), 2, "both directions: {streams:?}");
+    // Each step's .item() returns when the step's last copy (device to host) ends.
+    let syncs = edge_names(&run, &deps.syncs, true);
+    assert!(
+        syncs
+            .iter()
+            .filter(|s| s.2 == "cudaStreamSynchronize" && s.0.contains("DtoH"))
+            .count()
+            >= 4,
+        "{syncs:#?}"
+    );
+}
+
+/// HTA's tests of `critical_path_analysis` assert these synchronization edges on its own traces.
+#[test]
+fn the_sync_edges_htas_tests_assert_on_its_traces() {
+    with_shared!(shared => {
+        let hta = shared.join("corpus/hta");
+        // event_sync: spin_kernel → cudaEventSynchronize and → cudaDeviceSynchronize; the DtoH
+        // copy → cudaStreamSynchronize.
+        let run = run_path(&hta.join("event_sync_trace.json.gz"));
+        let deps = rocprof_classify::analysis::dependencies(&run.trace);
+        let syncs = edge_names(&run, &deps.syncs, true);
+        let has = |kernel: &str, call: &str| syncs.iter().any(|s| s.0.contains(kernel) && s.2 == call);
+        assert!(has("spin_kernel", "cudaEventSynchronize"), "{syncs:#?}");
+        assert!(has("spin_kernel", "cudaDeviceSynchronize"), "{syncs:#?}");
+        assert!(has("Memcpy DtoH", "cudaStreamSynchronize"), "{syncs:#?}");
+        // alexnet: stream 20's fft2d_c2r → stream 7's elementwise kernel (correlation 5629).
+        let run = run_path(&hta.join("benchmark_result_2869224_1695835535_trace.json.gz"));
+        let deps = rocprof_classify::analysis::dependencies(&run.trace);
+        let acts = &run.trace.activities;
+        let found = deps.waits.iter().any(|&(from, to)| {
+            let (f, t) = (from as usize, to as usize);
+            acts.stream[f] == 20
+                && acts.stream[t] == 7
+                && acts.correlation.get(t) == 5629
+                && run.trace.names.get(acts.name[f]).contains("fft2d_c2r")
+        });
+        assert!(found, "{:#?}", edge_names(&run, &deps.waits, false));
+        // Several streams: a wait into stream 24's `Memset (Device)` from stream 20's GEMM.
+        let run = run_path(&hta.join("critical_path_multi_stream/event_sync_trace.json.gz"));
+        let deps = rocprof_classify::analysis::dependencies(&run.trace);
+        let waits = edge_names(&run, &deps.waits, false);
+        assert!(
+            waits.iter().any(|w| w.1 == 20 && w.2 == "Memset (Device)" && w.3 == 24),
+            "{waits:#?}"
+        );
+    });
+}
