@@ -411,9 +411,11 @@ fn add_critical_path(ctx: &mut Context) {
         &ctx.in_scope[..],
     );
     let window_ns = ctx.analysis.summary.window_ns;
-    let (path, items) = crate::analysis::path::analyze(ctx.trace, inputs, window_ns, ctx.opts);
+    let (path, items, comms) =
+        crate::analysis::path::analyze(ctx.trace, inputs, window_ns, ctx.opts);
     ctx.analysis.critical_path = path;
     ctx.analysis.parts.path_items = items;
+    ctx.analysis.parts.path_comms = comms;
 }
 
 /// The collectives and hardware-counter views, and what merging ranks needs of the context

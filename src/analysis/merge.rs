@@ -151,23 +151,61 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
             .map(|a| a.parts.op_steps.clone())
             .collect::<Vec<_>>(),
     );
-    let mut items: Vec<crate::analysis::path::PathItem> = ranks
-        .iter()
-        .flat_map(|a| a.parts.path_items.iter().cloned())
-        .collect();
-    items.sort_by(|a, b| (a.kind, &a.name, a.label).cmp(&(b.kind, &b.name, b.label)));
-    out.critical_path = crate::analysis::path::CriticalPath::from_parts(
-        ranks
-            .iter()
-            .flat_map(|a| a.critical_path.per_step.iter().cloned())
-            .collect(),
-        &items,
-        window_ns,
-        top,
-    );
-    p.path_items = items;
+    merge_paths(&mut out, &mut p, ranks, (window_ns, top), devices);
     out.parts = p;
     out
+}
+
+/// The job's critical path from its ranks': each rank's collective kernels split into waiting
+/// for the last rank (`rank_wait`) and transfer, with the waits of the collectives matched
+/// across ranks; each rank's own path kept for its view.
+fn merge_paths(
+    out: &mut Analysis,
+    p: &mut Parts,
+    ranks: &[&Analysis],
+    (window_ns, top): (i64, usize),
+    devices: &[DevicePeaks],
+) {
+    use crate::analysis::path::{split_rank_waits, CriticalPath};
+    let waits = collectives::waits(
+        &p.calls,
+        &collectives::CallInputs {
+            inputs: &out.inputs,
+            has_steps: &p.has_steps,
+            devices,
+        },
+    );
+    let (mut per_step, mut items) = (Vec::new(), Vec::new());
+    let mut offset = 0u32;
+    for a in ranks {
+        let comms: Vec<_> = a
+            .parts
+            .path_comms
+            .iter()
+            .map(|c| crate::analysis::path::PathComm {
+                input: c.input + offset,
+                ..c.clone()
+            })
+            .collect();
+        offset += a.inputs.len() as u32;
+        let (steps, rank_items) = split_rank_waits(
+            a.critical_path.per_step.clone(),
+            a.parts.path_items.clone(),
+            &comms,
+            &waits,
+        );
+        if let Some(rank) = a.inputs.first().and_then(|i| i.rank) {
+            let path =
+                CriticalPath::from_parts(steps.clone(), &rank_items, a.summary.window_ns, top);
+            p.rank_paths.push((rank, path));
+        }
+        per_step.extend(steps);
+        items.extend(rank_items);
+        p.path_comms.extend(comms);
+    }
+    items.sort_by(|a, b| (a.kind, &a.name, a.label).cmp(&(b.kind, &b.name, b.label)));
+    out.critical_path = CriticalPath::from_parts(per_step, &items, window_ns, top);
+    p.path_items = items;
 }
 
 /// The ranks' kernel, op, shape and root-module tables added by name (each sorted by its key;

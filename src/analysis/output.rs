@@ -222,4 +222,9 @@ pub struct Parts {
     pub op_steps: Vec<op_steps::OpStepTotals>,
     /// Every op and kernel on the critical path with its time (`critical_path.top` uncapped).
     pub path_items: Vec<crate::analysis::path::PathItem>,
+    /// The collective kernels on the critical path (the merge splits out `rank_wait`).
+    pub path_comms: Vec<crate::analysis::path::PathComm>,
+    /// After a merge: each rank's critical path, its collectives' waits split out.
+    #[serde(skip)]
+    pub rank_paths: Vec<(u32, crate::analysis::path::CriticalPath)>,
 }

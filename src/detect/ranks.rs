@@ -273,6 +273,11 @@ pub fn straggler_rank(analysis: &Analysis) -> Vec<Finding> {
             ms(others_compute as i64)
         )
     };
+    let excess = path_excess(analysis, straggler);
+    let cause = format!(
+        "{cause}{}",
+        excess.as_ref().map_or(String::new(), path_clause)
+    );
     let severity = if pct(wait_ns, analysis.summary.window_ns) >= 10.0 {
         Severity::High
     } else {
@@ -318,8 +323,93 @@ pub fn straggler_rank(analysis: &Analysis) -> Vec<Finding> {
             step_spread_ns: spread_ns,
             arrivals: arrival_rows(arrivals),
             ranks: rank_loads(&per_rank, &times_last, &step_medians, &host_gaps),
+            path_excess: excess,
         }),
     )]
+}
+
+/// `; on its own critical path, host takes 61.86 ms where the others spend a median 1.06 ms
+/// (most: …)`.
+fn path_clause(x: &ev::PathExcess) -> String {
+    format!(
+        "; on its own critical path, {} takes {} where the others spend a median {} (most: {} {})",
+        x.label,
+        ms(x.ns),
+        ms(x.others_ns),
+        x.top,
+        ms(x.top_ns)
+    )
+}
+
+/// The label of `rank`'s critical path (waiting for other ranks aside) with the most time over
+/// what the other ranks spend on the same (the median of their steps' partition in its
+/// categories: their own paths are mostly waiting for this rank, which hides their work), and
+/// the item with the most time under it: what the late rank does that the others do not.
+fn path_excess(analysis: &Analysis, rank: u32) -> Option<ev::PathExcess> {
+    use crate::analysis::{Category, Label};
+    let mine = &analysis
+        .parts
+        .rank_paths
+        .iter()
+        .find(|(r, _)| *r == rank)?
+        .1;
+    let categories = |l: Label| -> &'static [Category] {
+        match l {
+            Label::GpuCompute => &[
+                Category::Gemm,
+                Category::Attention,
+                Category::Conv,
+                Category::Elementwise,
+                Category::Memory,
+                Category::Other,
+            ],
+            Label::Launch => &[Category::LaunchOverhead],
+            Label::Host => &[Category::HostIdle],
+            Label::DataLoading => &[Category::DataLoading],
+            _ => &[],
+        }
+    };
+    let others: BTreeSet<u32> = analysis
+        .step_breakdown
+        .iter()
+        .filter_map(|s| s.rank)
+        .filter(|&r| r != rank)
+        .collect();
+    let spent = |r: u32, l: Label| -> i64 {
+        let cats = categories(l);
+        analysis
+            .step_breakdown
+            .iter()
+            .filter(|s| s.rank == Some(r))
+            .flat_map(|s| &s.time_partition)
+            .filter(|p| cats.contains(&p.category))
+            .map(|p| p.ns)
+            .sum()
+    };
+    let best = [
+        Label::GpuCompute,
+        Label::Launch,
+        Label::Host,
+        Label::DataLoading,
+    ]
+    .into_iter()
+    .map(|l| {
+        let theirs: Vec<i64> = others.iter().map(|&r| spent(r, l)).collect();
+        (l, mine.ns_of(l), median(&theirs) as i64)
+    })
+    .max_by_key(|&(l, ns, others)| (ns - others, std::cmp::Reverse(l)))?;
+    // Only a clear excess: a tenth of its path.
+    if (best.1 - best.2) * 10 < mine.ns {
+        return None;
+    }
+    let top = mine.top.iter().find(|i| i.label == best.0)?;
+    Some(ev::PathExcess {
+        label: best.0,
+        ns: best.1,
+        others_ns: best.2,
+        top: top.name.clone(),
+        top_ns: top.ns,
+    })
 }
 
 /// Each rank's communication and compute, how often it was last, its median step and the GPU

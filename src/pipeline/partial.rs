@@ -381,6 +381,13 @@ pub(crate) fn merge_in_rank_order(
         .map(|p| (p.rank, p.findings.as_slice()))
         .collect();
     let findings = detect::merge(&per_rank, &analysis, logs);
+    // Each rank's path with its collectives' waits for the others split out.
+    let mut views = views;
+    for v in &mut views {
+        if let Some((_, path)) = analysis.parts.rank_paths.iter().find(|(r, _)| *r == v.rank) {
+            v.critical_path = path.clone();
+        }
+    }
     Merged {
         analysis,
         findings,

@@ -237,3 +237,77 @@ fn the_sync_edges_htas_tests_assert_on_its_traces() {
         );
     });
 }
+
+/// Two ranks, one with a host that sleeps 15 ms per step (planted): the other rank's path spends
+/// that time waiting for it at the all-reduces (`rank_wait`, split out at the merge from the
+/// collectives matched across ranks), and the straggler finding names the slow rank's host as
+/// what its own path spends more on.
+#[test]
+fn a_late_ranks_delay_is_rank_wait_on_the_other_and_its_host_is_named() {
+    let dir = fixture("kineto/h100x2/host_straggler");
+    let truth = read_truth(&fixture("kineto/h100x2/truth.json"));
+    let planted = &truth["host_straggler"];
+    let slow = planted["straggler"].as_u64().unwrap() as u32;
+    let run = run_path(&dir);
+    let other = run.ranks.iter().find(|r| r.rank != slow).unwrap();
+    let steps = other.critical_path.per_step.len() as f64;
+    assert!(steps >= 3.0);
+    let delay = planted["sleep_s"].as_f64().unwrap() * 1e9 * steps;
+    let waited = other.critical_path.ns_of(Label::RankWait) as f64;
+    assert!(
+        waited >= 0.8 * delay,
+        "rank {} waits {waited} ns on its path for a {delay} ns delay",
+        other.rank
+    );
+    // The job's path has the same split, and the slow rank waits for nobody.
+    assert_eq!(
+        run.analysis.critical_path.ns_of(Label::RankWait) as f64,
+        waited
+    );
+    let mine = run.ranks.iter().find(|r| r.rank == slow).unwrap();
+    assert!(mine.critical_path.ns_of(Label::RankWait) as f64 <= 0.05 * delay);
+    let f = run
+        .findings
+        .iter()
+        .find(|f| f.id.as_str() == "straggler_rank")
+        .unwrap();
+    let rocprof_classify::detect::Detail::StragglerRank(e) = &f.evidence.detail else {
+        panic!("{f:?}");
+    };
+    assert_eq!(e.rank, slow);
+    let excess = e.path_excess.as_ref().expect("the paths show the cause");
+    assert_eq!(excess.label, Label::Host, "{excess:?}");
+    assert!(excess.ns as f64 >= 0.8 * delay, "{excess:?}");
+    assert!(
+        f.summary.contains("on its own critical path, host takes"),
+        "{}",
+        f.summary
+    );
+}
+
+/// The late rank's own path names its planted cause: its host (a sleep) or more GPU work (a
+/// larger batch), though the other ranks' paths are mostly waiting for it.
+#[test]
+fn the_late_ranks_own_path_names_its_planted_cause() {
+    for (capture, cause) in [
+        ("host_straggler", Label::Host),
+        ("gpu_straggler", Label::GpuCompute),
+        ("ddp_slow_rank", Label::Host),
+    ] {
+        let run = run_path(&fixture(&format!("kineto/h100x2/{capture}")));
+        let f = run
+            .findings
+            .iter()
+            .find(|f| f.id.as_str() == "straggler_rank")
+            .unwrap();
+        let rocprof_classify::detect::Detail::StragglerRank(e) = &f.evidence.detail else {
+            panic!("{f:?}");
+        };
+        assert_eq!(e.rank, 1, "{capture}");
+        let excess = e
+            .path_excess
+            .as_ref()
+            .unwrap_or_else(|| panic!("{capture}: no cause"));
+        assert_eq!(excess.label, cause, "{capture}: {excess:?}");
+    }
+}

@@ -239,11 +239,32 @@ pub(crate) enum ItemName {
 
 type Items = HashMap<(ItemKind, ItemName, Label), i64>;
 
-/// What the walk of one input's steps adds up: per (label, bucket) and per item.
+/// What the walk of one input's steps adds up: per (label, bucket) and per item, and the
+/// collective kernels on the path (the merge splits their time into waiting and transfer).
 #[derive(Default)]
 pub(crate) struct Tally {
     pub labels: BTreeMap<(Label, Option<Bucket>), i64>,
     pub items: Items,
+    /// (activity, on-path start, on-path end) of each collective kernel on the path.
+    pub comms: Vec<(u32, i64, i64)>,
+}
+
+/// A collective kernel's time on one step's path: what the merge splits into `rank_wait`
+/// (before the last rank arrived) and `communication` (not in the feed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathComm {
+    /// The rank and step whose path it is on.
+    pub rank: Option<u32>,
+    pub step: Option<u64>,
+    /// The kernel: its input (renumbered at merge), stream and start, as the collectives'
+    /// calls know it, and its name.
+    pub input: u32,
+    pub stream: u32,
+    pub ts: i64,
+    pub name: String,
+    /// Its time on the path.
+    pub start: i64,
+    pub end: i64,
 }
 
 impl Tally {
@@ -263,14 +284,77 @@ pub(crate) fn analyze(
     (links, steps, buckets, in_scope): (&Links, &Steps, &[Bucket], &[bool]),
     window_ns: i64,
     opts: &crate::analysis::AnalysisOptions,
-) -> (CriticalPath, Vec<PathItem>) {
-    let (paths, items) = step_paths(
+) -> (CriticalPath, Vec<PathItem>, Vec<PathComm>) {
+    let (paths, items, comms) = step_paths(
         trace,
         (links, steps, buckets, in_scope),
         opts.dispatch_threshold_ns,
     );
     let path = CriticalPath::from_parts(paths, &items, window_ns, opts.top);
-    (path, items)
+    (path, items, comms)
+}
+
+/// The ranks' paths with each collective kernel's time split: the part before the last rank
+/// arrived (`waits`: its wait by (input, stream, start), from the collectives matched across
+/// ranks) is `rank_wait`, the rest stays `communication`. Returns the steps and the items.
+pub(crate) fn split_rank_waits(
+    mut per_step: Vec<StepPath>,
+    mut items: Vec<PathItem>,
+    comms: &[PathComm],
+    waits: &HashMap<(u32, u32, i64), i64>,
+) -> (Vec<StepPath>, Vec<PathItem>) {
+    let mut by_step: BTreeMap<(Option<u32>, Option<u64>), i64> = BTreeMap::new();
+    let mut by_name: BTreeMap<&str, i64> = BTreeMap::new();
+    for c in comms {
+        let Some(&wait) = waits.get(&(c.input, c.stream, c.ts)) else {
+            continue;
+        };
+        let waited = (c.end.min(c.ts.saturating_add(wait)) - c.start.max(c.ts)).max(0);
+        if waited > 0 {
+            *by_step.entry((c.rank, c.step)).or_insert(0) += waited;
+            *by_name.entry(&c.name).or_insert(0) += waited;
+        }
+    }
+    for s in &mut per_step {
+        let Some(&w) = by_step.get(&(s.rank, s.step)) else {
+            continue;
+        };
+        move_ns(&mut s.labels, w);
+    }
+    for (name, w) in by_name {
+        if let Some(item) = items.iter_mut().find(|i| {
+            i.kind == ItemKind::Kernel && i.name == name && i.label == Label::Communication
+        }) {
+            let w = w.min(item.ns);
+            item.ns -= w;
+            items.push(PathItem {
+                kind: ItemKind::Kernel,
+                name: name.to_string(),
+                label: Label::RankWait,
+                ns: w,
+                pct_of_path: 0.0,
+            });
+        }
+    }
+    items.retain(|i| i.ns > 0);
+    items.sort_by(|a, b| (a.kind, &a.name, a.label).cmp(&(b.kind, &b.name, b.label)));
+    (per_step, items)
+}
+
+/// Moves `w` ns of a step's `communication` to `rank_wait`, keeping the label order.
+fn move_ns(labels: &mut Vec<LabelNs>, w: i64) {
+    let Some(comm) = labels.iter_mut().find(|l| l.label == Label::Communication) else {
+        return;
+    };
+    let w = w.min(comm.ns);
+    comm.ns -= w;
+    labels.push(LabelNs {
+        label: Label::RankWait,
+        bucket: None,
+        ns: w,
+    });
+    labels.retain(|l| l.ns > 0);
+    labels.sort_by_key(|l| (l.label, l.bucket));
 }
 
 /// Each kept step's path, per input, and every item on them.
@@ -278,9 +362,9 @@ fn step_paths(
     trace: &Trace,
     (links, steps, buckets, in_scope): (&Links, &Steps, &[Bucket], &[bool]),
     dispatch_threshold_ns: i64,
-) -> (Vec<StepPath>, Vec<PathItem>) {
+) -> (Vec<StepPath>, Vec<PathItem>, Vec<PathComm>) {
     use rayon::prelude::*;
-    let per_input: Vec<(Vec<StepPath>, Items)> = (0..trace.inputs.len())
+    let per_input: Vec<(Vec<StepPath>, Items, Vec<PathComm>)> = (0..trace.inputs.len())
         .into_par_iter()
         .map(|input| {
             let spans: Vec<(Option<u64>, walk::Span)> = if steps.per_input[input].is_empty() {
@@ -319,7 +403,7 @@ fn step_paths(
             let acts = &trace.activities;
             let active = (0..acts.len()).any(|a| in_scope[a] && acts.input[a] as usize == input);
             if spans.is_empty() || !active {
-                return (Vec::new(), Items::default());
+                return (Vec::new(), Items::default(), Vec::new());
             }
             let model = model::InputModel::build(trace, links, input as u32);
             let walker = walk::Walker {
@@ -331,6 +415,7 @@ fn step_paths(
             };
             let rank = trace.inputs[input].rank;
             let mut items = Items::default();
+            let mut comms = Vec::new();
             let paths = spans
                 .into_iter()
                 .map(|(step, span)| {
@@ -338,6 +423,17 @@ fn step_paths(
                     for (k, v) in &tally.items {
                         *items.entry(*k).or_insert(0) += v;
                     }
+                    let acts = &trace.activities;
+                    comms.extend(tally.comms.iter().map(|&(a, start, end)| PathComm {
+                        rank,
+                        step,
+                        input: input as u32,
+                        stream: acts.stream[a as usize],
+                        ts: acts.ts_ns[a as usize],
+                        name: trace.names.get(acts.name[a as usize]).to_string(),
+                        start,
+                        end,
+                    }));
                     let labels = tally.label_rows();
                     StepPath {
                         rank,
@@ -347,13 +443,16 @@ fn step_paths(
                     }
                 })
                 .collect();
-            (paths, items)
+            comms.sort_by_key(|c| (c.step, c.ts, c.stream, c.start));
+            (paths, items, comms)
         })
         .collect();
     let mut paths = Vec::new();
     let mut items: Vec<PathItem> = Vec::new();
-    for (p, i) in per_input {
+    let mut comms: Vec<PathComm> = Vec::new();
+    for (p, i, c) in per_input {
         paths.extend(p);
+        comms.extend(c);
         let mut rows: Vec<PathItem> = i
             .into_iter()
             .map(|((kind, name, label), ns)| PathItem {
@@ -370,7 +469,7 @@ fn step_paths(
         rows.sort_by(|a, b| (a.kind, &a.name, a.label).cmp(&(b.kind, &b.name, b.label)));
         items.extend(rows);
     }
-    (paths, items)
+    (paths, items, comms)
 }
 
 /// An input without steps: per device, the span of its activities in scope (the window's).

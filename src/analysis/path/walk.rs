@@ -163,6 +163,10 @@ impl Walker<'_> {
             label.1,
             (ItemKind::Kernel, ItemName::Id(acts.name[ai])),
         );
+        if label.0 == Label::Communication && e > s.max(acc.span.start) {
+            let on_path = (s.max(acc.span.start), e.min(acc.span.end));
+            acc.tally.comms.push((a, on_path.0, on_path.1));
+        }
         if s <= acc.span.start {
             return None;
         }

@@ -401,6 +401,21 @@ fn round2(x: f64) -> f64 {
 
 /// The collectives view of the calls of a trace's analyzed window, or of several ranks' calls
 /// (their inputs numbered as in `inp`).
+/// Each matched call's wait for the last rank, by (input, stream, start): what the critical
+/// path splits into `rank_wait`.
+pub(crate) fn waits(calls: &[Call], inp: &CallInputs) -> HashMap<(u32, u32, i64), i64> {
+    let (matched, _) = match_across_ranks(inp, calls);
+    let offsets = clock_offsets(calls, &matched);
+    let mut out = HashMap::default();
+    for members in &matched {
+        for (i, wait, _) in split(calls, members, &offsets).per_call {
+            let c = &calls[i];
+            out.insert((c.input, c.stream, c.ts), wait);
+        }
+    }
+    out
+}
+
 pub fn analyze(calls: &[Call], inp: &CallInputs) -> Collectives {
     if calls.is_empty() {
         return Collectives::default();

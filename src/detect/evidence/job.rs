@@ -33,8 +33,25 @@ pub struct StragglerRank {
     pub step_spread_ns: i64,
     pub arrivals: Vec<RankArrivals>,
     pub ranks: Vec<RankLoad>,
+    /// What its own critical path spends more on than the other ranks' (the late rank's own
+    /// cause), where the paths show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_excess: Option<PathExcess>,
 }
 kinded!(StragglerRank: StragglerKind);
+
+/// The label of a rank's critical path that exceeds the other ranks' median the most.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathExcess {
+    pub label: crate::analysis::Label,
+    /// Its time on the rank's path, and the median over the other ranks of their steps' time
+    /// in its partition categories (their paths are mostly waiting for this rank).
+    pub ns: i64,
+    pub others_ns: i64,
+    /// The op or kernel with the most time under that label on its path.
+    pub top: String,
+    pub top_ns: i64,
+}
 
 /// How late one rank arrives at the collectives.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
