@@ -459,7 +459,13 @@ pub fn merge(
                         .then(b.0.cmp(&a.0))
                 })
                 .expect("a group has a member");
-            let total: i64 = members.iter().map(|m| m.1.time_at_stake_ns).sum();
+            let summed: i64 = members.iter().map(|m| m.1.time_at_stake_ns).sum();
+            // Exposed communication is at most the transfer on the job's critical path: the
+            // rest of it is waiting for late ranks (the straggler finding's).
+            let transfer = (shown.id == FindingId::ExposedCommunication
+                && !job.parts.rank_paths.is_empty())
+            .then(|| job.critical_path.ns_of(crate::analysis::Label::Communication));
+            let total = transfer.map_or(summed, |t| summed.min(t));
             let mut evidence = shown.evidence.clone();
             evidence.ranks = Some((
                 shown_rank,
@@ -474,9 +480,14 @@ pub fn merge(
             let on: Vec<Option<u32>> = members.iter().map(|m| m.0).collect();
             let stake = if total > 0 {
                 format!(
-                    "; {} at stake over {}",
+                    "; {} at stake over {}{}",
                     ms(total),
-                    if on.len() > 1 { "them" } else { "it" }
+                    if on.len() > 1 { "them" } else { "it" },
+                    if total < summed {
+                        " (the communication on the job's critical path; the rest waits for other ranks or is off it)"
+                    } else {
+                        ""
+                    }
                 )
             } else {
                 String::new()

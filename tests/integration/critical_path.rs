@@ -311,3 +311,29 @@ fn the_late_ranks_own_path_names_its_planted_cause() {
         assert_eq!(excess.label, cause, "{capture}: {excess:?}");
     }
 }
+
+/// With a late rank, the communication the GPU only waits on is mostly waiting for it: the job's
+/// `exposed_communication` puts at stake only the transfer on the critical path.
+#[test]
+fn exposed_communication_stakes_the_transfer_not_the_wait() {
+    let run = run_path(&fixture("kineto/h100x2/host_straggler"));
+    let path = &run.analysis.critical_path;
+    let f = run
+        .findings
+        .iter()
+        .find(|f| f.id.as_str() == "exposed_communication")
+        .unwrap();
+    assert!(f.time_at_stake_ns <= path.ns_of(Label::Communication));
+    assert!(
+        f.time_at_stake_ns * 10 < path.ns_of(Label::RankWait),
+        "{}",
+        f.summary
+    );
+    // What the ranks lost waiting is the straggler's.
+    let s = run
+        .findings
+        .iter()
+        .find(|f| f.id.as_str() == "straggler_rank")
+        .unwrap();
+    assert!(s.time_at_stake_ns > 10 * f.time_at_stake_ns);
+}

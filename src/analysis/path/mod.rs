@@ -35,7 +35,8 @@ pub enum Label {
     /// Dispatch: the host inside ops and runtime calls that launch GPU work, short gaps
     /// between them, and the latency from a launch call to its kernel's start.
     Launch,
-    /// Host work that launches nothing (CPU ops, Python outside any profiled op).
+    /// Host work that launches nothing (CPU ops, the allocator's calls, Python outside any
+    /// profiled op).
     Host,
     /// The host fetching the next batch (the DataLoader's `__next__`).
     DataLoading,

@@ -19,7 +19,7 @@
 //!   autograd engine's) that sat idle was waiting for the main thread.
 
 use crate::analysis::path::Label;
-use crate::analysis::time::links::{is_free_call, is_sync_call, Links};
+use crate::analysis::time::links::{is_allocator_call, is_free_call, is_sync_call, Links};
 use crate::analysis::time::names::is_data_loading;
 use crate::model::{HostKind, NameId, SyncKind, Trace};
 use rustc_hash::FxHashMap as HashMap;
@@ -318,6 +318,7 @@ impl Build<'_> {
         let (host, names) = (&self.trace.host, &self.trace.names);
         let mut ops: Vec<HostSeg> = Vec::new();
         let mut syncs: Vec<HostSeg> = Vec::new();
+        let mut allocs: Vec<HostSeg> = Vec::new();
         let mut loading: Vec<HostSeg> = Vec::new();
         let mut gated = Vec::new();
         let mut last_stream: Option<usize> = None;
@@ -352,10 +353,15 @@ impl Build<'_> {
                     }
                 }
                 _ => {
+                    // A call is dispatch; the allocator's (cudaMalloc and kin) is painted host
+                    // work below: it launches nothing and takes as long as the driver does.
                     let label = if call { Label::Launch } else { Label::Host };
                     ops.push(seg(label));
                     outer = Some((ops.len() - 1, e));
                 }
+            }
+            if call && is_allocator_call(name) && !is_free_call(name) {
+                allocs.push(seg(Label::Host));
             }
             if call && (is_sync_call(name) || is_free_call(name)) {
                 syncs.push(seg(Label::Sync));
@@ -367,7 +373,9 @@ impl Build<'_> {
                 last_stream = Some(self.stream_of(a));
             }
         }
-        let mut segs = paint(ops, &disjoint(syncs));
+        // The allocator inside an op that launches is host work too, not dispatch.
+        let mut segs = paint(ops, &disjoint(allocs));
+        segs = paint(segs, &disjoint(syncs));
         segs = paint(segs, &disjoint(loading));
         gated.sort_by_key(|g: &GatedSync| (g.end, g.start));
         ThreadModel { segs, gated }
