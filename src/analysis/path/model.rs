@@ -130,6 +130,24 @@ impl InputModel {
             .filter(|s| s.input == input)
             .map(|s| (s.correlation, s))
             .collect();
+        // The record calls the stream waits name (older Kineto), by correlation: one pass.
+        let named: rustc_hash::FxHashSet<u64> = records
+            .values()
+            .map(|r| r.record_correlation)
+            .filter(|&c| c != 0)
+            .collect();
+        let record_calls: HashMap<u64, i64> = if named.is_empty() {
+            HashMap::default()
+        } else {
+            (0..host.len())
+                .filter(|&h| {
+                    host.input[h] == input
+                        && matches!(host.kind[h], HostKind::Runtime | HostKind::Driver)
+                        && named.contains(&host.correlation.get(h))
+                })
+                .map(|h| (host.correlation.get(h), host.ts_ns[h]))
+                .collect()
+        };
         let ctx = Build {
             trace,
             links,
@@ -138,6 +156,7 @@ impl InputModel {
             place: &place,
             launched: &launched,
             records: &records,
+            record_calls: &record_calls,
         };
         let mut waits = HashMap::default();
         let mut threads = HashMap::default();
@@ -204,6 +223,8 @@ struct Build<'a> {
     place: &'a HashMap<u32, (u32, u32)>,
     launched: &'a HashMap<u32, u32>,
     records: &'a HashMap<u64, &'a crate::model::GpuSync>,
+    /// Start of each `cudaEventRecord` a stream wait names, by correlation.
+    record_calls: &'a HashMap<u64, i64>,
 }
 
 impl Build<'_> {
@@ -281,15 +302,9 @@ impl Build<'_> {
         }
     }
 
-    /// The start of the runtime call with correlation `c` (linear: records are rare).
+    /// The start of the record call with correlation `c`.
     fn call_ts(&self, c: u64) -> Option<i64> {
-        let host = &self.trace.host;
-        (0..host.len())
-            .find(|&h| {
-                matches!(host.kind[h], HostKind::Runtime | HostKind::Driver)
-                    && host.correlation.get(h) == c
-            })
-            .map(|h| host.ts_ns[h])
+        self.record_calls.get(&c).copied()
     }
 
     /// Activity `a` (on stream `waiting`) waits for the last activity launched on stream `on`
