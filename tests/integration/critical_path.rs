@@ -337,3 +337,36 @@ fn exposed_communication_stakes_the_transfer_not_the_wait() {
         .unwrap();
     assert!(s.time_at_stake_ns > 10 * f.time_at_stake_ns);
 }
+
+/// A two-stage pipeline by hand (`dist.send` → `dist.recv`) whose sender sleeps 10 ms a step:
+/// the receiver's recv waits for the matching send (`rank_wait` on its path), and the sender's
+/// own path is its host.
+#[test]
+fn a_recv_waits_for_its_matching_send() {
+    let truth = read_truth(&fixture("kineto/h100x2/truth.json"));
+    let planted = &truth["p2p_late_sender"];
+    let run = run_path(&fixture("kineto/h100x2/p2p_late_sender"));
+    let rank = |key: &str| planted[key].as_u64().unwrap() as u32;
+    let view = |r: u32| run.ranks.iter().find(|v| v.rank == r).unwrap();
+    let (sender, receiver) = (view(rank("late_sender")), view(rank("receiver")));
+    let steps = receiver.critical_path.per_step.len() as f64;
+    assert_eq!(steps, planted["profiled_steps"].as_f64().unwrap());
+    let delay = planted["sleep_s"].as_f64().unwrap() * 1e9 * steps;
+    let waited = receiver.critical_path.ns_of(Label::RankWait) as f64;
+    assert!(
+        waited >= 0.8 * delay && waited <= delay,
+        "waited {waited} ns for {delay} ns"
+    );
+    assert!(sender.critical_path.ns_of(Label::Host) as f64 >= 0.9 * delay);
+    assert_eq!(sender.critical_path.ns_of(Label::RankWait), 0);
+    let f = run
+        .findings
+        .iter()
+        .find(|f| f.id.as_str() == "straggler_rank")
+        .unwrap();
+    let rocprof_classify::detect::Detail::StragglerRank(e) = &f.evidence.detail else {
+        panic!("{f:?}");
+    };
+    assert_eq!(e.rank, sender.rank);
+    assert_eq!(e.path_excess.as_ref().map(|x| x.label), Some(Label::Host));
+}

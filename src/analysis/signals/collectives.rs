@@ -402,16 +402,58 @@ fn round2(x: f64) -> f64 {
 /// The collectives view of the calls of a trace's analyzed window, or of several ranks' calls
 /// (their inputs numbered as in `inp`).
 /// Each matched call's wait for the last rank, by (input, stream, start): what the critical
-/// path splits into `rank_wait`.
+/// path splits into `rank_wait`. Point-to-point calls count too: a recv waits for its send (and
+/// a send for its recv), paired in order within a group of two ranks.
 pub(crate) fn waits(calls: &[Call], inp: &CallInputs) -> HashMap<(u32, u32, i64), i64> {
-    let (matched, _) = match_across_ranks(inp, calls);
+    let (mut matched, _) = match_across_ranks(inp, calls);
     let offsets = clock_offsets(calls, &matched);
+    matched.extend(point_to_point_pairs(calls));
     let mut out = HashMap::default();
     for members in &matched {
         for (i, wait, _) in split(calls, members, &offsets).per_call {
             let c = &calls[i];
             out.insert((c.input, c.stream, c.ts), wait);
         }
+    }
+    out
+}
+
+/// Sends and recvs paired across the two ranks of a group: the k-th send of a size from one
+/// rank with the k-th recv of that size on the other. (Groups of more ranks name no peer in the
+/// trace: left out.)
+fn point_to_point_pairs(calls: &[Call]) -> Vec<Vec<usize>> {
+    type Key = (GroupKey, u32, Option<u64>);
+    let mut sends: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    let mut recvs: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    let mut members: BTreeMap<GroupKey, std::collections::BTreeSet<u32>> = BTreeMap::new();
+    for (i, c) in calls.iter().enumerate() {
+        let Some(args) = &c.args else { continue };
+        if args.group_size != Some(2) {
+            continue;
+        }
+        let key = (c.group_key(), c.input, c.bytes);
+        match c.kind {
+            CollectiveKind::Send => sends.entry(key).or_default().push(i),
+            CollectiveKind::Recv => recvs.entry(key).or_default().push(i),
+            _ => continue,
+        }
+        members.entry(c.group_key()).or_default().insert(c.input);
+    }
+    let mut out = Vec::new();
+    for ((group, from, bytes), mut sent) in sends {
+        let Some(to) = members
+            .get(&group)
+            .filter(|m| m.len() == 2)
+            .and_then(|m| m.iter().copied().find(|&i| i != from))
+        else {
+            continue;
+        };
+        let Some(mut got) = recvs.get(&(group, to, bytes)).cloned() else {
+            continue;
+        };
+        sent.sort_by_key(|&i| (calls[i].ts, i));
+        got.sort_by_key(|&i| (calls[i].ts, i));
+        out.extend(sent.into_iter().zip(got).map(|(s, r)| vec![s, r]));
     }
     out
 }
