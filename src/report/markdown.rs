@@ -39,6 +39,7 @@ pub fn render(run: &Run) -> String {
     }
     if let Some(line) = crate::report::sections::path_line(run) {
         let _ = writeln!(out, "\nCritical path: {}", cell(&line));
+        render_path_top(&mut out, run);
     }
     if let Some(line) = crate::report::sections::mfu_line(run) {
         let _ = writeln!(out, "\nMFU: {}", cell(&line));
@@ -302,6 +303,29 @@ fn render_op_shapes(out: &mut String, a: &Analysis) {
         }
         let _ = writeln!(out, "\n</details>");
     }
+}
+
+/// What the critical path spends most on, folded: the first ops and kernels of `top[]`.
+fn render_path_top(out: &mut String, run: &Run) {
+    let path = &run.analysis.critical_path;
+    if path.top.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n<details><summary>On the critical path</summary>\n\n| op or kernel | label | time on the path | % of path |\n|---|---|---:|---:|"
+    );
+    for item in path.top.iter().take(8) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.1} |",
+            code(&shorten_tail(&item.name, 80)),
+            item.label,
+            fmt_ns(item.ns),
+            item.pct_of_path
+        );
+    }
+    let _ = writeln!(out, "\n</details>");
 }
 
 /// The top five kernel candidates with their commands, folded.
