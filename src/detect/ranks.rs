@@ -399,7 +399,7 @@ fn path_excess(analysis: &Analysis, rank: u32) -> Option<ev::PathExcess> {
     })
     .max_by_key(|&(l, ns, others)| (ns - others, std::cmp::Reverse(l)))?;
     // Only a clear excess: a tenth of its path.
-    if (best.1 - best.2) * 10 < mine.ns {
+    if best.1.saturating_sub(best.2).saturating_mul(10) < mine.ns {
         return None;
     }
     let top = mine.top.iter().find(|i| i.label == best.0)?;

@@ -183,10 +183,11 @@ impl CriticalPath {
         let mut sums: BTreeMap<(Label, Option<Bucket>), i64> = BTreeMap::new();
         for s in &per_step {
             for l in &s.labels {
-                *sums.entry((l.label, l.bucket)).or_insert(0) += l.ns;
+                let sum = sums.entry((l.label, l.bucket)).or_insert(0);
+                *sum = sum.saturating_add(l.ns);
             }
         }
-        let ns: i64 = per_step.iter().map(|s| s.ns).sum();
+        let ns = per_step.iter().fold(0i64, |a, s| a.saturating_add(s.ns));
         let mut labels: Vec<LabelRow> = sums
             .into_iter()
             .filter(|&(_, v)| v > 0)
@@ -205,7 +206,8 @@ impl CriticalPath {
         });
         let mut merged: BTreeMap<(ItemKind, &str, Label), i64> = BTreeMap::new();
         for i in items {
-            *merged.entry((i.kind, &i.name, i.label)).or_insert(0) += i.ns;
+            let sum = merged.entry((i.kind, &i.name, i.label)).or_insert(0);
+            *sum = sum.saturating_add(i.ns);
         }
         let mut top_rows: Vec<PathItem> = merged
             .into_iter()
@@ -422,7 +424,8 @@ fn step_paths(
                 .map(|(step, span)| {
                     let tally = walker.walk(&span);
                     for (k, v) in &tally.items {
-                        *items.entry(*k).or_insert(0) += v;
+                        let sum = items.entry(*k).or_insert(0);
+                        *sum = sum.saturating_add(*v);
                     }
                     let acts = &trace.activities;
                     comms.extend(tally.comms.iter().map(|&(a, start, end)| PathComm {
@@ -439,7 +442,7 @@ fn step_paths(
                     StepPath {
                         rank,
                         step,
-                        ns: labels.iter().map(|l| l.ns).sum(),
+                        ns: labels.iter().fold(0i64, |a, l| a.saturating_add(l.ns)),
                         labels,
                     }
                 })

@@ -74,8 +74,10 @@ impl Acc<'_> {
         if ns <= 0 {
             return;
         }
-        *self.tally.labels.entry((label, bucket)).or_insert(0) += ns;
-        *self.tally.items.entry((item.0, item.1, label)).or_insert(0) += ns;
+        let sum = self.tally.labels.entry((label, bucket)).or_insert(0);
+        *sum = sum.saturating_add(ns);
+        let sum = self.tally.items.entry((item.0, item.1, label)).or_insert(0);
+        *sum = sum.saturating_add(ns);
     }
     fn gap(&mut self, s: i64, e: i64, label: Label, which: usize) {
         self.add(
