@@ -36,6 +36,25 @@ fn profiled<'a>(truth: &'a serde_json::Value, capture: &str) -> Vec<&'a serde_js
         .collect()
 }
 
+/// The straggler finding, its rank, and what its path spends extra on (label, ns).
+fn straggler(
+    run: &Run,
+) -> (
+    &rocprof_classify::detect::Finding,
+    u32,
+    Option<(Label, i64)>,
+) {
+    let f = run
+        .findings
+        .iter()
+        .find(|f| f.id.as_str() == "straggler_rank")
+        .unwrap();
+    let rocprof_classify::detect::Detail::StragglerRank(e) = &f.evidence.detail else {
+        panic!("{f:?}");
+    };
+    (f, e.rank, e.path_excess.as_ref().map(|x| (x.label, x.ns)))
+}
+
 fn window(run: &Run) -> i64 {
     run.analysis.summary.window_ns
 }
@@ -266,18 +285,11 @@ fn a_late_ranks_delay_is_rank_wait_on_the_other_and_its_host_is_named() {
     );
     let mine = run.ranks.iter().find(|r| r.rank == slow).unwrap();
     assert!(mine.critical_path.ns_of(Label::RankWait) as f64 <= 0.05 * delay);
-    let f = run
-        .findings
-        .iter()
-        .find(|f| f.id.as_str() == "straggler_rank")
-        .unwrap();
-    let rocprof_classify::detect::Detail::StragglerRank(e) = &f.evidence.detail else {
-        panic!("{f:?}");
-    };
-    assert_eq!(e.rank, slow);
-    let excess = e.path_excess.as_ref().expect("the paths show the cause");
-    assert_eq!(excess.label, Label::Host, "{excess:?}");
-    assert!(excess.ns as f64 >= 0.8 * delay, "{excess:?}");
+    let (f, rank, excess) = straggler(&run);
+    assert_eq!(rank, slow);
+    let (label, ns) = excess.expect("the paths show the cause");
+    assert_eq!(label, Label::Host);
+    assert!(ns as f64 >= 0.8 * delay, "{ns}");
     assert!(
         f.summary.contains("on its own critical path, host takes"),
         "{}",
@@ -295,20 +307,10 @@ fn the_late_ranks_own_path_names_its_planted_cause() {
         ("ddp_slow_rank", Label::Host),
     ] {
         let run = run_path(&fixture(&format!("kineto/h100x2/{capture}")));
-        let f = run
-            .findings
-            .iter()
-            .find(|f| f.id.as_str() == "straggler_rank")
-            .unwrap();
-        let rocprof_classify::detect::Detail::StragglerRank(e) = &f.evidence.detail else {
-            panic!("{f:?}");
-        };
-        assert_eq!(e.rank, 1, "{capture}");
-        let excess = e
-            .path_excess
-            .as_ref()
-            .unwrap_or_else(|| panic!("{capture}: no cause"));
-        assert_eq!(excess.label, cause, "{capture}: {excess:?}");
+        let (_, rank, excess) = straggler(&run);
+        assert_eq!(rank, 1, "{capture}");
+        let (label, _) = excess.unwrap_or_else(|| panic!("{capture}: no cause"));
+        assert_eq!(label, cause, "{capture}");
     }
 }
 
@@ -359,14 +361,7 @@ fn a_recv_waits_for_its_matching_send() {
     );
     assert!(sender.critical_path.ns_of(Label::Host) as f64 >= 0.9 * delay);
     assert_eq!(sender.critical_path.ns_of(Label::RankWait), 0);
-    let f = run
-        .findings
-        .iter()
-        .find(|f| f.id.as_str() == "straggler_rank")
-        .unwrap();
-    let rocprof_classify::detect::Detail::StragglerRank(e) = &f.evidence.detail else {
-        panic!("{f:?}");
-    };
-    assert_eq!(e.rank, sender.rank);
-    assert_eq!(e.path_excess.as_ref().map(|x| x.label), Some(Label::Host));
+    let (_, rank, excess) = straggler(&run);
+    assert_eq!(rank, sender.rank);
+    assert_eq!(excess.map(|x| x.0), Some(Label::Host));
 }
