@@ -152,6 +152,9 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
             .collect::<Vec<_>>(),
     );
     merge_paths(&mut out, &mut p, ranks, (window_ns, top), devices);
+    p.replays = crate::analysis::path::replay::results::Replays::merge(
+        &ranks.iter().map(|a| &a.parts.replays).collect::<Vec<_>>(),
+    );
     out.parts = p;
     out
 }

@@ -35,6 +35,9 @@ pub use numbers::median;
 pub use ops::attribution::{MemoryShapeRow, OpRow, NO_OP};
 pub use ops::candidates::{tunableop_line, CommandKind, Unit};
 pub use output::{Analysis, Summary};
+pub use path::replay::{
+    Constants as ReplayConstants, ReplaySet, Replayer, Replays, StepReplay, Transform,
+};
 pub use path::{
     dependencies, CriticalPath, Dependencies, ItemKind, Label, LabelNs, LabelRow, PathItem,
     StepPath,

@@ -227,4 +227,7 @@ pub struct Parts {
     /// After a merge: each rank's critical path, its collectives' waits split out.
     #[serde(skip)]
     pub rank_paths: Vec<(u32, crate::analysis::path::CriticalPath)>,
+    /// What-if replays of the step model the plan prices recommendations with.
+    #[serde(default)]
+    pub replays: crate::analysis::path::replay::results::Replays,
 }

@@ -167,7 +167,7 @@ fn is_rule_file(p: &Path) -> bool {
         && p.file_name().is_some_and(|n| {
             !matches!(
                 n.to_str(),
-                Some("ladder.toml" | "devices.toml" | "ops.toml")
+                Some("ladder.toml" | "devices.toml" | "ops.toml" | "replay.toml" | "priors.toml")
             )
         })
 }

@@ -106,13 +106,13 @@ pub fn host_bound(ctx: &Context) -> Vec<Finding> {
 /// Where host calls count as stalls, per input: the kept steps' CPU ranges (without steps, the
 /// first to the last GPU launch; a sync after the last launch only waits for the end), minus
 /// torch.compile's ranges (autotuning synchronizes on purpose: compile time, not a stall).
-struct StallWindows {
+pub(super) struct StallWindows {
     ranges: Vec<Vec<(i64, i64)>>,
     compiling: Vec<Vec<(i64, i64)>>,
 }
 
 impl StallWindows {
-    fn new(ctx: &Context) -> Self {
+    pub(super) fn new(ctx: &Context) -> Self {
         let trace = ctx.trace;
         let host = &trace.host;
         let acts = &trace.activities;
@@ -147,7 +147,7 @@ impl StallWindows {
         }
         StallWindows { ranges, compiling }
     }
-    fn inside(&self, input: u32, t: i64) -> bool {
+    pub(super) fn inside(&self, input: u32, t: i64) -> bool {
         self.ranges[input as usize]
             .iter()
             .any(|&(a, b)| t >= a && t < b)

@@ -100,6 +100,8 @@ pub enum FindingId {
     NoMatrixCores,
     /// Device malloc/free calls inside steps take >= 10% of the window.
     AllocatorChurn,
+    /// The optimizer steps each parameter with its own kernels (no multi-tensor path).
+    PerParameterOptimizer,
     /// The profile cannot support advice: one long host call, or mostly warm-up.
     UnrepresentativeProfile,
     /// (low) Convolutions take >= 10% of GPU activity time: tune their library.
@@ -263,6 +265,7 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::SyncStalls, "synchronizing runtime calls (device/stream/event synchronize, blocking memcpy) inside steps (without steps: between the first and last launch), outside torch.compile's autotuning. Time at stake: the GPU idle each leaves from its return to the start of the first GPU activity launched after it (0 when none follows), not the host's wait inside it."),
     (FindingId::UnrepresentativeProfile, "the profile cannot support advice: the GPU idles inside one host call for >= 50% of the window (evidence.kind one_call), or the steady steps (all but a warm-up step) hold < 5% of the kernel time, the rest being warm-up or capture (evidence.kind warmup)."),
     (FindingId::AllocatorChurn, "device malloc/free calls (hipMalloc/hipFree, cudaMalloc/cudaFree) inside steps take >= 10% of the window: the caching allocator is bypassed or emptied; every free synchronizes the device."),
+    (FindingId::PerParameterOptimizer, "under Optimizer.step#… ranges, at least 20 kernels per step of which under half are multi-tensor (multi_tensor_apply, fused_adam): the optimizer steps each parameter with its own kernels (foreach=False). Time at stake: the optimizer's host ranges in the steps."),
     (FindingId::ManualAttention, "GEMM -> softmax -> GEMM kernel chains on one stream, at least one per step: attention written by hand."),
     (FindingId::UnfusedProjections, "3 (Q/K/V) or 2 (gate/up, equal weight shapes) outermost GEMM ops in a row reading an input of the same shape; reported separately with evidence.kind qkv / gate_up."),
     (FindingId::Fp32Gemm, ">= 1% of GEMM time in fp32 kernels (ffma, simt sgemm, cuBLAS sgemm, Tensile single precision); evidence.kind simt (off the matrix cores) or mfma (Tensile fp32 on a matrix instruction, at the fp32 rate)."),
@@ -304,6 +307,7 @@ const DETECTORS: &[Detector] = &[
     host::host_bound,
     host::sync_stalls,
     host::allocator_churn,
+    surgery::per_parameter_optimizer,
     host::unrepresentative_profile,
     surgery::manual_attention,
     surgery::unfused_projections,

@@ -399,3 +399,101 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     }
     out
 }
+
+/// Optimizer kernels per step at or above which a per-parameter optimizer is worth fusing.
+const PER_PARAMETER_MIN_KERNELS: f64 = 20.0;
+
+/// An optimizer stepping each parameter with its own kernels (`foreach=False`, or optimizers
+/// without a multi-tensor path): under `Optimizer.step#…`, most kernels are not multi-tensor
+/// (`multi_tensor_apply`, `fused_adam`) and there are many of them per step. Its time at stake:
+/// the optimizer's host ranges in the steps.
+pub fn per_parameter_optimizer(ctx: &Context) -> Vec<Finding> {
+    let trace = ctx.trace;
+    let (host, acts) = (&trace.host, &trace.activities);
+    // Optimizer ranges per input, by start.
+    let mut ranges: BTreeMap<u32, Vec<(i64, i64, NameId)>> = BTreeMap::new();
+    for h in 0..host.len() {
+        if host.kind[h] == HostKind::Annotation
+            && trace.names.get(host.name[h]).starts_with("Optimizer.step#")
+        {
+            ranges.entry(host.input[h]).or_default().push((
+                host.ts_ns[h],
+                host.end_ns(h),
+                host.name[h],
+            ));
+        }
+    }
+    if ranges.is_empty() {
+        return vec![];
+    }
+    for r in ranges.values_mut() {
+        r.sort_unstable();
+    }
+    let inside = |input: u32, t: i64| -> Option<NameId> {
+        let r = ranges.get(&input)?;
+        let k = r.partition_point(|x| x.0 <= t);
+        (k > 0 && t < r[k - 1].1).then(|| r[k - 1].2)
+    };
+    let (mut kernels, mut multi, mut kernel_ns) = (0u64, 0u64, 0i64);
+    let mut names: BTreeMap<NameId, u64> = BTreeMap::new();
+    for a in (0..acts.len()).filter(|&a| ctx.in_scope[a]) {
+        let t = ctx.links.launch_ts(trace, a);
+        let Some(opt) = inside(acts.input[a], t) else {
+            continue;
+        };
+        *names.entry(opt).or_default() += 1;
+        kernels += 1;
+        kernel_ns += acts.dur_ns[a];
+        let n = trace.names.get(acts.name[a]);
+        if n.contains("multi_tensor_apply") || n.contains("fused_adam") || n.contains("_fused_") {
+            multi += 1;
+        }
+    }
+    let steps = step_count(ctx);
+    let per_step = kernels as f64 / steps;
+    if kernels == 0 || multi * 2 >= kernels || per_step < PER_PARAMETER_MIN_KERNELS {
+        return vec![];
+    }
+    // The optimizer's host time inside the analyzed steps.
+    let windows = super::host::StallWindows::new(ctx);
+    let host_ns: i64 = ranges
+        .iter()
+        .flat_map(|(&input, r)| r.iter().map(move |x| (input, x)))
+        .filter(|(input, x)| windows.inside(*input, x.0))
+        .map(|(_, x)| x.1 - x.0)
+        .sum::<i64>()
+        .min(ctx.window_ns());
+    let optimizer = names
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(id, _)| {
+            trace
+                .names
+                .get(*id)
+                .trim_start_matches("Optimizer.step#")
+                .to_string()
+        })
+        .unwrap_or_default();
+    let pct = crate::analysis::numbers::pct(host_ns, ctx.window_ns());
+    vec![Finding::new(
+        if pct >= 10.0 {
+            Severity::High
+        } else {
+            Severity::Medium
+        },
+        format!(
+            "{optimizer} steps each parameter with its own kernels: {per_step:.0} kernels per step under Optimizer.step ({:.0}% multi-tensor), {} of host time ({pct:.1}% of the window)",
+            100.0 * multi as f64 / kernels as f64,
+            super::ms(host_ns)
+        ),
+        host_ns,
+        Detail::PerParameterOptimizer(ev::PerParameterOptimizer {
+            optimizer,
+            kernels_per_step: round2(per_step),
+            multi_tensor_pct: round2(100.0 * multi as f64 / kernels as f64),
+            kernel_ns,
+            host_ns,
+            pct: round2(pct),
+        }),
+    )]
+}

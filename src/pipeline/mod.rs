@@ -240,7 +240,8 @@ pub fn partial(
     }
     let rank = ranks.into_iter().next().flatten();
     let opts = partial_options(&config.analysis);
-    let (analysis, _, findings) = analyze_one(&trace, &rules, &opts, None);
+    let catalog = Catalog::load(&config.rule_dirs)?;
+    let (analysis, _, findings) = analyze_one(&trace, (&rules, &catalog), &opts, None);
     Ok(partial::Partial::new(
         rank,
         analysis,
@@ -357,7 +358,7 @@ pub fn run_trace(
         .then(|| analysis::compile::logs::join(logs, has_trace.then_some(&trace)));
     let logs = joined.as_ref().map(|j| (j, &catalog.compile_fixes));
     let (analysis, activities, findings, ranks, detect_passes) =
-        analyze_all(&trace, rules, opts, logs);
+        analyze_all(&trace, (rules, catalog), opts, logs);
     let plan = recommend::plan(&analysis, &findings, catalog, env);
     Run {
         trace,
@@ -376,13 +377,21 @@ pub fn run_trace(
 /// its complete analysis.
 fn analyze_one(
     trace: &Trace,
-    rules: &RuleSet,
+    (rules, catalog): (&RuleSet, &Catalog),
     opts: &AnalysisOptions,
     logs: Option<detect::CompileLogs>,
 ) -> (Analysis, ActivityTable, Vec<Finding>) {
     let ctx = analysis::prepare(trace, rules, opts);
     let findings = detect::detect(&ctx, logs);
-    let (analysis, table) = ctx.finish();
+    // The step model, while the context holds what it is built from; replayed once the
+    // findings say which changes the plan prices.
+    let replayer = recommend::wants_replays(&findings, catalog)
+        .then(|| analysis::Replayer::new(&ctx, &catalog.replay));
+    let (mut analysis, table) = ctx.finish();
+    if let Some(r) = replayer {
+        analysis.parts.replays =
+            recommend::replays(&analysis, &findings, catalog, &|set| r.replay(set));
+    }
     (analysis, table, findings)
 }
 
@@ -391,7 +400,7 @@ fn analyze_one(
 /// file would be, so that merging written partials gives the same bytes.
 fn analyze_all(
     trace: &Trace,
-    rules: &RuleSet,
+    (rules, catalog): (&RuleSet, &Catalog),
     opts: &AnalysisOptions,
     logs: Option<detect::CompileLogs>,
 ) -> (Analysis, ActivityTable, Vec<Finding>, Vec<RankView>, u32) {
@@ -401,7 +410,7 @@ fn analyze_all(
         ranks.entry(input.rank).or_default().push(i as u32);
     }
     if ranks.keys().flatten().count() <= 1 {
-        let (a, t, f) = analyze_one(trace, rules, opts, logs);
+        let (a, t, f) = analyze_one(trace, (rules, catalog), opts, logs);
         return (a, t, f, Vec::new(), 1);
     }
     // Inputs without a rank (torch.compile logs, a stray trace) are one more part, merged last.
@@ -413,7 +422,8 @@ fn analyze_all(
     let parts: Vec<(partial::Partial, (ActivityTable, Vec<u32>))> = groups
         .into_par_iter()
         .map(|(rank, inputs)| {
-            let (a, table, findings) = analyze_one(&trace.subset(&inputs), rules, &rank_opts, None);
+            let (a, table, findings) =
+                analyze_one(&trace.subset(&inputs), (rules, catalog), &rank_opts, None);
             let p = partial::Partial::new(rank, a, findings, settings.clone());
             // Through JSON, as a file carries it (one holding a non-finite float from a corrupt
             // counter, which JSON cannot, is kept as it is rather than failing the analysis).

@@ -156,6 +156,10 @@ pub struct RecDef {
     /// Ranked first whenever it fires (a profile that cannot support other advice).
     #[serde(default)]
     pub rank_first: bool,
+    /// The change a replay of the step model applies to price it (`est_savings_ns`); without
+    /// one, `fraction` × `basis` estimates it.
+    #[serde(default)]
+    pub replay: Option<crate::analysis::Transform>,
     /// Partition categories whose time the action can recover (the savings ceiling).
     pub acts_on: Vec<Category>,
     /// What `fraction` is of: the acts_on time (default) or the finding's time at stake.
@@ -197,6 +201,10 @@ pub struct Catalog {
     pub recommendations: Vec<RecDef>,
     /// The fixes of each cause torch.compile's logs name.
     pub compile_fixes: CompileFixes,
+    /// The replays' constants (`rules/replay.toml`).
+    pub replay: crate::analysis::ReplayConstants,
+    /// How sure savings are (`rules/priors.toml`).
+    pub priors: super::priors::Priors,
 }
 
 impl Catalog {
@@ -253,6 +261,22 @@ impl Catalog {
             // A user file's causes replace the built-in fixes of that cause.
             cat.compile_fixes.0.extend(user.compile_fixes.0);
             check_ids(&cat, &theirs, &path)?;
+        }
+        cat.replay = super::priors::load_replay_constants(dirs)?;
+        cat.priors = super::priors::Priors::load(dirs)?;
+        if let Some(p) = cat
+            .priors
+            .priors
+            .iter()
+            .find(|p| cat.get(&p.recommendation).is_none())
+        {
+            return Err(RuleError::Parse {
+                file: "rules/priors.toml".into(),
+                message: format!(
+                    "a prior names '{}', which no recommendation has",
+                    p.recommendation
+                ),
+            });
         }
         Ok(cat)
     }
@@ -338,6 +362,8 @@ fn parse(text: &str, file: &Path) -> Result<Catalog, RuleError> {
         env_checks: f.env_checks,
         recommendations: f.recommendations,
         compile_fixes: f.compile_fixes,
+        replay: crate::analysis::ReplayConstants::builtin(),
+        priors: super::priors::Priors::load(&[])?,
     })
 }
 

@@ -174,6 +174,7 @@ pub(super) fn status(
                 name: l.name.clone(),
                 status: verdict.status(),
                 evidence: say(l, verdict, &args),
+                est_savings_ns: 0,
             }
         })
         .collect()

@@ -5,11 +5,15 @@
 mod because;
 mod catalog;
 mod ladder;
+mod priors;
+mod savings;
 
 pub use because::Fact;
 
 pub use catalog::{Basis, Catalog, EnvCheck, LevelDef, RecDef};
 pub use ladder::{LadderStatus, Verdict};
+pub use priors::{Prior, Priors};
+pub use savings::{replays, wants_replays, SavingsBasis};
 
 use crate::analysis::time::partition::Category;
 use crate::analysis::Analysis;
@@ -40,11 +44,25 @@ pub struct Recommendation {
     pub level: u8,
     /// One-line title.
     pub title: String,
-    /// Estimated time saved in the window, in ns.
+    /// Estimated time saved in the window, in ns: the step's share the replayed change saves
+    /// (`savings_basis: replay`), else the catalog's estimate.
     pub est_savings_ns: i64,
     /// The same, as a percentage of the window.
     pub est_savings_pct: f64,
-    /// How sure the estimate is (0-1), from the catalog.
+    /// Where `est_savings_ns` comes from.
+    pub savings_basis: SavingsBasis,
+    /// Its saving on top of the recommendations ranked above it, applied together.
+    pub marginal_savings_ns: i64,
+    /// `[worst, best]`: the best case is the estimate; the worst comes from the model's
+    /// uncertainty and the seeds' priors (negative: it may slow the run down).
+    pub est_savings_range_ns: [i64; 2],
+    /// `"ab"` where the worst case is a slowdown: time it before and after.
+    pub verify: Option<&'static str>,
+    /// With `verify`: revert it when slower by more than this (%).
+    pub revert_if_slower_pct: Option<f64>,
+    /// Whether before/after pairs on this vendor validate the replay of its change.
+    pub validated: bool,
+    /// How sure the estimate is (0-1), from the catalog (the range says it in time).
     pub confidence: f64,
     /// `Some(2)` for levels 3-5 while level 2 is not done.
     pub blocked_by_level: Option<u8>,
@@ -72,6 +90,9 @@ pub struct LadderRow {
     pub status: LadderStatus,
     /// What the trace shows, in words (the level's `says` text, filled in).
     pub evidence: String,
+    /// The level's recommendations applied together: their replayed saving (with the others'
+    /// estimates), in ns of the window.
+    pub est_savings_ns: i64,
 }
 
 /// Recommendations, ladder and next level.
@@ -201,6 +222,8 @@ struct SteadyPart {
     /// A warm-up step inside the window (`warmup_in_window`): its time per category, on every
     /// rank, which no action on the steady state recovers.
     warmup: BTreeMap<Category, i64>,
+    /// That warm-up step's number.
+    warmup_step: Option<u64>,
 }
 
 impl SteadyPart {
@@ -211,11 +234,13 @@ impl SteadyPart {
             wait_ns: 0,
             share: 1.0,
             warmup: BTreeMap::new(),
+            warmup_step: None,
         };
         let warmup_step = findings.iter().find_map(|f| match &f.evidence.detail {
             Detail::WarmupInWindow(WarmupInWindow::Step(w)) => Some(w.step),
             _ => None,
         });
+        part.warmup_step = warmup_step;
         let warmup_rows: Vec<_> = a
             .step_breakdown
             .iter()
@@ -274,16 +299,32 @@ fn fits_vendor(only: Option<Vendor>, vendor: Vendor) -> bool {
     only.is_none_or(|v| vendor == Vendor::Unknown || v == vendor)
 }
 
-/// Evaluates the catalog against an analysis.
+/// Evaluates the catalog against an analysis (its replays priced where it has them).
 pub fn plan(
     a: &Analysis,
     findings: &[Finding],
     catalog: &Catalog,
     env: Option<&EnvListing>,
 ) -> Plan {
+    plan_with(a, findings, catalog, env, &a.parts.replays)
+}
+
+/// [`plan`] with these replays.
+fn plan_with(
+    a: &Analysis,
+    findings: &[Finding],
+    catalog: &Catalog,
+    env: Option<&EnvListing>,
+    replays: &crate::analysis::Replays,
+) -> Plan {
     let vendor = a.vendor();
     let window = a.summary.window_ns;
     let steady = SteadyPart::of(a, findings);
+    let scale = savings::Scale {
+        window,
+        warmup_step: steady.warmup_step,
+        share: steady.share,
+    };
     let mut recs: Vec<Recommendation> = Vec::new();
     for rec in &catalog.recommendations {
         let Some(hits) = triggered(rec, a, findings) else {
@@ -294,7 +335,23 @@ pub fn plan(
             Basis::Finding => hits.iter().map(|f| f.time_at_stake_ns).max().unwrap_or(0),
             Basis::Categories => ceiling,
         };
-        let est = ((basis as f64 * rec.fraction).round() as i64).clamp(0, ceiling.max(0));
+        let mut est = ((basis as f64 * rec.fraction).round() as i64).clamp(0, ceiling.max(0));
+        let mut savings_basis = savings::SavingsBasis::of(rec.basis);
+        let mut from_table = false;
+        if let Some(t) = rec.replay {
+            match savings::price(t, replays, scale) {
+                savings::Priced::Replayed {
+                    ns,
+                    from_table: table,
+                } => {
+                    est = ns;
+                    savings_basis = savings::SavingsBasis::Replay;
+                    from_table = table;
+                }
+                savings::Priced::Refused => continue,
+                savings::Priced::Estimate => {}
+            }
+        }
         let mut finding_ids: Vec<String> = hits.iter().map(|f| f.id.to_string()).collect();
         finding_ids.dedup();
         // Fixes the findings name for their own causes (from torch.compile's logs) come first.
@@ -335,13 +392,19 @@ pub fn plan(
                 .into_iter()
                 .filter(|g| !specific.contains(&code(&g.text))),
         );
-        recs.push(Recommendation {
+        let mut out = Recommendation {
             rank: 0,
             id: rec.id.clone(),
             level: rec.level,
             title: rec.title.clone(),
             est_savings_ns: est,
             est_savings_pct: crate::analysis::numbers::pct(est, window),
+            savings_basis,
+            marginal_savings_ns: 0,
+            est_savings_range_ns: [0, est],
+            verify: None,
+            revert_if_slower_pct: None,
+            validated: false,
             confidence: rec.confidence,
             blocked_by_level: None,
             finding_ids,
@@ -360,7 +423,9 @@ pub fn plan(
                 .filter(|c| fits_vendor(c.vendor, vendor))
                 .map(|c| c.text.clone())
                 .collect(),
-        });
+        };
+        savings::qualify(&mut out, a, catalog, from_table);
+        recs.push(out);
     }
 
     let ladder = ladder::status(a, findings, catalog, &recs, env);
@@ -371,6 +436,11 @@ pub fn plan(
         }
     }
     rank(&mut recs, catalog);
+    savings::marginals(&mut recs, catalog, replays, scale);
+    let mut ladder = ladder;
+    for row in &mut ladder {
+        row.est_savings_ns = savings::level_ns(row.level, &recs, catalog, replays, scale);
+    }
     let next_level = ladder
         .iter()
         .filter(|l| l.status.is_open())
@@ -383,12 +453,13 @@ pub fn plan(
     }
 }
 
-/// By ladder level (seeds/000: each level builds on the previous), then by savings ×
-/// confidence within a level, then id; actions that save under 0.5% of the window go last. A
-/// recommendation that follows another (`after`) comes after it.
+/// By ladder level (seeds/000: each level builds on the previous), then by savings within a
+/// level, then id; actions that save under 0.5% of the window go last. A recommendation that
+/// follows another (`after`) comes after it. One whose worst case is a slowdown never comes
+/// first while another's worst case is a gain.
 fn rank(recs: &mut Vec<Recommendation>, catalog: &Catalog) {
     const NEGLIGIBLE_PCT: f64 = 0.5;
-    let score = |r: &Recommendation| r.est_savings_ns as f64 * r.confidence;
+    let score = |r: &Recommendation| r.est_savings_ns as f64;
     let first = |r: &Recommendation| catalog.get(&r.id).is_some_and(|d| d.rank_first);
     recs.sort_by(|a, b| {
         first(b)
@@ -412,6 +483,13 @@ fn rank(recs: &mut Vec<Recommendation>, catalog: &Catalog) {
                 recs.insert(j, r);
             }
             _ => i += 1,
+        }
+    }
+    let risky = |r: &Recommendation| r.est_savings_range_ns[0] < 0;
+    if recs.first().is_some_and(risky) && !recs.first().is_some_and(first) {
+        if let Some(k) = recs.iter().position(|r| r.est_savings_range_ns[0] > 0) {
+            let r = recs.remove(k);
+            recs.insert(0, r);
         }
     }
     for (k, r) in recs.iter_mut().enumerate() {

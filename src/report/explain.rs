@@ -195,12 +195,19 @@ fn savings_model(r: &RecDef) -> String {
     } else {
         format!("the time of {}", join_categories(&r.acts_on))
     };
-    format!(
+    let estimate = format!(
         "{} x {basis}, at most the time of {} (steady steps only); confidence {}",
         r.fraction,
         join_categories(&r.acts_on),
         r.confidence
-    )
+    );
+    match r.replay {
+        Some(t) => format!(
+            "the step replayed with `{}` (docs/concepts/replays.md), steady steps only; where it cannot act: {estimate}",
+            t.as_str()
+        ),
+        None => estimate,
+    }
 }
 
 /// The evidence a recommendation cites: its own facts, then its findings' summaries.

@@ -12,7 +12,7 @@ use crate::recommend::{LadderRow, Recommendation};
 use serde::Serialize;
 
 /// The feed's `schema_version`.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Serialize)]
 struct Tool {

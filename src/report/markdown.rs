@@ -155,13 +155,14 @@ fn render_recommendations(out: &mut String, run: &Run) {
     for r in run.plan.recommendations.iter().take(3) {
         let _ = writeln!(
             out,
-            "{}. **[{}] {}**: saves ~{} ({:.1}% of the window), confidence {:.1}",
+            "{}. **[{}] {}**: {}",
             r.rank,
             level_tag(r),
             cell(&r.title),
-            fmt_ns(r.est_savings_ns),
-            r.est_savings_pct,
-            r.confidence
+            cell(&crate::report::sections::savings_phrase(
+                r,
+                run.analysis.summary.window_ns
+            )),
         );
         if let Some(e) = r.evidence.first() {
             let _ = writeln!(out, "   - because: {}", cell(e));

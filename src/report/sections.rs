@@ -126,6 +126,35 @@ impl<'r> Sections<'r> {
     }
 }
 
+/// What a recommendation saves, in words: the estimate, its share of the window, where it comes
+/// from with its range, its saving on top of the ones above it, and the A/B check a possible
+/// slowdown asks for.
+pub fn savings_phrase(r: &Recommendation, window_ns: i64) -> String {
+    use crate::recommend::SavingsBasis;
+    let pct = |ns: i64| crate::analysis::numbers::pct(ns, window_ns);
+    let mut out = format!(
+        "saves ~{}, {:.1}% of the window",
+        fmt_ns(r.est_savings_ns),
+        r.est_savings_pct
+    );
+    let [worst, best] = r.est_savings_range_ns;
+    match r.savings_basis {
+        SavingsBasis::Replay => {
+            out += &format!("; replayed: {:.1}% to {:.1}%", pct(worst), pct(best));
+            if r.rank > 1 && r.marginal_savings_ns != r.est_savings_ns {
+                out += &format!(", {:.1}% after the ones above", pct(r.marginal_savings_ns));
+            }
+        }
+        _ => out += "; estimated",
+    }
+    if let (Some(_), Some(p)) = (r.verify, r.revert_if_slower_pct) {
+        out += &format!(
+            "; may slow the run down: time it before and after, revert if over {p}% slower"
+        );
+    }
+    out
+}
+
 /// `[L3, after level 2]`'s inner part for a recommendation: its level, and the level it waits
 /// for.
 pub fn level_tag(r: &Recommendation) -> String {

@@ -410,6 +410,7 @@ fn render_counters(out: &mut String, a: &Analysis, opts: &TableOptions) {
 /// The ladder status and the ranked recommendations, each with its evidence and first action.
 fn render_plan(out: &mut String, sections: &Sections) {
     let p = &sections.run.plan;
+    let window_ns = sections.run.analysis.summary.window_ns;
     if p.ladder.is_empty() {
         return;
     }
@@ -425,18 +426,16 @@ fn render_plan(out: &mut String, sections: &Sections) {
     }
     let _ = writeln!(
         out,
-        "Recommendations (by ladder level, then estimated savings x confidence; under 0.5% of the window last)"
+        "Recommendations (by ladder level, then estimated savings; under 0.5% of the window last)"
     );
     for r in &p.recommendations {
         let _ = writeln!(
             out,
-            "{:>3}. [{}] {}  (saves ~{}, {:.1}% of the window; confidence {:.1})",
+            "{:>3}. [{}] {}  ({})",
             r.rank,
             level_tag(r),
             r.title,
-            fmt_ns(r.est_savings_ns),
-            r.est_savings_pct,
-            r.confidence
+            crate::report::sections::savings_phrase(r, window_ns),
         );
         if let Some(e) = r.evidence.first() {
             let _ = writeln!(out, "       because: {e}");

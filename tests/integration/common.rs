@@ -130,7 +130,44 @@ pub fn assert_valid_feed(feed: &[u8]) -> serde_json::Value {
     );
     assert_evidence_typed(&value);
     assert_path_adds_up(&value);
+    assert_savings_hold(&value);
     value
+}
+
+/// The hard limits of savings: each within the window and its range, the marginal savings of
+/// the plan and each level's saving never past the window, an A/B check wherever the worst
+/// case is a slowdown.
+pub fn assert_savings_hold(feed: &serde_json::Value) {
+    let window = feed["summary"]["window_ns"].as_i64().unwrap_or(0);
+    let mut marginal = 0i64;
+    for r in feed["recommendations"].as_array().into_iter().flatten() {
+        let id = r["id"].as_str().unwrap_or("?");
+        let est = r["est_savings_ns"].as_i64().unwrap();
+        let range = r["est_savings_range_ns"].as_array().unwrap();
+        let (worst, best) = (range[0].as_i64().unwrap(), range[1].as_i64().unwrap());
+        assert!(
+            (0..=window.max(0)).contains(&est) && best == est && worst <= best,
+            "{id}: est {est}, range {worst}..{best}, window {window}"
+        );
+        assert_eq!(
+            worst < 0,
+            r["verify"] == "ab" && r["revert_if_slower_pct"].is_number(),
+            "{id}: a worst case below zero, and only then, asks for an A/B check"
+        );
+        marginal += r["marginal_savings_ns"].as_i64().unwrap().max(0);
+    }
+    assert!(
+        marginal <= window.max(0),
+        "marginal savings {marginal} past the window {window}"
+    );
+    for l in feed["ladder"].as_array().into_iter().flatten() {
+        let ns = l["est_savings_ns"].as_i64().unwrap();
+        assert!(
+            (0..=window.max(0)).contains(&ns),
+            "level {}: {ns} of {window}",
+            l["level"]
+        );
+    }
 }
 
 /// The critical path's invariants, for the job and each rank: each step's labels add up to its

@@ -52,6 +52,7 @@ mod pipeline;
 mod ranks;
 mod recommend;
 mod regions;
+mod replays;
 mod review;
 mod rocprof;
 mod serving;

@@ -8,7 +8,8 @@
 //! labels add up to the step's time: the idle time on it is labeled by its cause (dispatch,
 //! data loading, host work, a sync) instead of by whatever the GPU was doing.
 
-mod model;
+pub(crate) mod model;
+pub(crate) mod replay;
 mod walk;
 
 use crate::analysis::numbers::pct;

@@ -53,6 +53,18 @@ pub struct AllocatorChurn {
 }
 impl Shape for AllocatorChurn {}
 
+/// `per_parameter_optimizer`: the optimizer's kernels and host time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PerParameterOptimizer {
+    pub optimizer: String,
+    pub kernels_per_step: f64,
+    pub multi_tensor_pct: f64,
+    pub kernel_ns: i64,
+    pub host_ns: i64,
+    pub pct: f64,
+}
+impl Shape for PerParameterOptimizer {}
+
 /// `unrepresentative_profile`: one long wait, or a profile of warm-up.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]

@@ -283,6 +283,7 @@ details! {
     LowGemmEfficiency(LowGemmEfficiency),
     NoMatrixCores(CounterKernels),
     AllocatorChurn(AllocatorChurn),
+    PerParameterOptimizer(PerParameterOptimizer),
     UnrepresentativeProfile(UnrepresentativeProfile),
     ConvHeavy(ConvHeavy),
     EagerModules(EagerModules),

@@ -267,7 +267,7 @@ fn render_recommendations(b: &mut String, run: &Run) {
     if run.plan.recommendations.is_empty() {
         let _ = writeln!(b, "<p>None.</p>");
     } else {
-        let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>#</th><th>level</th><th>recommendation</th><th>est. savings</th><th>confidence</th><th>evidence and actions</th></tr></thead><tbody>");
+        let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>#</th><th>level</th><th>recommendation</th><th>est. savings</th><th>how sure</th><th>evidence and actions</th></tr></thead><tbody>");
         for r in &run.plan.recommendations {
             let blocked = r
                 .blocked_by_level
@@ -289,16 +289,18 @@ fn render_recommendations(b: &mut String, run: &Run) {
                 let _ = write!(detail, "<div><b>caveat:</b> {}</div>", esc(c));
             }
             let _ = write!(detail, "<div class=\"muted\">{}</div>", esc(&r.seed));
+            let sure = crate::report::sections::savings_phrase(r, run.analysis.summary.window_ns);
+            let sure = sure.split_once("; ").map_or("", |x| x.1);
             let _ = writeln!(
                 b,
-                "<tr><td class=\"n\">{}</td><td>L{}{blocked}</td><td>{}</td><td class=\"n\" data-v=\"{}\">{} ({:.1}%)</td><td class=\"n\">{:.1}</td><td>{detail}</td></tr>",
+                "<tr><td class=\"n\">{}</td><td>L{}{blocked}</td><td>{}</td><td class=\"n\" data-v=\"{}\">{} ({:.1}%)</td><td>{}</td><td>{detail}</td></tr>",
                 r.rank,
                 r.level,
                 esc(&r.title),
                 r.est_savings_ns,
                 fmt_ns(r.est_savings_ns),
                 r.est_savings_pct,
-                r.confidence
+                esc(sure)
             );
         }
         let _ = writeln!(b, "</tbody></table>");

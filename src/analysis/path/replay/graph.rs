@@ -1,0 +1,670 @@
+//! The step model a replay runs: per input, its host work as one ordered sequence of pieces
+//! (what the threads did, and the gaps between), and its GPU activities with what each waited
+//! for, all on the trace's clock.
+
+use crate::analysis::context::Context;
+use crate::analysis::path::model::{GatedSync, InputModel};
+use crate::analysis::path::replay::constants::Constants;
+use crate::analysis::path::Label;
+use crate::analysis::time::links::is_free_call;
+use crate::classify::Bucket;
+use crate::model::HostKind;
+use rustc_hash::FxHashMap as HashMap;
+
+/// A step of the input (or, without steps, its window on one device).
+#[derive(Clone, Debug)]
+pub(crate) struct Span {
+    pub number: Option<u64>,
+    /// Its window as the analysis measures it.
+    pub start: i64,
+    pub end: i64,
+    /// Its host range (`ProfilerStep#N`).
+    pub cpu_start: i64,
+    pub cpu_end: i64,
+    /// Whether it follows the previous span (consecutive steps; a selection may skip some).
+    pub adjacent: bool,
+    /// Its measured time, in ns.
+    pub measured_ns: i64,
+}
+
+/// What a host piece is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum PieceKind {
+    /// Inside an op or call that launches GPU work.
+    Dispatch,
+    /// Host work that launches nothing.
+    Host,
+    /// The DataLoader fetching a batch.
+    Loading,
+    /// A synchronize (or blocking copy): returns `ret` after the activity it waits for ends.
+    Sync {
+        awaits: Option<u32>,
+        ret: i64,
+        /// The step could lose it (not a free, not inside an op whose output size is data).
+        removable: bool,
+        /// It waits for a copy to the device (an input's upload): a graph copies inputs in.
+        upload: bool,
+    },
+    /// A launch call blocked until the GPU drained its queue (the launch queue was full):
+    /// returns `ret` after activity `awaits` (local) ends.
+    Queued { awaits: u32, ret: i64 },
+    /// Nothing profiled: Python, or (`long` false) the short gaps of dispatch.
+    Gap { long: bool },
+}
+
+/// A span of host time.
+#[derive(Clone, Debug)]
+pub(crate) struct Piece {
+    pub start: i64,
+    pub end: i64,
+    pub kind: PieceKind,
+    /// The span (step) it is in.
+    pub span: Option<u32>,
+    /// Inside `Optimizer.step#…`.
+    pub optimizer: bool,
+    /// Profiled host events (ops and runtime calls) that start inside it.
+    pub events: u32,
+}
+
+/// A GPU activity of the input.
+#[derive(Clone, Debug)]
+pub(crate) struct Act {
+    /// Index into the trace's activities.
+    pub id: u32,
+    /// Its stream (index into the input's streams).
+    pub stream: u32,
+    /// The activity before it on its stream, and one on another stream it waited for (local).
+    pub prev: Option<u32>,
+    pub dep: Option<u32>,
+    /// The end of work outside the model it waited for (before the window).
+    pub after: i64,
+    /// When its launch was issued (its own start without a launch call).
+    pub issue: i64,
+    /// The time from its launch to its start when nothing else held it.
+    pub lat: i64,
+    /// Where what it waited for on the GPU held it: the gap from that work's end to its start.
+    pub gap: i64,
+    pub start: i64,
+    pub dur: i64,
+    pub span: Option<u32>,
+    pub bucket: Bucket,
+    /// Launched inside `Optimizer.step#…`.
+    pub optimizer: bool,
+}
+
+/// One input's step model.
+pub(crate) struct InputGraph {
+    pub rank: Option<u32>,
+    pub input: u32,
+    pub spans: Vec<Span>,
+    /// Host pieces, sorted and contiguous from `spans[0].start` to the last span's end.
+    pub pieces: Vec<Piece>,
+    /// GPU activities by issue time.
+    pub acts: Vec<Act>,
+}
+
+/// The model of every input with steps or GPU work in scope.
+pub(crate) fn build_all(ctx: &Context, constants: &Constants) -> Vec<InputGraph> {
+    use rayon::prelude::*;
+    (0..ctx.trace.inputs.len() as u32)
+        .into_par_iter()
+        .filter_map(|input| build(ctx, input, constants))
+        .collect()
+}
+
+fn spans_of(ctx: &Context, input: usize) -> Vec<Span> {
+    let steps = &ctx.steps;
+    if steps.per_input[input].is_empty() {
+        // No steps: the input's whole window, as one span.
+        let acts = &ctx.trace.activities;
+        let (mut s, mut e) = (i64::MAX, i64::MIN);
+        for a in 0..acts.len() {
+            if ctx.in_scope[a] && acts.input[a] as usize == input {
+                s = s.min(acts.ts_ns[a]);
+                e = e.max(acts.end_ns(a));
+            }
+        }
+        if s >= e {
+            return Vec::new();
+        }
+        return vec![Span {
+            number: None,
+            start: s,
+            end: e,
+            cpu_start: s,
+            cpu_end: s,
+            adjacent: false,
+            measured_ns: e - s,
+        }];
+    }
+    let mut out: Vec<Span> = Vec::new();
+    for (_, w) in steps.kept(input) {
+        // Consecutive steps: the next one's time runs from the previous one's end.
+        let adjacent = out
+            .last()
+            .is_some_and(|p| p.number == Some(w.number.wrapping_sub(1)));
+        out.push(Span {
+            number: Some(w.number),
+            start: w.start_ns,
+            end: w.end_ns,
+            cpu_start: w.cpu_start_ns,
+            cpu_end: w.cpu_end_ns,
+            adjacent,
+            measured_ns: w.end_ns - w.start_ns,
+        });
+    }
+    out
+}
+
+fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph> {
+    let trace = ctx.trace;
+    let spans = spans_of(ctx, input as usize);
+    let (start, end) = (spans.first()?.start, spans.iter().map(|s| s.end).max()?);
+    let model = InputModel::build(trace, &ctx.links, input);
+    let optimizer = optimizer_ranges(ctx, input);
+    let in_optimizer = |t: i64| {
+        let k = optimizer.partition_point(|r| r.0 <= t);
+        k > 0 && t < optimizer[k - 1].1
+    };
+    // A step's host range holds its pieces; an input without steps has one span, its window.
+    let span_of_host = |t: i64| {
+        spans
+            .iter()
+            .position(|s| match s.number {
+                Some(_) => t >= s.cpu_start && t < s.cpu_end,
+                None => t >= s.start && t < s.end,
+            })
+            .map(|k| k as u32)
+    };
+    let pieces = pieces(ctx, &model, (start, end), constants, &|p: &mut Piece| {
+        p.span = span_of_host(p.start);
+        p.optimizer = in_optimizer((p.start + p.end) / 2);
+    });
+    let acts = activities(
+        ctx,
+        &model,
+        input,
+        (start, end),
+        &spans,
+        &in_optimizer,
+        constants,
+    );
+    let (mut pieces, acts) = (pieces, acts);
+    // A sync waits for a local activity (by trace index → local index).
+    let local: HashMap<u32, u32> = acts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.id, i as u32))
+        .collect();
+    for p in &mut pieces {
+        if let PieceKind::Sync { awaits, .. } = &mut p.kind {
+            *awaits = awaits.and_then(|a| local.get(&a).copied());
+        }
+    }
+    let mut pieces = split_queued(ctx, input, pieces, &acts);
+    count_events(ctx, input, &mut pieces);
+    Some(InputGraph {
+        rank: trace.inputs[input as usize].rank,
+        input,
+        spans,
+        pieces,
+        acts,
+    })
+}
+
+/// The input's `Optimizer.step#…` ranges, sorted.
+fn optimizer_ranges(ctx: &Context, input: u32) -> Vec<(i64, i64)> {
+    let host = &ctx.trace.host;
+    let mut out: Vec<(i64, i64)> = (0..host.len())
+        .filter(|&h| {
+            host.input[h] == input
+                && host.kind[h] == HostKind::Annotation
+                && ctx
+                    .trace
+                    .names
+                    .get(host.name[h])
+                    .starts_with("Optimizer.step#")
+        })
+        .map(|h| (host.ts_ns[h], host.end_ns(h)))
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// The host's pieces over `[start, end)`: the main thread's work, the other threads' where the
+/// main thread did nothing, and gaps between; `mark` sets each piece's span and context.
+fn pieces(
+    ctx: &Context,
+    model: &InputModel,
+    (start, end): (i64, i64),
+    constants: &Constants,
+    mark: &dyn Fn(&mut Piece),
+) -> Vec<Piece> {
+    let trace = ctx.trace;
+    let threshold = ctx.opts.dispatch_threshold_ns;
+    // Every thread's gated syncs by (thread, start).
+    let mut gated: HashMap<(u32, i64), GatedSync> = HashMap::default();
+    for (&t, tm) in &model.threads {
+        for g in &tm.gated {
+            gated.insert((t, g.start), *g);
+        }
+    }
+    let data_dependent = DataDependent::new(ctx, model, &constants.unremovable_sync_ops.value);
+    let mut threads: Vec<u32> = model.threads.keys().copied().collect();
+    threads.sort_unstable();
+    // The main thread first: its segments are the base; others fill its gaps.
+    threads.sort_by_key(|&t| Some(t) != model.main);
+    let mut covered: Vec<(i64, i64)> = Vec::new();
+    let mut raw: Vec<(u32, crate::analysis::path::model::HostSeg)> = Vec::new();
+    for t in threads {
+        let mut mine = Vec::new();
+        for seg in &model.threads[&t].segs {
+            let (s, e) = (seg.start.max(start), seg.end.min(end));
+            if e <= s {
+                continue;
+            }
+            for (s, e) in subtract((s, e), &covered) {
+                raw.push((
+                    t,
+                    crate::analysis::path::model::HostSeg {
+                        start: s,
+                        end: e,
+                        ..*seg
+                    },
+                ));
+                mine.push((s, e));
+            }
+        }
+        covered.extend(mine);
+        covered.sort_unstable();
+    }
+    raw.sort_by_key(|(_, s)| (s.start, s.end));
+    let mut out: Vec<Piece> = Vec::with_capacity(raw.len() * 2 + 1);
+    let mut cur = start;
+    let push = |out: &mut Vec<Piece>, mut p: Piece| {
+        mark(&mut p);
+        out.push(p);
+    };
+    for (t, seg) in raw {
+        if seg.end <= cur {
+            continue;
+        }
+        let s = seg.start.max(cur);
+        if s > cur {
+            let gap = Piece {
+                start: cur,
+                end: s,
+                kind: PieceKind::Gap {
+                    long: s - cur > threshold,
+                },
+                span: None,
+                optimizer: false,
+                events: 0,
+            };
+            push(&mut out, gap);
+        }
+        let kind = match seg.label {
+            Label::Launch => PieceKind::Dispatch,
+            Label::DataLoading => PieceKind::Loading,
+            Label::Sync => match gated.get(&(t, seg.start)) {
+                Some(g) if g.waited && s == seg.start => {
+                    let acts = &trace.activities;
+                    let done = acts.end_ns(g.activity as usize);
+                    let name = trace.names.get(g.name);
+                    let upload = trace
+                        .names
+                        .get(acts.name[g.activity as usize])
+                        .contains("HtoD");
+                    PieceKind::Sync {
+                        awaits: Some(g.activity),
+                        ret: (g.end - done.max(g.start)).max(0),
+                        removable: !upload
+                            && !is_free_call(name)
+                            && !data_dependent.contains(g.host),
+                        upload,
+                    }
+                }
+                _ => PieceKind::Sync {
+                    awaits: None,
+                    ret: 0,
+                    removable: false,
+                    upload: false,
+                },
+            },
+            _ => PieceKind::Host,
+        };
+        push(
+            &mut out,
+            Piece {
+                start: s,
+                end: seg.end,
+                kind,
+                span: None,
+                optimizer: false,
+                events: 0,
+            },
+        );
+        cur = seg.end;
+    }
+    if cur < end {
+        let gap = Piece {
+            start: cur,
+            end,
+            kind: PieceKind::Gap {
+                long: end - cur > threshold,
+            },
+            span: None,
+            optimizer: false,
+            events: 0,
+        };
+        push(&mut out, gap);
+    }
+    out
+}
+
+/// `[s, e)` less the sorted spans of `covered` (which may overlap).
+fn subtract((s, e): (i64, i64), covered: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut cur = s;
+    let k = covered.partition_point(|c| c.0 < s);
+    // A span starting before `s` may still cover it.
+    let from = k.saturating_sub(1);
+    for &(a, b) in &covered[from..] {
+        if a >= e {
+            break;
+        }
+        if b <= cur {
+            continue;
+        }
+        if a > cur {
+            out.push((cur, a.min(e)));
+        }
+        cur = cur.max(b);
+        if cur >= e {
+            break;
+        }
+    }
+    if cur < e {
+        out.push((cur, e));
+    }
+    out
+}
+
+/// The synchronizes inside ops whose output size is data (`nonzero` and kin): a step cannot
+/// lose them (`rules/replay.toml` `unremovable_sync_ops`).
+struct DataDependent {
+    inside: rustc_hash::FxHashSet<u32>,
+}
+
+impl DataDependent {
+    fn new(ctx: &Context, model: &InputModel, patterns: &[String]) -> DataDependent {
+        let trace = ctx.trace;
+        let host = &trace.host;
+        let mut inside = rustc_hash::FxHashSet::default();
+        for (&t, tm) in &model.threads {
+            if tm.gated.is_empty() {
+                continue;
+            }
+            // The thread's ops by start.
+            let mut ops: Vec<u32> = (0..host.len() as u32)
+                .filter(|&h| {
+                    host.thread[h as usize] == t && host.kind[h as usize] == HostKind::CpuOp
+                })
+                .collect();
+            ops.sort_by_key(|&h| host.ts_ns[h as usize]);
+            for g in &tm.gated {
+                let k = ops.partition_point(|&h| host.ts_ns[h as usize] <= g.start);
+                let enclosing = ops[..k].iter().rev().take(64).any(|&h| {
+                    host.end_ns(h as usize) >= g.end
+                        && patterns
+                            .iter()
+                            .any(|p| trace.names.get(host.name[h as usize]).contains(p.as_str()))
+                });
+                if enclosing {
+                    inside.insert(g.host);
+                }
+            }
+        }
+        DataDependent { inside }
+    }
+    fn contains(&self, host: u32) -> bool {
+        self.inside.contains(&host)
+    }
+}
+
+/// The input's activities issued in `[start, end)`, by issue time, with what each waited for.
+fn activities(
+    ctx: &Context,
+    model: &InputModel,
+    input: u32,
+    (start, end): (i64, i64),
+    spans: &[Span],
+    in_optimizer: &dyn Fn(i64) -> bool,
+    constants: &Constants,
+) -> Vec<Act> {
+    let trace = ctx.trace;
+    let acts = &trace.activities;
+    let mut ids: Vec<(i64, i64, u32)> = (0..acts.len())
+        .filter(|&a| ctx.in_scope[a] && acts.input[a] == input)
+        .map(|a| (ctx.links.launch_ts(trace, a), acts.ts_ns[a], a as u32))
+        .filter(|&(issue, s, _)| (issue >= start || s >= start) && issue < end)
+        .collect();
+    ids.sort_unstable();
+    let local: HashMap<u32, u32> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, _, a))| (a, i as u32))
+        .collect();
+    // The step it was launched in: the last whose start is before its launch.
+    let span_of = |issue: i64| -> Option<u32> {
+        if spans.len() == 1 && spans[0].number.is_none() {
+            return Some(0);
+        }
+        let k = spans.partition_point(|s| s.cpu_start.min(s.start) <= issue);
+        (k > 0 && issue < spans[k - 1].end.max(spans[k - 1].cpu_end)).then_some((k - 1) as u32)
+    };
+    let mut out: Vec<Act> = ids
+        .iter()
+        .map(|&(issue, s, a)| {
+            let mut act = Act {
+                id: a,
+                stream: model.place.get(&a).map_or(0, |p| p.0),
+                prev: None,
+                dep: None,
+                after: i64::MIN,
+                issue,
+                lat: 0,
+                gap: 0,
+                start: s,
+                dur: acts.dur_ns[a as usize],
+                span: span_of(issue),
+                bucket: ctx.activity_buckets[a as usize],
+                optimizer: in_optimizer(issue),
+            };
+            let mut hold = |other: u32, slot: &mut Option<u32>| match local.get(&other) {
+                Some(&l) => *slot = Some(l),
+                None => act.after = act.after.max(acts.end_ns(other as usize)),
+            };
+            let mut prev = None;
+            if let Some(p) = model.stream_prev(a) {
+                hold(p, &mut prev);
+            }
+            let mut dep = None;
+            if let Some(&w) = model.waits.get(&a) {
+                hold(w, &mut dep);
+            }
+            act.prev = prev;
+            act.dep = dep;
+            act
+        })
+        .collect();
+    // Launch latency: exact where the launch came last (it held the activity), else the
+    // input's typical one; where GPU work held it, the gap after that work.
+    let end_of = |out: &[Act], l: Option<u32>| {
+        l.map_or(i64::MIN, |l| {
+            let x = &out[l as usize];
+            x.start + x.dur
+        })
+    };
+    let mut held: Vec<i64> = Vec::new();
+    for a in &out {
+        let other = end_of(&out, a.prev).max(end_of(&out, a.dep)).max(a.after);
+        if a.issue >= other && a.start >= a.issue && a.start - a.issue < 100_000 {
+            held.push(a.start - a.issue);
+        }
+    }
+    let typical = if held.is_empty() {
+        constants.launch_latency_ns.value
+    } else {
+        held.sort_unstable();
+        held[held.len() / 2]
+    };
+    // An activity that started long after everything the model knows it waited for waited for
+    // something else: the work on another stream that ended just before it started (a wait
+    // the trace does not record, as inside cuDNN's multi-stream algorithms).
+    const SLACK_NS: i64 = 20_000;
+    let mut ends: Vec<(i64, u32)> = out
+        .iter()
+        .enumerate()
+        .map(|(k, a)| (a.start + a.dur, k as u32))
+        .collect();
+    ends.sort_unstable();
+    for i in 0..out.len() {
+        let a = &out[i];
+        let other = end_of(&out, a.prev).max(end_of(&out, a.dep)).max(a.after);
+        let late = if a.issue >= other {
+            a.start - a.issue > 2 * typical + SLACK_NS
+        } else {
+            a.start - other > SLACK_NS
+        };
+        if !late {
+            continue;
+        }
+        let k = ends.partition_point(|e| e.0 <= a.start);
+        // Within a few launch latencies of its start, and after its launch.
+        let reach = a.start - (4 * typical).max(SLACK_NS) * 5;
+        let found = ends[..k]
+            .iter()
+            .rev()
+            .take_while(|e| e.0 >= reach.max(a.issue))
+            .find(|e| out[e.1 as usize].stream != a.stream)
+            .map(|e| e.1);
+        if let Some(x) = found {
+            out[i].dep = Some(x);
+        }
+    }
+    for i in 0..out.len() {
+        let a = &out[i];
+        let other = end_of(&out, a.prev).max(end_of(&out, a.dep)).max(a.after);
+        let seen = (a.start - a.issue).max(0);
+        let (lat, gap) = if a.issue >= other || other == i64::MIN {
+            (seen, 0)
+        } else {
+            (seen.min(typical), (a.start - other).max(0))
+        };
+        out[i].lat = lat;
+        out[i].gap = gap;
+    }
+    out
+}
+
+/// Launch calls that blocked on a full launch queue, split out of their pieces: a call that
+/// lasted far longer than launches usually do and returned just after some GPU work of the
+/// input ended waited for that work (the driver takes a new launch once a slot frees).
+fn split_queued(ctx: &Context, input: u32, pieces: Vec<Piece>, acts: &[Act]) -> Vec<Piece> {
+    const MIN_BLOCK_NS: i64 = 20_000;
+    let host = &ctx.trace.host;
+    let mut calls: Vec<u32> = acts
+        .iter()
+        .filter_map(|a| ctx.links.launch[a.id as usize])
+        .filter(|&h| host.input[h as usize] == input)
+        .collect();
+    calls.sort_unstable();
+    calls.dedup();
+    if calls.is_empty() {
+        return pieces;
+    }
+    let mut durs: Vec<i64> = calls.iter().map(|&h| host.dur_ns[h as usize]).collect();
+    durs.sort_unstable();
+    let long = (durs[durs.len() / 2] * 4).max(MIN_BLOCK_NS);
+    let mut ends: Vec<(i64, u32)> = acts
+        .iter()
+        .enumerate()
+        .map(|(k, a)| (a.start + a.dur, k as u32))
+        .collect();
+    ends.sort_unstable();
+    // (start, end, the activity it waited for) of each blocked call, by start.
+    let mut blocked: Vec<(i64, i64, u32)> = calls
+        .iter()
+        .filter(|&&h| host.dur_ns[h as usize] > long)
+        .filter_map(|&h| {
+            let (s, e) = (host.ts_ns[h as usize], host.end_ns(h as usize));
+            let k = ends.partition_point(|x| x.0 <= e);
+            let &(done, a) = ends[..k].last()?;
+            (done > s).then_some((s, e, a))
+        })
+        .collect();
+    if blocked.is_empty() {
+        return pieces;
+    }
+    blocked.sort_unstable();
+    let mut out = Vec::with_capacity(pieces.len() + 2 * blocked.len());
+    let mut b = 0;
+    for p in pieces {
+        let mut cur = p.start;
+        while b < blocked.len() && blocked[b].0 < p.end {
+            let (s, e, a) = blocked[b];
+            b += 1;
+            if s < cur || e > p.end || !matches!(p.kind, PieceKind::Dispatch) {
+                continue;
+            }
+            if s > cur {
+                out.push(Piece {
+                    start: cur,
+                    end: s,
+                    ..p.clone()
+                });
+            }
+            let done = acts[a as usize].start + acts[a as usize].dur;
+            out.push(Piece {
+                start: s,
+                end: e,
+                kind: PieceKind::Queued {
+                    awaits: a,
+                    ret: (e - done.max(s)).max(0),
+                },
+                ..p.clone()
+            });
+            cur = e;
+        }
+        if cur < p.end {
+            out.push(Piece { start: cur, ..p });
+        }
+    }
+    out
+}
+
+/// How many profiled host events (ops, runtime and driver calls) start inside each piece: the
+/// profiler's own cost grows with them.
+fn count_events(ctx: &Context, input: u32, pieces: &mut [Piece]) {
+    let host = &ctx.trace.host;
+    let mut starts: Vec<i64> = (0..host.len())
+        .filter(|&h| {
+            host.input[h] == input
+                && matches!(
+                    host.kind[h],
+                    HostKind::CpuOp | HostKind::Runtime | HostKind::Driver
+                )
+        })
+        .map(|h| host.ts_ns[h])
+        .collect();
+    starts.sort_unstable();
+    for p in pieces {
+        if matches!(p.kind, PieceKind::Gap { .. }) {
+            continue;
+        }
+        let a = starts.partition_point(|&t| t < p.start);
+        let b = starts.partition_point(|&t| t < p.end);
+        p.events = (b - a) as u32;
+    }
+}

@@ -1,0 +1,114 @@
+//! What-if replays: the step model of each rank (`graph`) run forward again (`sim`) with a
+//! change applied (`transforms`), to price a recommendation by the step it would leave.
+//!
+//! The model is the one the critical path walks (`analysis::path`): each host thread's work in
+//! order, merged into the one sequence that issues the rank's GPU work; each activity after its
+//! stream predecessor, the stream it waited on and its launch; each synchronize returning when
+//! the work it waited for ends. A replay moves every piece by what it waited for, with the
+//! changed durations, so the saving is the step's own response to the change: GPU time cut
+//! under a host-bound step saves nothing, host time cut under a GPU-bound step saves nothing.
+//!
+//! Savings are the identity replay's step minus the changed replay's, step by step, so the
+//! model's own error on the unchanged step cancels. Every rate a transform uses comes from the
+//! trace itself (the achieved rate of the same kind of kernel) or from the datasheet peaks of
+//! `rules/devices.toml`; every other constant is declared in `rules/replay.toml` with its source.
+
+mod change;
+mod constants;
+mod graph;
+pub(crate) mod results;
+mod sim;
+mod transforms;
+
+use crate::analysis::context::Context;
+use crate::model::Trace;
+
+pub use change::Transform;
+pub use constants::Constants;
+pub use results::{ReplaySet, Replays, StepReplay};
+
+/// The step models of a trace's inputs, ready to replay any set of changes; built from the
+/// analysis context, it outlives it (the plan decides what to replay after the analysis).
+pub struct Replayer<'a> {
+    trace: &'a Trace,
+    graphs: Vec<graph::InputGraph>,
+    facts: transforms::Facts,
+    constants: Constants,
+}
+
+impl<'a> Replayer<'a> {
+    /// The models of every input with steps (or GPU work) in scope.
+    pub fn new(ctx: &Context<'a>, constants: &Constants) -> Replayer<'a> {
+        let graphs = graph::build_all(ctx, constants);
+        let facts = transforms::Facts::of(ctx, &graphs, constants);
+        Replayer {
+            trace: ctx.trace,
+            graphs,
+            facts,
+            constants: constants.clone(),
+        }
+    }
+
+    /// Replays the changes together (in composition order) on every input.
+    pub fn replay(&self, transforms: &[Transform]) -> ReplaySet {
+        let mut key = transforms.to_vec();
+        key.sort();
+        key.dedup();
+        let mut out = ReplaySet {
+            transforms: key.clone(),
+            ..Default::default()
+        };
+        for (gi, g) in self.graphs.iter().enumerate() {
+            let unprofiled = sim::Edit::unprofiled(g, self.constants.profiler_overhead_ns.value);
+            let base = sim::simulate(g, &unprofiled);
+            let mut edit = unprofiled;
+            for &t in &key {
+                let applied =
+                    transforms::apply(t, (g, gi), &mut edit, &self.facts, &self.constants);
+                out.touched_ns = out.touched_ns.saturating_add(applied.touched_ns);
+                out.from_table |= applied.from_table;
+                if let Some(why) = applied.blocked {
+                    if !out.blocked.contains(&why) {
+                        out.blocked.push(why);
+                    }
+                }
+            }
+            let changed = sim::simulate(g, &edit);
+            for (k, span) in g.spans.iter().enumerate() {
+                out.steps.push(StepReplay {
+                    rank: g.rank,
+                    step: span.number,
+                    base_ns: base.step_ns[k],
+                    replay_ns: changed.step_ns[k],
+                });
+            }
+        }
+        let _ = self.trace;
+        out
+    }
+
+    /// Each step as measured, as the identity replay runs it, and as the replay without the
+    /// profiler's cost runs it: (measured, identity, unprofiled) per input and step.
+    #[doc(hidden)]
+    pub fn fidelity(&self) -> Vec<(i64, i64, i64)> {
+        let mut out = Vec::new();
+        for g in &self.graphs {
+            let base = sim::simulate(g, &sim::Edit::identity(g));
+            let clean = sim::simulate(
+                g,
+                &sim::Edit::unprofiled(g, self.constants.profiler_overhead_ns.value),
+            );
+            for (k, span) in g.spans.iter().enumerate() {
+                out.push((span.measured_ns, base.step_ns[k], clean.step_ns[k]));
+            }
+        }
+        out
+    }
+
+    /// The same with another profiler cost per event (for fitting it on the first pairs).
+    #[doc(hidden)]
+    pub fn with_overhead(mut self, per_event_ns: i64) -> Self {
+        self.constants.profiler_overhead_ns.value = per_event_ns;
+        self
+    }
+}

@@ -1,0 +1,132 @@
+//! What replays give: each set of changes replayed, per rank and step (the analysis keeps them;
+//! the plan prices recommendations with them; a partial carries them to the merge).
+
+use super::change::Transform;
+use serde::{Deserialize, Serialize};
+
+/// One step of one rank, before and after a replay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepReplay {
+    /// The rank (None: a trace without one).
+    pub rank: Option<u32>,
+    /// The step's number (None: an input without steps, replayed over its window).
+    pub step: Option<u64>,
+    /// The step as the identity replay runs it, in ns.
+    pub base_ns: i64,
+    /// The step with the change, in ns.
+    pub replay_ns: i64,
+}
+
+/// A set of changes replayed together on every rank.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplaySet {
+    /// The changes, in composition order.
+    pub transforms: Vec<Transform>,
+    /// Per rank and step.
+    pub steps: Vec<StepReplay>,
+    /// GPU and host time the changes rewrote (a saving never exceeds it), in ns.
+    pub touched_ns: i64,
+    /// A rate came from the datasheet, not from the trace (the estimate is less sure).
+    pub from_table: bool,
+    /// Some change could not apply (capture blocked, nothing to act on): why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<String>,
+}
+
+impl ReplaySet {
+    /// The window's saving: per step number, the slowest rank before minus the slowest rank
+    /// after (a fix on one rank never makes the job faster than its slowest rank), capped by
+    /// the time the change touched.
+    pub fn saving_ns(&self) -> i64 {
+        self.saving_ns_without(None)
+    }
+    /// [`ReplaySet::saving_ns`] leaving one step out (a warm-up step: no change recovers it).
+    pub fn saving_ns_without(&self, skip: Option<u64>) -> i64 {
+        use std::collections::BTreeMap;
+        let mut per_step: BTreeMap<Option<u64>, (i64, i64)> = BTreeMap::new();
+        for s in self
+            .steps
+            .iter()
+            .filter(|s| skip.is_none() || s.step != skip)
+        {
+            let e = per_step.entry(s.step).or_insert((0, 0));
+            e.0 = e.0.max(s.base_ns);
+            e.1 = e.1.max(s.replay_ns);
+        }
+        let saving: i64 = per_step.values().map(|(b, r)| b - r).sum();
+        saving.min(self.touched_ns)
+    }
+    /// The job's replayed window: the slowest rank's base per step, summed.
+    pub fn base_ns(&self) -> i64 {
+        use std::collections::BTreeMap;
+        let mut per_step: BTreeMap<Option<u64>, i64> = BTreeMap::new();
+        for s in &self.steps {
+            let e = per_step.entry(s.step).or_insert(0);
+            *e = (*e).max(s.base_ns);
+        }
+        per_step.values().sum()
+    }
+}
+
+/// Every replay made of a run (the feed carries their results on the recommendations).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Replays {
+    /// Each set replayed, by its transforms.
+    pub sets: Vec<ReplaySet>,
+}
+
+impl Replays {
+    /// The set of exactly these transforms (in any order).
+    pub fn get(&self, transforms: &[Transform]) -> Option<&ReplaySet> {
+        let mut key = transforms.to_vec();
+        key.sort();
+        key.dedup();
+        self.sets.iter().find(|s| s.transforms == key)
+    }
+    /// The ranks' replays as one job's: sets of the same transforms joined, a rank without a
+    /// set counted as unchanged (its base) there.
+    pub fn merge(ranks: &[&Replays]) -> Replays {
+        let mut keys: Vec<Vec<Transform>> = ranks
+            .iter()
+            .flat_map(|r| r.sets.iter().map(|s| s.transforms.clone()))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let sets = keys
+            .into_iter()
+            .map(|key| {
+                let mut out = ReplaySet {
+                    transforms: key.clone(),
+                    ..Default::default()
+                };
+                for r in ranks {
+                    match r.get(&key) {
+                        Some(s) => {
+                            out.steps.extend(s.steps.iter().cloned());
+                            out.touched_ns = out.touched_ns.saturating_add(s.touched_ns);
+                            out.from_table |= s.from_table;
+                            for b in &s.blocked {
+                                if !out.blocked.contains(b) {
+                                    out.blocked.push(b.clone());
+                                }
+                            }
+                        }
+                        // Unchanged there: its steps as the identity replay runs them.
+                        None => out.steps.extend(
+                            r.get(&[])
+                                .map(|s| s.steps.clone())
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(|s| StepReplay {
+                                    replay_ns: s.base_ns,
+                                    ..s
+                                }),
+                        ),
+                    }
+                }
+                out
+            })
+            .collect();
+        Replays { sets }
+    }
+}

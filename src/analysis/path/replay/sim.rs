@@ -1,0 +1,193 @@
+//! Running a step model forward: the host pieces in order, each activity when everything it
+//! waited for is done, each synchronize when its work is.
+
+use crate::analysis::path::replay::graph::{InputGraph, PieceKind};
+
+/// What a replay changes: per host piece its duration and whether a synchronize still waits;
+/// per activity its duration, whether it is gone (fused into another), and whether a graph
+/// replays it (no launch of its own: it follows its stream predecessor after `node_gap`).
+#[derive(Clone, Debug)]
+pub(crate) struct Edit {
+    pub host: Vec<i64>,
+    pub waits: Vec<bool>,
+    pub dur: Vec<i64>,
+    pub removed: Vec<bool>,
+    pub graphed: Vec<bool>,
+    pub node_gap: i64,
+}
+
+impl Edit {
+    /// No change: the step as measured.
+    pub fn identity(g: &InputGraph) -> Edit {
+        Edit {
+            host: g.pieces.iter().map(|p| p.end - p.start).collect(),
+            waits: g
+                .pieces
+                .iter()
+                .map(|p| {
+                    matches!(
+                        p.kind,
+                        PieceKind::Sync {
+                            awaits: Some(_),
+                            ..
+                        } | PieceKind::Queued { .. }
+                    )
+                })
+                .collect(),
+            dur: g.acts.iter().map(|a| a.dur).collect(),
+            removed: vec![false; g.acts.len()],
+            graphed: vec![false; g.acts.len()],
+            node_gap: 0,
+        }
+    }
+}
+
+impl Edit {
+    /// The step as it runs without the profiler: each piece of host work less the profiler's
+    /// cost per event recorded inside it (never below a tenth of it: the work itself stays).
+    pub fn unprofiled(g: &InputGraph, per_event_ns: i64) -> Edit {
+        let mut e = Edit::identity(g);
+        for (i, p) in g.pieces.iter().enumerate() {
+            let kept = matches!(
+                p.kind,
+                PieceKind::Dispatch | PieceKind::Host | PieceKind::Loading
+            );
+            if kept && p.events > 0 {
+                let d = p.end - p.start;
+                e.host[i] = (d - per_event_ns * p.events as i64).max(d / 10);
+            }
+        }
+        e
+    }
+}
+
+/// A replay's result: each span's time.
+pub(crate) struct SimOut {
+    pub step_ns: Vec<i64>,
+}
+
+/// `x` of `d` scaled to `d2` (a point inside a piece whose duration changed).
+fn scale(x: i64, d2: i64, d: i64) -> i64 {
+    if d <= 0 {
+        return 0;
+    }
+    ((x as i128 * d2 as i128) / d as i128) as i64
+}
+
+/// Runs the model with `e` applied.
+pub(crate) fn simulate(g: &InputGraph, e: &Edit) -> SimOut {
+    let n = g.acts.len();
+    let mut end = vec![i64::MIN; n];
+    let first = g.pieces.first().map_or(0, |p| p.start);
+    let mut h = first;
+    let mut sim_start: Vec<i64> = Vec::with_capacity(g.pieces.len());
+    let mut sim_end: Vec<i64> = Vec::with_capacity(g.pieces.len());
+    let mut j = 0;
+    for (i, p) in g.pieces.iter().enumerate() {
+        let s0 = h;
+        let (d, d2) = (p.end - p.start, e.host[i]);
+        while j < n && g.acts[j].issue < p.end {
+            let issue = if g.acts[j].issue < p.start {
+                g.acts[j].issue.min(s0)
+            } else {
+                s0 + scale(g.acts[j].issue - p.start, d2, d)
+            };
+            run(g, e, &mut end, j, issue);
+            j += 1;
+        }
+        h = match p.kind {
+            PieceKind::Sync {
+                awaits: Some(a),
+                ret,
+                ..
+            } if e.waits[i] => s0.max(done(g, &end, a)) + ret,
+            PieceKind::Queued { awaits, ret } if e.waits[i] => s0.max(done(g, &end, awaits)) + ret,
+            _ => s0 + d2,
+        };
+        sim_start.push(s0);
+        sim_end.push(h);
+    }
+    let last_end = g.pieces.last().map_or(first, |p| p.end);
+    while j < n {
+        let issue = h + (g.acts[j].issue - last_end).max(0);
+        run(g, e, &mut end, j, issue);
+        j += 1;
+    }
+    // Each span's end: its host range's end or its last activity's, whichever is later.
+    let warp = |t: i64| -> i64 {
+        let k = g.pieces.partition_point(|p| p.start <= t);
+        if k == 0 {
+            return t;
+        }
+        let p = &g.pieces[k - 1];
+        if t >= p.end {
+            return sim_end[k - 1] + (t - p.end);
+        }
+        sim_start[k - 1]
+            + scale(
+                t - p.start,
+                sim_end[k - 1] - sim_start[k - 1],
+                p.end - p.start,
+            )
+    };
+    let mut last = vec![i64::MIN; g.spans.len()];
+    for (k, a) in g.acts.iter().enumerate() {
+        if let Some(s) = a.span {
+            let x = &mut last[s as usize];
+            *x = (*x).max(end[k]);
+        }
+    }
+    let mut step_ns = Vec::with_capacity(g.spans.len());
+    let mut prev_end = i64::MIN;
+    for (k, span) in g.spans.iter().enumerate() {
+        let host_end = if span.number.is_some() {
+            warp(span.cpu_end)
+        } else {
+            i64::MIN
+        };
+        let mut e_k = host_end.max(last[k]);
+        if e_k == i64::MIN {
+            e_k = warp(span.end);
+        }
+        let s_k = if span.adjacent && prev_end != i64::MIN {
+            prev_end
+        } else {
+            warp(span.start)
+        };
+        let e_k = e_k.max(s_k);
+        step_ns.push(e_k - s_k);
+        prev_end = e_k;
+    }
+    SimOut { step_ns }
+}
+
+/// The simulated end of activity `a`, or its measured end before it runs.
+fn done(g: &InputGraph, end: &[i64], a: u32) -> i64 {
+    match end[a as usize] {
+        i64::MIN => g.acts[a as usize].start + g.acts[a as usize].dur,
+        e => e,
+    }
+}
+
+/// Runs activity `j`, issued at `issue`.
+fn run(g: &InputGraph, e: &Edit, end: &mut [i64], j: usize, issue: i64) {
+    let a = &g.acts[j];
+    let prev = a.prev.map_or(i64::MIN, |p| done(g, end, p));
+    let dep = a.dep.map_or(i64::MIN, |d| done(g, end, d));
+    let held = prev.max(dep).max(a.after);
+    let start = if held == i64::MIN {
+        issue + if e.graphed[j] { 0 } else { a.lat }
+    } else if e.removed[j] {
+        held
+    } else if e.graphed[j] {
+        let after_prev = if prev == i64::MIN {
+            prev
+        } else {
+            prev + e.node_gap
+        };
+        after_prev.max(dep).max(a.after).max(issue)
+    } else {
+        (held + a.gap).max(issue + a.lat)
+    };
+    end[j] = start + if e.removed[j] { 0 } else { e.dur[j] };
+}
