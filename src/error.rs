@@ -258,6 +258,14 @@ pub enum RunError {
     /// The run was stopped through `Config::cancel` before it finished.
     #[error("cancelled")]
     Cancelled,
+    /// `--what-if` names a recommendation that is not in the catalog or has no replay.
+    #[error("--what-if {id}: {why}")]
+    WhatIf {
+        /// The recommendation id given.
+        id: String,
+        /// Why it cannot be replayed.
+        why: String,
+    },
     /// A partial that cannot be read or merged with the others.
     #[error("{path}: {why}")]
     Partial {

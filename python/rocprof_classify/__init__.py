@@ -96,7 +96,12 @@ def _options(
     max_gunzip_ratio: Optional[int] = None,
     iteration_marker: Optional[str] = None,
     phase: Optional[str] = None,
+    what_if: Union[str, Sequence[str], None] = None,
 ) -> Dict[str, Any]:
+    if what_if is None:
+        what_if = []
+    elif isinstance(what_if, str):
+        what_if = [w for w in what_if.split(",") if w]
     return {
         "rules": _dirs(rules),
         "torch_logs": _dirs(torch_logs),
@@ -112,6 +117,7 @@ def _options(
         "max_gunzip_ratio": None if max_gunzip_ratio is None else int(max_gunzip_ratio),
         "iteration_marker": None if iteration_marker is None else str(iteration_marker),
         "phase": None if phase is None else str(phase),
+        "what_if": [str(w) for w in what_if],
     }
 
 
@@ -141,6 +147,9 @@ _OPTIONS_DOC = """
     dispatch_threshold_us: host gaps shorter than this count as launch overhead.
     max_gunzip_ratio: refuse a ``.gz`` that expands more than this many times its size (and
         256 MiB) as a decompression bomb (default: the command line's).
+    what_if: recommendation ids (a list, or one comma-separated string) whose changes are
+        replayed together on the step model (``--what-if``): ``Report.what_if`` has the
+        replayed steps and their critical path.
 """
 
 
@@ -179,6 +188,13 @@ class Report:
         (``gpu_compute`` by bucket, ``communication``, ``launch``, ``host``, ``data_loading``,
         ``sync``, …), per step, and the ops and kernels on it."""
         return self.feed["critical_path"]
+
+    @property
+    def what_if(self) -> Optional[Dict[str, Any]]:
+        """The step replayed with the ``what_if=`` recommendations' changes (the feed's
+        ``what_if``): per rank and step, its time as is and replayed, and the replayed step's
+        critical path by label; None when not asked."""
+        return self.feed.get("what_if")
 
     @property
     def headline(self) -> str:

@@ -63,6 +63,7 @@ struct Options {
     max_gunzip_ratio: Option<u64>,
     iteration_marker: Option<String>,
     phase: Option<String>,
+    what_if: Vec<String>,
 }
 
 /// A step range argument (`"2..10"`), or None.
@@ -124,6 +125,8 @@ impl Options {
                 iteration_marker: self.iteration_marker.clone(),
                 phase,
                 op_series: false,
+                what_if: Vec::new(),
+                replay_profiled: false,
             },
             strict: self.strict,
             force_format,
@@ -131,6 +134,7 @@ impl Options {
             rule_dirs: self.rules.clone(),
             torch_logs: self.torch_logs.clone(),
             env_file: self.env.clone(),
+            what_if: self.what_if.clone(),
             ..Config::default()
         })
     }
@@ -213,6 +217,7 @@ fn run_error(py: Python<'_>, e: RunError) -> PyErr {
         RunError::Env { path, .. } => (Some(path.clone()), None, None),
         RunError::Rules(_) => return RulesError::new_err(message),
         RunError::Cancelled => return PyKeyboardInterrupt::new_err(message),
+        RunError::WhatIf { .. } => return PyValueError::new_err(message),
         RunError::Partial { path, .. } => (Some(path.clone()), None, None),
         _ => (None, None, None),
     };

@@ -42,6 +42,24 @@ def test_critical_path_blames_the_data_loader() -> None:
     assert r.recommendations[0]["id"] == "env.host-pipeline"
 
 
+def test_what_if_replays_workers_for_the_data_loader() -> None:
+    # The loader-bound loop: eight DataLoader workers hide most of the loading, and the
+    # replayed step's path is no longer data loading.
+    path = "fixtures/kineto/h200_deps/resnet18_loader.json.gz"
+    r = rc.report(path, what_if="env.host-pipeline")
+    w = r.what_if
+    assert w == r.feed["what_if"] == cli_feed([path, "--what-if", "env.host-pipeline"])["what_if"]
+    assert w["recommendations"] == ["env.host-pipeline"] and w["transforms"] == ["loader_workers"]
+    for s in w["steps"]:
+        assert s["replay_ns"] < 0.5 * s["base_ns"], s
+        assert abs(sum(l["ns"] for l in s["labels"]) - s["replay_ns"]) <= 0.01 * s["replay_ns"]
+        top = max(s["labels"], key=lambda l: l["ns"])
+        assert top["label"] != "data_loading", top
+    assert rc.report(path).what_if is None
+    with pytest.raises(Exception, match="no recommendation has this id"):
+        rc.report(path, what_if=["no.such-rung"])
+
+
 def test_report_renders_what_the_cli_writes(report: rc.Report) -> None:
     assert report.markdown() == cli([TRACE, "--markdown", "-", "--quiet"]).stdout.decode()
     assert report.html() == cli([TRACE, "--html", "-", "--quiet"]).stdout.decode()

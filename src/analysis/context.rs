@@ -45,6 +45,11 @@ pub struct AnalysisOptions {
     /// Keep each op and shape's GPU time per step (what `diff` compares; off otherwise, as
     /// it grows with rows × steps).
     pub op_series: bool,
+    /// Replay the step with these changes together (`--what-if`), with its critical path.
+    pub what_if: Vec<crate::analysis::Transform>,
+    /// Replays keep the profiler's own cost: they predict the step as a profile shows it (a
+    /// `diff` of two profiles compares such steps).
+    pub replay_profiled: bool,
 }
 
 impl Default for AnalysisOptions {
@@ -55,6 +60,8 @@ impl Default for AnalysisOptions {
             skip_warmup: false,
             dispatch_threshold_ns: 50_000,
             attribution: true,
+            what_if: Vec::new(),
+            replay_profiled: false,
             regions: true,
             iteration_marker: None,
             phase: None,

@@ -155,6 +155,9 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     p.replays = crate::analysis::path::replay::results::Replays::merge(
         &ranks.iter().map(|a| &a.parts.replays).collect::<Vec<_>>(),
     );
+    p.what_if = crate::analysis::path::replay::results::WhatIf::merge(
+        ranks.iter().filter_map(|a| a.parts.what_if.as_ref()),
+    );
     out.parts = p;
     out
 }

@@ -230,4 +230,7 @@ pub struct Parts {
     /// What-if replays of the step model the plan prices recommendations with.
     #[serde(default)]
     pub replays: crate::analysis::path::replay::results::Replays,
+    /// `--what-if`: the step replayed with the changes asked for.
+    #[serde(default)]
+    pub what_if: Option<crate::analysis::path::replay::results::WhatIf>,
 }

@@ -77,6 +77,11 @@ pub struct AnalysisArgs {
     #[arg(long, value_name = "FILE")]
     pub env: Option<PathBuf>,
 
+    /// Replay the step with these recommendations' changes together (ids, comma-separated, e.g.
+    /// compile.enable,graphs.capture) and print the replayed step and its critical path.
+    #[arg(long, value_name = "ID[,ID...]", value_delimiter = ',')]
+    pub what_if: Vec<String>,
+
     /// torch.compile's log of the same run (TORCH_LOGS="graph_breaks,recompiles" stderr):
     /// graph breaks and recompiles get their reason, user-code line and fix. Repeatable; a log
     /// given as an input path is recognized too.
@@ -297,7 +302,7 @@ pub enum Command {
         new_steps: Option<StepRange>,
         /// Exit 1 when the step time is `slower` (Welch's t-test over the steps) by more than
         /// PCT percent, unless the change is host time alone with the same launches per step
-        /// (host noise), which is reported, not gated. With fewer than 5 steps a side: when the
+        /// (host noise), which is reported, not gated. With fewer than 3 steps a side: when the
         /// step time or a bucket's time per step grows by more than PCT percent.
         #[arg(long, value_name = "PCT")]
         fail_on_regression: Option<f64>,
@@ -305,6 +310,11 @@ pub enum Command {
         /// the same launches per step and unchanged GPU work (by default: host noise, reported).
         #[arg(long, requires = "fail_on_regression")]
         gate_host_time: bool,
+        /// The recommendations applied between the two runs (ids, comma-separated): report the
+        /// saving the base run predicted for them beside the one measured, and whether it fell
+        /// inside the predicted range.
+        #[arg(long, value_name = "ID[,ID...]", value_delimiter = ',')]
+        applied: Vec<String>,
     },
     /// One rank's partial result (JSON), to merge with the other ranks' later, on any machine:
     /// `rocprof-classify merge` of every rank's partial gives what analyzing the rank files
@@ -411,6 +421,8 @@ pub(super) fn config(
             iteration_marker: c.iteration_marker.clone(),
             phase: c.phase.map(PhaseArg::phase),
             op_series: false,
+            what_if: Vec::new(),
+            replay_profiled: false,
         },
         strict: c.strict,
         force_format: c.input_format.format(),
@@ -422,5 +434,7 @@ pub(super) fn config(
         cancel: None,
         keep_python_frames: false,
         piece_bytes: global.piece_bytes,
+        what_if: args.what_if.clone(),
+        applied: Vec::new(),
     })
 }

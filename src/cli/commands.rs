@@ -104,6 +104,7 @@ pub(super) fn run_partial(
         compute: compute.clone(),
         env: None,
         torch_logs: Vec::new(),
+        what_if: Vec::new(),
     };
     let config = config(&args, global, None)?;
     let partial = crate::pipeline::partial(paths, &config, rank)?;
@@ -171,13 +172,14 @@ pub(super) fn run_merge(
 
 pub(super) fn run_diff(
     (base, new): (&PathBuf, &PathBuf),
-    args: &AnalysisArgs,
+    (args, applied): (&AnalysisArgs, &[String]),
     (base_steps, new_steps): (Option<StepRange>, Option<StepRange>),
     output: &OutputArgs,
     fail: Option<(f64, bool)>,
     global: &GlobalArgs,
 ) -> Result<Status> {
-    let config = config(args, global, None)?;
+    let mut config = config(args, global, None)?;
+    config.applied = applied.to_vec();
     let steps = (base_steps, new_steps);
     let d = crate::pipeline::diff((base, new), &config, steps, |side, path, side_config| {
         let run = run_configured(

@@ -69,9 +69,10 @@ pub fn run(cli: Cli) -> Result<Status> {
             new_steps,
             fail_on_regression,
             gate_host_time,
+            applied,
         }) => run_diff(
             (&base, &new),
-            &analysis,
+            (&analysis, &applied),
             (base_steps, new_steps),
             &output,
             fail_on_regression.map(|pct| (pct, gate_host_time)),

@@ -3,6 +3,7 @@
 //! The findings and the ladder come in as plain [`Outcome`] data (ids and statuses);
 //! [`crate::pipeline::diff`] runs both sides and calls [`diff`], and `report::diff` renders it.
 //! Ops are matched across the runs by `op_match`; `stats` says whether a change is noise.
+mod applied;
 pub(crate) mod op_match;
 mod output;
 mod samples;
@@ -13,6 +14,7 @@ use crate::classify::Bucket;
 use crate::compare::op_match::Match;
 use crate::compare::stats::{mean, Verdict};
 use crate::detect::FindingId;
+pub use applied::applied;
 pub use output::*;
 use samples::{group_series, launches_per_step, step_time, step_verdict, steps_of};
 pub use samples::{samples, Samples, ROW_FLOOR_PCT, ROW_STEP_FLOOR_PCT, STEP_FLOOR_PCT};
@@ -314,6 +316,7 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
         }
     };
     Diff {
+        applied: Vec::new(),
         base: with_samples(base_run, &b_samples),
         new: with_samples(new_run, &n_samples),
         verdict: verdict.step.verdict,

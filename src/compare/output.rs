@@ -280,4 +280,30 @@ pub struct Diff {
     pub ladder: Vec<LadderChange>,
     /// Each run's next ladder level (base, new): its lowest todo or partial one.
     pub next_level: (Option<u8>, Option<u8>),
+    /// `--applied`: the saving the base run predicted for the rungs applied, beside the one
+    /// measured (empty without it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub applied: Vec<Applied>,
+}
+
+/// One row of `diff.applied[]`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Applied {
+    /// The recommendation ids applied together (`compile.enable+graphs.capture`).
+    pub id: String,
+    /// Whether the base run recommended them all.
+    pub recommended: bool,
+    /// The saving the base run predicted for them together, in ns of its window.
+    pub predicted_ns: i64,
+    /// Its `[worst, best]`.
+    pub range_ns: [i64; 2],
+    /// The saving measured: the mean step's drop, as a share of the base step, in ns of the
+    /// base window.
+    pub measured_ns: i64,
+    /// The measured saving's 95% interval (Welch's, over the compared steps), in the same ns.
+    pub measured_interval_ns: [i64; 2],
+    /// Whether the measured interval meets the predicted range.
+    pub within_range: bool,
+    /// The base run's window, the ns above are of (their percentages are of it).
+    pub base_window_ns: i64,
 }

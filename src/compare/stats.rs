@@ -8,8 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Fewer steps than this on either side give `too_few_steps`.
-pub const MIN_STEPS: usize = 5;
+/// Fewer steps than this on either side give `too_few_steps`: users' schedules record 3–5
+/// active steps, and Welch's test calls a large, consistent change from 3 a side (a small or
+/// noisy one stays within the noise).
+pub const MIN_STEPS: usize = 3;
 /// The significance level: a change is called when its two-sided p is below it.
 pub const ALPHA: f64 = 0.05;
 
@@ -325,10 +327,15 @@ mod tests {
         let faster: Vec<f64> = base.iter().map(|x| x - 10.0).collect();
         assert_eq!(judge(&base, &faster, 1.0).verdict, Verdict::Faster);
         assert_eq!(
-            judge(&base[..4], &faster, 1.0).verdict,
+            judge(&base[..2], &faster, 1.0).verdict,
             Verdict::TooFewSteps
         );
-        assert_eq!(judge(&base[..4], &faster, 1.0).confidence, None);
+        assert_eq!(judge(&base[..2], &faster, 1.0).confidence, None);
+        // Three a side call a large, consistent change.
+        assert_eq!(
+            judge(&base[..3], &faster[..3], 1.0).verdict,
+            Verdict::Faster
+        );
         // Noise as large as the change: not called.
         let noisy = [80.0, 120.0, 95.0, 125.0, 90.0, 130.0];
         assert_eq!(judge(&base, &noisy, 1.0).verdict, Verdict::WithinNoise);

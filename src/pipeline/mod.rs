@@ -51,6 +51,10 @@ pub struct Config {
     /// Bytes of a file parsed as one piece in parallel (None: the default). Output never
     /// depends on it; tests vary it.
     pub piece_bytes: Option<usize>,
+    /// Recommendation ids whose changes to replay together (`--what-if`).
+    pub what_if: Vec<String>,
+    /// `diff --applied`: the recommendation ids applied between the two runs.
+    pub applied: Vec<String>,
 }
 
 /// One rank's view (the feed's `ranks[]`).
@@ -158,6 +162,10 @@ pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
         return Err(RunError::Cancelled);
     }
     let (rules, catalog) = loaded?;
+    let opts = AnalysisOptions {
+        what_if: what_if(&config.what_if, &catalog)?,
+        ..config.analysis.clone()
+    };
     let mut trace = trace?;
     let read = started.elapsed();
     add_log_inputs(&mut trace, &logs);
@@ -168,13 +176,45 @@ pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
         &rules,
         &catalog,
         env.as_ref(),
-        &config.analysis,
+        &opts,
     );
+    if let Some(w) = &mut run.analysis.parts.what_if {
+        w.recommendations = config.what_if.clone();
+    }
     run.timings = Timings {
         read,
         analysis: started.elapsed() - read,
     };
     Ok(run)
+}
+
+/// The changes of the recommendations `ids` (`--what-if`): each must be in the catalog and
+/// name a replay.
+fn what_if(ids: &[String], catalog: &Catalog) -> Result<Vec<analysis::Transform>, RunError> {
+    ids.iter()
+        .map(|id| {
+            let def = catalog.get(id).ok_or_else(|| RunError::WhatIf {
+                id: id.clone(),
+                why: "no recommendation has this id (rocprof-classify explain recommendations)"
+                    .into(),
+            })?;
+            def.replay.ok_or_else(|| {
+                let with: Vec<&str> = catalog
+                    .recommendations
+                    .iter()
+                    .filter(|r| r.replay.is_some())
+                    .map(|r| r.id.as_str())
+                    .collect();
+                RunError::WhatIf {
+                    id: id.clone(),
+                    why: format!(
+                        "no replay models it yet; these have one: {}",
+                        with.join(", ")
+                    ),
+                }
+            })
+        })
+        .collect()
 }
 
 /// One rank's partial result from its trace file(s) (`rank` overrides the rank they carry):
@@ -385,12 +425,19 @@ fn analyze_one(
     let findings = detect::detect(&ctx, logs);
     // The step model, while the context holds what it is built from; replayed once the
     // findings say which changes the plan prices.
-    let replayer = recommend::wants_replays(&findings, catalog)
-        .then(|| analysis::Replayer::new(&ctx, &catalog.replay));
+    let mut constants = catalog.replay.clone();
+    if opts.replay_profiled {
+        constants.profiler_overhead_ns.value = 0;
+    }
+    let replayer = (recommend::wants_replays(&findings, catalog) || !opts.what_if.is_empty())
+        .then(|| analysis::Replayer::new(&ctx, &constants));
     let (mut analysis, table) = ctx.finish();
     if let Some(r) = replayer {
         analysis.parts.replays =
             recommend::replays(&analysis, &findings, catalog, &|set| r.replay(set));
+        if !opts.what_if.is_empty() {
+            analysis.parts.what_if = Some(r.what_if(&opts.what_if));
+        }
     }
     (analysis, table, findings)
 }
@@ -460,21 +507,32 @@ pub enum DiffSide {
 /// side's own steps where given), freed of its rows, and the two compared with
 /// `config.analysis.top` op rows. `analyze` is [`run`] or a caller's wrapper of it (a progress
 /// bar, warnings on stderr).
-pub fn diff<E>(
+pub fn diff<E: From<RunError>>(
     (base, new): (&Path, &Path),
     config: &Config,
     (base_steps, new_steps): (Option<StepRange>, Option<StepRange>),
     mut analyze: impl FnMut(DiffSide, &Path, Config) -> Result<Run, E>,
 ) -> Result<Diff, E> {
+    let catalog = Catalog::load(&config.rule_dirs).map_err(RunError::from)?;
+    if let Some(id) = config.applied.iter().find(|id| catalog.get(id).is_none()) {
+        return Err(RunError::WhatIf {
+            id: id.clone(),
+            why: "--applied: no recommendation has this id (rocprof-classify explain recommendations)".into(),
+        }
+        .into());
+    }
     let mut b = analyze(DiffSide::Base, base, diff_side(config, base_steps))?;
     b.drop_rows();
     let mut n = analyze(DiffSide::New, new, diff_side(config, new_steps))?;
     n.drop_rows();
-    Ok(compare::diff(
-        &b.outcome(),
-        &n.outcome(),
-        config.analysis.top,
-    ))
+    let mut d = compare::diff(&b.outcome(), &n.outcome(), config.analysis.top);
+    d.applied = compare::applied(
+        (&b.analysis, &b.plan),
+        &n.analysis,
+        &config.applied,
+        &catalog,
+    );
+    Ok(d)
 }
 
 /// What one side of a `diff` is analyzed with: every kernel (so the kernel lists are complete),
@@ -484,6 +542,7 @@ fn diff_side(config: &Config, steps: Option<StepRange>) -> Config {
     let mut c = config.clone();
     c.analysis.top = usize::MAX;
     c.analysis.op_series = true;
+    c.analysis.replay_profiled = true;
     if steps.is_some() {
         c.analysis.steps = steps;
     }

@@ -64,6 +64,9 @@ struct Feed<'a> {
     /// The kernels whose tuning could win back the most time (FEED.md `kernel_candidates[]`).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     kernel_candidates: &'a [crate::analysis::ops::candidates::Candidate],
+    /// `--what-if`: the step replayed with the changes asked for (schema 3; only when asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    what_if: Option<&'a crate::analysis::WhatIf>,
 }
 
 /// Renders the feed, pretty-printed, newline-terminated.
@@ -101,6 +104,7 @@ pub fn render(run: &Run) -> Vec<u8> {
         regions: &a.regions,
         phases: &a.phases,
         kernel_candidates: &a.kernel_candidates,
+        what_if: a.parts.what_if.as_ref(),
     };
     let mut out =
         serde_json::to_vec_pretty(&feed).expect("the feed is plain data and always serializes");

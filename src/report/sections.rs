@@ -565,3 +565,51 @@ pub fn mfu_line(run: &Run) -> Option<String> {
     }
     Some(line)
 }
+
+/// `--what-if`: the heading, one line per step (replayed as is and with the changes) and the
+/// line saying what would bound the replayed steps.
+pub fn what_if_lines(run: &Run) -> Vec<String> {
+    use crate::analysis::Label;
+    let Some(w) = &run.analysis.parts.what_if else {
+        return Vec::new();
+    };
+    let mut out = vec![format!(
+        "What if: {} (replayed together, without the profiler's own cost)",
+        w.recommendations.join(" + ")
+    )];
+    for s in &w.steps {
+        let rank = s.rank.map(|r| format!("rank {r} ")).unwrap_or_default();
+        let step = s
+            .step
+            .map_or("window".to_string(), |n| format!("step #{n}"));
+        out.push(format!(
+            "  {rank}{step}: {} as is, {} with the changes ({:.1}% saved)",
+            fmt_ns(s.base_ns),
+            fmt_ns(s.replay_ns),
+            crate::analysis::numbers::pct(s.base_ns - s.replay_ns, s.base_ns)
+        ));
+    }
+    // Over every replayed step: what its path spends most on.
+    let mut by: std::collections::BTreeMap<Label, i64> = Default::default();
+    for l in w.steps.iter().flat_map(|s| &s.labels) {
+        *by.entry(l.label).or_insert(0) += l.ns;
+    }
+    let total: i64 = by.values().sum();
+    let mut ranked: Vec<(Label, i64)> = by.into_iter().filter(|x| x.1 > 0).collect();
+    ranked.sort_by_key(|&(l, ns)| (std::cmp::Reverse(ns), l));
+    if !ranked.is_empty() {
+        let parts: Vec<String> = ranked
+            .iter()
+            .take(3)
+            .map(|&(l, ns)| format!("{l} {:.1}%", crate::analysis::numbers::pct(ns, total)))
+            .collect();
+        out.push(format!(
+            "  bound: the replayed steps' critical path is {}",
+            parts.join(", ")
+        ));
+    }
+    for b in &w.blocked {
+        out.push(format!("  not applied: {b}"));
+    }
+    out
+}

@@ -448,6 +448,12 @@ fn render_plan(out: &mut String, sections: &Sections) {
         }
     }
     out.push('\n');
+    // `--what-if`: the replayed step after the plan it prices.
+    let what_if = crate::report::sections::what_if_lines(sections.run);
+    if !what_if.is_empty() {
+        out.push_str(&what_if.join("\n"));
+        out.push_str("\n\n");
+    }
 }
 
 /// Where the window's wall time goes (FEED.md "Time partition").

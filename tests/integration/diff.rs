@@ -288,11 +288,16 @@ fn step_windows_pick_each_sides_steps() {
     assert_eq!(same["verdict"], "within_noise");
     assert_eq!(same["step"]["delta_ns"], 0);
     assert!(ops(&same).iter().all(|o| o["delta_ns_per_step"] == 0));
-    // Four steps are too few: no verdict, and the gate says it falls back.
-    let few = diff_with(&a, &capture("planted"), &["--base-steps", "3..7"]);
+    // Four steps a side call a large, consistent change (the planted GEMM)...
+    let four = diff_with(&a, &capture("planted"), &["--base-steps", "3..7"]);
+    assert_eq!(four["base"]["compared_steps"], 4);
+    assert_eq!(four["verdict"], "slower");
+    assert_eq!(row(&four, "aten::mm", PLANTED_SHAPE)["verdict"], "slower");
+    // ...two are too few: no verdict, and the gate says it falls back.
+    let few = diff_with(&a, &capture("planted"), &["--base-steps", "3..5"]);
     assert_eq!(few["verdict"], "too_few_steps");
     assert_eq!(few["confidence"], Value::Null);
-    assert_eq!(few["base"]["compared_steps"], 4);
+    assert_eq!(few["base"]["compared_steps"], 2);
     assert_eq!(
         row(&few, "aten::mm", PLANTED_SHAPE)["verdict"],
         "too_few_steps"
@@ -303,7 +308,7 @@ fn step_windows_pick_each_sides_steps() {
         .arg(capture("planted"))
         .args([
             "--base-steps",
-            "3..7",
+            "3..5",
             "--fail-on-regression",
             "5",
             "--json",
@@ -312,7 +317,7 @@ fn step_windows_pick_each_sides_steps() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
-            "too few steps for a verdict (base 4, new 24",
+            "too few steps for a verdict (base 2, new 24",
         ));
 }
 

@@ -218,6 +218,9 @@ pub fn table(d: &Diff, opts: &TableOptions) -> String {
     );
     let _ = writeln!(out, "{}", verdict_line(d));
     let _ = writeln!(out, "per step: {}", components_text(d, false, ", "));
+    for line in applied_lines(d) {
+        let _ = writeln!(out, "{line}");
+    }
     for n in &d.statistics.notes {
         let _ = writeln!(out, "note: {n}");
     }
@@ -460,4 +463,28 @@ pub fn json(d: &Diff) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(&feed).expect("the diff is plain data");
     out.push(b'\n');
     out
+}
+
+/// `--applied`: each set of rungs applied, what the base run predicted and what was measured.
+pub fn applied_lines(d: &Diff) -> Vec<String> {
+    d.applied
+        .iter()
+        .map(|a| {
+            let pct = |ns: i64| {
+                crate::analysis::numbers::pct(ns, a.base_window_ns)
+            };
+            format!(
+                "applied {}: predicted {:.1}% of the base window ({:.1}% to {:.1}%{}), measured {:.1}% ({:.1}% to {:.1}%): {}",
+                a.id,
+                pct(a.predicted_ns),
+                pct(a.range_ns[0]),
+                pct(a.range_ns[1]),
+                if a.recommended { "" } else { "; not recommended on the base run" },
+                pct(a.measured_ns),
+                pct(a.measured_interval_ns[0]),
+                pct(a.measured_interval_ns[1]),
+                if a.within_range { "within the predicted range" } else { "outside the predicted range" }
+            )
+        })
+        .collect()
 }

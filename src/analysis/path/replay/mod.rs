@@ -18,6 +18,7 @@ mod constants;
 mod graph;
 pub(crate) mod results;
 mod sim;
+mod trail;
 mod transforms;
 
 use crate::analysis::context::Context;
@@ -25,7 +26,7 @@ use crate::model::Trace;
 
 pub use change::Transform;
 pub use constants::Constants;
-pub use results::{ReplaySet, Replays, StepReplay};
+pub use results::{ReplaySet, Replays, StepReplay, WhatIf, WhatIfStep};
 
 /// The step models of a trace's inputs, ready to replay any set of changes; built from the
 /// analysis context, it outlives it (the plan decides what to replay after the analysis).
@@ -84,6 +85,51 @@ impl<'a> Replayer<'a> {
             }
         }
         let _ = self.trace;
+        out
+    }
+
+    /// The steps replayed with `transforms` together, with the replayed steps' critical paths.
+    pub fn what_if(&self, transforms: &[Transform]) -> WhatIf {
+        let mut key = transforms.to_vec();
+        key.sort();
+        key.dedup();
+        let mut out = WhatIf {
+            transforms: key.clone(),
+            ..Default::default()
+        };
+        let overhead = self.constants.profiler_overhead_ns.value;
+        for (gi, g) in self.graphs.iter().enumerate() {
+            let base = sim::simulate(g, &sim::Edit::unprofiled(g, overhead));
+            let mut edit = sim::Edit::unprofiled(g, overhead);
+            for &t in &key {
+                let applied =
+                    transforms::apply(t, (g, gi), &mut edit, &self.facts, &self.constants);
+                if let Some(why) = applied.blocked {
+                    let why = format!("{}: {why}", t.as_str());
+                    if !out.blocked.contains(&why) {
+                        out.blocked.push(why);
+                    }
+                }
+            }
+            let changed = sim::simulate(g, &edit);
+            let paths = trail::walk(g, &edit, &changed);
+            for (k, span) in g.spans.iter().enumerate() {
+                out.steps.push(WhatIfStep {
+                    rank: g.rank,
+                    step: span.number,
+                    base_ns: base.step_ns[k],
+                    replay_ns: changed.step_ns[k],
+                    labels: paths[k]
+                        .iter()
+                        .map(|(&(label, bucket), &ns)| crate::analysis::path::LabelNs {
+                            label,
+                            bucket,
+                            ns,
+                        })
+                        .collect(),
+                });
+            }
+        }
         out
     }
 

@@ -130,3 +130,54 @@ impl Replays {
         Replays { sets }
     }
 }
+
+/// One step of one rank as a what-if replays it: its time before and after, and where the
+/// replayed step's critical path goes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfStep {
+    /// The rank (None: a trace without one).
+    pub rank: Option<u32>,
+    /// The step's number (None: an input without steps).
+    pub step: Option<u64>,
+    /// The step replayed unchanged (without the profiler's own cost), in ns.
+    pub base_ns: i64,
+    /// The step replayed with the changes, in ns.
+    pub replay_ns: i64,
+    /// The replayed step's critical path by label (`critical_path.labels[]`'s labels).
+    pub labels: Vec<crate::analysis::path::LabelNs>,
+}
+
+/// `--what-if`: the step replayed with some recommendations' changes together.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WhatIf {
+    /// The recommendations asked for.
+    pub recommendations: Vec<String>,
+    /// Their changes, in composition order.
+    pub transforms: Vec<Transform>,
+    /// Per rank and step.
+    pub steps: Vec<WhatIfStep>,
+    /// Changes that could not apply, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<String>,
+}
+
+impl WhatIf {
+    /// The ranks' what-ifs as the job's: their steps together.
+    pub fn merge<'a>(ranks: impl Iterator<Item = &'a WhatIf>) -> Option<WhatIf> {
+        let mut out: Option<WhatIf> = None;
+        for w in ranks {
+            match &mut out {
+                None => out = Some(w.clone()),
+                Some(o) => {
+                    o.steps.extend(w.steps.iter().cloned());
+                    for b in &w.blocked {
+                        if !o.blocked.contains(b) {
+                            o.blocked.push(b.clone());
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}

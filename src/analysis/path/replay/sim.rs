@@ -61,9 +61,25 @@ impl Edit {
     }
 }
 
-/// A replay's result: each span's time.
+/// A replay's result: each span's time, and the replayed timeline the walk of its critical
+/// path reads.
 pub(crate) struct SimOut {
     pub step_ns: Vec<i64>,
+    /// Per span: where it starts and ends in the replay, and whether the host ends it.
+    pub span_at: Vec<(i64, i64, bool)>,
+    /// Per activity: its replayed issue and end.
+    pub issue: Vec<i64>,
+    pub end: Vec<i64>,
+    /// Per piece: its replayed start and end.
+    pub piece_start: Vec<i64>,
+    pub piece_end: Vec<i64>,
+}
+
+impl SimOut {
+    /// Where activity `a` ran in the replay.
+    pub fn start_of(&self, e: &Edit, a: usize) -> i64 {
+        self.end[a] - if e.removed[a] { 0 } else { e.dur[a] }
+    }
 }
 
 /// `x` of `d` scaled to `d2` (a point inside a piece whose duration changed).
@@ -82,6 +98,7 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit) -> SimOut {
     let mut h = first;
     let mut sim_start: Vec<i64> = Vec::with_capacity(g.pieces.len());
     let mut sim_end: Vec<i64> = Vec::with_capacity(g.pieces.len());
+    let mut issued = vec![i64::MIN; n];
     let mut j = 0;
     for (i, p) in g.pieces.iter().enumerate() {
         let s0 = h;
@@ -92,6 +109,7 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit) -> SimOut {
             } else {
                 s0 + scale(g.acts[j].issue - p.start, d2, d)
             };
+            issued[j] = issue;
             run(g, e, &mut end, j, issue);
             j += 1;
         }
@@ -110,6 +128,7 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit) -> SimOut {
     let last_end = g.pieces.last().map_or(first, |p| p.end);
     while j < n {
         let issue = h + (g.acts[j].issue - last_end).max(0);
+        issued[j] = issue;
         run(g, e, &mut end, j, issue);
         j += 1;
     }
@@ -138,6 +157,7 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit) -> SimOut {
         }
     }
     let mut step_ns = Vec::with_capacity(g.spans.len());
+    let mut span_at = Vec::with_capacity(g.spans.len());
     let mut prev_end = i64::MIN;
     for (k, span) in g.spans.iter().enumerate() {
         let host_end = if span.number.is_some() {
@@ -156,9 +176,17 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit) -> SimOut {
         };
         let e_k = e_k.max(s_k);
         step_ns.push(e_k - s_k);
+        span_at.push((s_k, e_k, host_end >= last[k]));
         prev_end = e_k;
     }
-    SimOut { step_ns }
+    SimOut {
+        step_ns,
+        span_at,
+        issue: issued,
+        end,
+        piece_start: sim_start,
+        piece_end: sim_end,
+    }
 }
 
 /// The simulated end of activity `a`, or its measured end before it runs.
