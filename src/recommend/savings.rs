@@ -209,22 +209,32 @@ pub fn replays(
     a: &Analysis,
     findings: &[Finding],
     catalog: &Catalog,
-    replay: &dyn Fn(&[Transform]) -> ReplaySet,
+    replay: &(dyn Fn(&[Transform]) -> ReplaySet + Sync),
 ) -> Replays {
+    use rayon::prelude::*;
     let mut out = Replays::default();
-    let add = |out: &mut Replays, set: &[Transform]| {
-        if out.get(set).is_none() {
-            out.sets.push(replay(set));
+    // The sets not replayed yet, each once, replayed in parallel.
+    let add_all = |out: &mut Replays, sets: Vec<Vec<Transform>>| {
+        let mut todo: Vec<Vec<Transform>> = Vec::new();
+        for mut set in sets {
+            set.sort();
+            set.dedup();
+            if out.get(&set).is_none() && !todo.contains(&set) {
+                todo.push(set);
+            }
         }
+        out.sets
+            .extend(todo.par_iter().map(|s| replay(s)).collect::<Vec<_>>());
     };
-    add(&mut out, &[]);
+    let mut singles: Vec<Vec<Transform>> = vec![Vec::new()];
     for rec in &catalog.recommendations {
         if let Some(t) = rec.replay {
             if super::triggered(rec, a, findings).is_some() {
-                add(&mut out, &[t]);
+                singles.push(vec![t]);
             }
         }
     }
+    add_all(&mut out, singles);
     // The ranking the singles give, then the sets it needs.
     let plan = super::plan_with(a, findings, catalog, None, &out);
     let ranked: Vec<(u8, Transform)> = plan
@@ -238,20 +248,21 @@ pub fn replays(
                 .map(|t| (r.level, t))
         })
         .collect();
-    for k in 2..=ranked.len() {
-        let set: Vec<Transform> = ranked[..k].iter().map(|x| x.1).collect();
-        add(&mut out, &set);
-    }
+    let mut sets: Vec<Vec<Transform>> = (2..=ranked.len())
+        .map(|k| ranked[..k].iter().map(|x| x.1).collect())
+        .collect();
     let mut levels: Vec<u8> = ranked.iter().map(|x| x.0).collect();
     levels.dedup();
     for level in levels {
-        let set: Vec<Transform> = ranked
-            .iter()
-            .filter(|x| x.0 == level)
-            .map(|x| x.1)
-            .collect();
-        add(&mut out, &set);
+        sets.push(
+            ranked
+                .iter()
+                .filter(|x| x.0 == level)
+                .map(|x| x.1)
+                .collect(),
+        );
     }
+    add_all(&mut out, sets);
     out.sets.sort_by(|x, y| x.transforms.cmp(&y.transforms));
     out
 }

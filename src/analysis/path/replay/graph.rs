@@ -101,6 +101,9 @@ pub(crate) struct InputGraph {
     pub pieces: Vec<Piece>,
     /// GPU activities by issue time.
     pub acts: Vec<Act>,
+    /// Per span: its pieces and its activities (indices), so that a change walks each once.
+    pub span_pieces: Vec<Vec<u32>>,
+    pub span_acts: Vec<Vec<u32>>,
 }
 
 /// The model of every input with steps or GPU work in scope.
@@ -203,12 +206,26 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
     }
     let mut pieces = split_queued(ctx, input, pieces, &acts);
     count_events(ctx, input, &mut pieces);
+    let mut span_pieces = vec![Vec::new(); spans.len()];
+    for (i, p) in pieces.iter().enumerate() {
+        if let Some(k) = p.span {
+            span_pieces[k as usize].push(i as u32);
+        }
+    }
+    let mut span_acts = vec![Vec::new(); spans.len()];
+    for (i, a) in acts.iter().enumerate() {
+        if let Some(k) = a.span {
+            span_acts[k as usize].push(i as u32);
+        }
+    }
     Some(InputGraph {
         rank: trace.inputs[input as usize].rank,
         input,
         spans,
         pieces,
         acts,
+        span_pieces,
+        span_acts,
     })
 }
 

@@ -33,6 +33,8 @@ pub use results::{ReplaySet, Replays, StepReplay, WhatIf, WhatIfStep};
 pub struct Replayer<'a> {
     trace: &'a Trace,
     graphs: Vec<graph::InputGraph>,
+    /// Per graph, its steps replayed unchanged (without the profiler's cost).
+    base: Vec<Vec<i64>>,
     facts: transforms::Facts,
     constants: Constants,
 }
@@ -42,9 +44,15 @@ impl<'a> Replayer<'a> {
     pub fn new(ctx: &Context<'a>, constants: &Constants) -> Replayer<'a> {
         let graphs = graph::build_all(ctx, constants);
         let facts = transforms::Facts::of(ctx, &graphs, constants);
+        let overhead = constants.profiler_overhead_ns.value;
+        let base = graphs
+            .iter()
+            .map(|g| sim::simulate(g, &sim::Edit::unprofiled(g, overhead)).step_ns)
+            .collect();
         Replayer {
             trace: ctx.trace,
             graphs,
+            base,
             facts,
             constants: constants.clone(),
         }
@@ -60,9 +68,7 @@ impl<'a> Replayer<'a> {
             ..Default::default()
         };
         for (gi, g) in self.graphs.iter().enumerate() {
-            let unprofiled = sim::Edit::unprofiled(g, self.constants.profiler_overhead_ns.value);
-            let base = sim::simulate(g, &unprofiled);
-            let mut edit = unprofiled;
+            let mut edit = sim::Edit::unprofiled(g, self.constants.profiler_overhead_ns.value);
             for &t in &key {
                 let applied =
                     transforms::apply(t, (g, gi), &mut edit, &self.facts, &self.constants);
@@ -79,7 +85,7 @@ impl<'a> Replayer<'a> {
                 out.steps.push(StepReplay {
                     rank: g.rank,
                     step: span.number,
-                    base_ns: base.step_ns[k],
+                    base_ns: self.base[gi][k],
                     replay_ns: changed.step_ns[k],
                 });
             }
@@ -155,6 +161,11 @@ impl<'a> Replayer<'a> {
     #[doc(hidden)]
     pub fn with_overhead(mut self, per_event_ns: i64) -> Self {
         self.constants.profiler_overhead_ns.value = per_event_ns;
+        self.base = self
+            .graphs
+            .iter()
+            .map(|g| sim::simulate(g, &sim::Edit::unprofiled(g, per_event_ns)).step_ns)
+            .collect();
         self
     }
 }

@@ -157,10 +157,10 @@ fn scale_pieces(e: &mut Edit, which: &[usize], new: i64) -> i64 {
 fn loader_workers(g: &InputGraph, e: &mut Edit, workers: u32) -> Applied {
     let mut out = Applied::default();
     for (k, span) in g.spans.iter().enumerate() {
-        let mine: Vec<usize> = (0..g.pieces.len())
-            .filter(|&i| {
-                g.pieces[i].span == Some(k as u32) && g.pieces[i].kind == PieceKind::Loading
-            })
+        let mine: Vec<usize> = g.span_pieces[k]
+            .iter()
+            .map(|&i| i as usize)
+            .filter(|&i| g.pieces[i].kind == PieceKind::Loading)
             .collect();
         let load: i64 = mine.iter().map(|&i| e.host[i]).sum();
         if load == 0 {
@@ -314,10 +314,10 @@ fn fused_optimizer(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) 
     let launches = c.fused_optimizer_launches.value.max(1) as i64;
     let mut out = Applied::default();
     for (k, _) in g.spans.iter().enumerate() {
-        let mine: Vec<usize> = opt
+        let mine: Vec<usize> = g.span_acts[k]
             .iter()
-            .copied()
-            .filter(|&x| g.acts[x].span == Some(k as u32) && !e.removed[x])
+            .map(|&x| x as usize)
+            .filter(|&x| g.acts[x].optimizer && !e.removed[x])
             .collect();
         let Some(&first) = mine.first() else { continue };
         let old: i64 = mine.iter().map(|&x| e.dur[x]).sum();
@@ -328,11 +328,10 @@ fn fused_optimizer(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) 
         }
         e.removed[first] = false;
         e.dur[first] = new;
-        let host: Vec<usize> = (0..g.pieces.len())
-            .filter(|&i| {
-                let p = &g.pieces[i];
-                p.span == Some(k as u32) && p.optimizer && is_dispatch(p.kind)
-            })
+        let host: Vec<usize> = g.span_pieces[k]
+            .iter()
+            .map(|&i| i as usize)
+            .filter(|&i| g.pieces[i].optimizer && is_dispatch(g.pieces[i].kind))
             .collect();
         let host_old: i64 = host.iter().map(|&i| e.host[i]).sum();
         scale_pieces(e, &host, f.dispatch_ns * launches);
@@ -397,17 +396,14 @@ fn compile(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> Appli
         }
     }
     for (k, _) in g.spans.iter().enumerate() {
-        let host: Vec<usize> = (0..g.pieces.len())
-            .filter(|&i| {
-                let p = &g.pieces[i];
-                p.span == Some(k as u32) && !p.optimizer && is_dispatch(p.kind)
-            })
+        let host: Vec<usize> = g.span_pieces[k]
+            .iter()
+            .map(|&i| i as usize)
+            .filter(|&i| !g.pieces[i].optimizer && is_dispatch(g.pieces[i].kind))
             .collect();
-        let kernels = (0..g.acts.len())
-            .filter(|&x| {
-                let a = &g.acts[x];
-                a.span == Some(k as u32) && !a.optimizer && !e.removed[x]
-            })
+        let kernels = g.span_acts[k]
+            .iter()
+            .filter(|&&x| !g.acts[x as usize].optimizer && !e.removed[x as usize])
             .count() as i64;
         out.touched_ns += scale_pieces(e, &host, kernels * c.compile_wrapper_ns.value);
     }
@@ -438,11 +434,10 @@ fn cuda_graphs(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> A
     let mut out = Applied::default();
     let launch = c.graph_launch_ns.value.of(f.vendor);
     for (k, _) in g.spans.iter().enumerate() {
-        let host: Vec<usize> = (0..g.pieces.len())
-            .filter(|&i| {
-                let p = &g.pieces[i];
-                p.span == Some(k as u32) && !p.optimizer && is_dispatch(p.kind)
-            })
+        let host: Vec<usize> = g.span_pieces[k]
+            .iter()
+            .map(|&i| i as usize)
+            .filter(|&i| !g.pieces[i].optimizer && is_dispatch(g.pieces[i].kind))
             .collect();
         out.touched_ns += scale_pieces(e, &host, launch);
     }
