@@ -193,28 +193,44 @@ fn recommendations_carry_replayed_savings_with_ranges_and_marginals() {
             r.id
         );
     }
-    // Level 2 replayed as one is the compile replay; no level promises more than the window.
+    // Level 2 replayed as one (compile, then graphs between its 40 syncs) saves what the
+    // two marginals add up to; no level promises more than the window.
     let l2 = run.plan.ladder.iter().find(|l| l.level == 2).unwrap();
-    assert_eq!(l2.est_savings_ns, compile.est_savings_ns);
+    let level2: i64 = run
+        .plan
+        .recommendations
+        .iter()
+        .filter(|r| r.level == 2)
+        .map(|r| r.marginal_savings_ns)
+        .sum();
+    assert!(
+        (l2.est_savings_ns - level2).abs() <= window / 1000,
+        "{} vs {level2}",
+        l2.est_savings_ns
+    );
+    assert!(l2.est_savings_ns >= compile.est_savings_ns);
     assert!(run.plan.ladder.iter().all(|l| l.est_savings_ns <= window));
 }
 
 #[test]
-fn graphs_are_not_offered_where_a_sync_blocks_capture() {
-    // Five synchronizes and .item()s per step: capture would fail.
+fn graphs_keep_the_syncs_they_cannot_capture() {
+    // Five synchronizes and .item()s per step: on NVIDIA reduce-overhead records one graph per
+    // segment between them, and the syncs still wait; removing them too saves more.
     let run = run_path(&fixture("kineto/h100/eager_sync_heavy.json.gz"));
+    let replays = &run.analysis.parts.replays;
+    let graphs = replays
+        .get(&[Transform::CudaGraphs])
+        .expect("graphs replayed");
+    assert!(graphs.blocked.is_empty(), "{:?}", graphs.blocked);
     assert!(run
         .plan
         .recommendations
         .iter()
-        .all(|r| r.id != "graphs.capture"));
-    let set = run.analysis.parts.replays.get(&[Transform::CudaGraphs]);
-    if let Some(set) = set {
-        assert!(
-            set.blocked.iter().any(|b| b.contains("blocks capture")),
-            "{:?}",
-            set.blocked
-        );
+        .any(|r| r.id == "graphs.capture"));
+    let mut arms = [graphs.saving_ns(), 0];
+    if let Some(both) = replays.get(&[Transform::CudaGraphs, Transform::RemoveSyncs]) {
+        arms[1] = both.saving_ns();
+        assert!(arms[1] >= arms[0], "{arms:?}");
     }
     // Decode without syncs (an input upload aside): graphs are offered after compile, and the
     // two together save what reduce-overhead saved (92.4% measured).

@@ -413,22 +413,31 @@ fn compile(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> Appli
     out
 }
 
-/// CUDA/HIP graphs over the model's work: its dispatch gone but one graph launch per step,
-/// each kernel after its stream predecessor and the graph's per-node gap. Not where capture is
-/// blocked: a synchronize still waiting inside the step.
+/// CUDA/HIP graphs over the model's work: its dispatch gone but one graph launch per captured
+/// segment, each kernel after its stream predecessor and the graph's per-node gap. A
+/// synchronize that waits inside the step stays: on NVIDIA torch.compile's reduce-overhead
+/// splits its graphs there (cudagraph trees record one graph per segment between graph
+/// breaks), so each such sync costs one more launch; where capture is manual (AMD, seeds/002)
+/// it blocks capture, as an op whose output size is data does everywhere.
 fn cuda_graphs(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> Applied {
+    let splits = f.vendor != Vendor::Amd;
+    let mut segments = vec![1i64; g.spans.len()];
     for (i, p) in g.pieces.iter().enumerate() {
         if let PieceKind::Sync {
             removable, upload, ..
         } = p.kind
         {
-            if e.waits[i] && p.span.is_some() && !p.optimizer && !upload {
-                return Applied::blocked(if removable {
-                    "a host synchronize inside the step blocks capture"
-                } else {
-                    "a data-dependent shape inside the step blocks capture"
-                });
+            let Some(k) = p.span else { continue };
+            if !e.waits[i] || p.optimizer || upload {
+                continue;
             }
+            if !removable {
+                return Applied::blocked("a data-dependent shape inside the step blocks capture");
+            }
+            if !splits {
+                return Applied::blocked("a host synchronize inside the step blocks capture");
+            }
+            segments[k as usize] += 1;
         }
     }
     let mut out = Applied::default();
@@ -439,7 +448,7 @@ fn cuda_graphs(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> A
             .map(|&i| i as usize)
             .filter(|&i| !g.pieces[i].optimizer && is_dispatch(g.pieces[i].kind))
             .collect();
-        out.touched_ns += scale_pieces(e, &host, launch);
+        out.touched_ns += scale_pieces(e, &host, launch * segments[k]);
     }
     // No launch of its own waits for the launch queue any more.
     for (i, p) in g.pieces.iter().enumerate() {
