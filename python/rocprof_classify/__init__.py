@@ -302,14 +302,20 @@ def diff(
     *,
     base_steps: Optional[str] = None,
     new_steps: Optional[str] = None,
+    applied: Union[str, Sequence[str], None] = None,
     **options: Any,
 ) -> Diff:
+    if applied is None:
+        applied = []
+    elif isinstance(applied, str):
+        applied = [a for a in applied.split(",") if a]
     data, markdown, html = _native.diff(
         os.fsdecode(base),
         os.fsdecode(new),
         _options(**options),
         base_steps,
         new_steps,
+        [str(a) for a in applied],
     )
     return Diff(_json.loads(data), markdown, html)
 
@@ -320,6 +326,8 @@ over the steps) and its cause, op rows matched by op and shape, buckets, time pa
 kernels, findings and the ladder, before and after. Returns the dict of
 ``rocprof-classify diff BASE NEW --json -`` (with ``.markdown()`` and ``.html()``).
 ``base_steps``/``new_steps`` (``"A..B"``) pick each side's steps (``--base-steps``/``--new-steps``).
+``applied``: the recommendation ids applied between the runs (``--applied``): ``applied[]`` puts
+the saving the base run predicted beside the one measured.
 {_OPTIONS_DOC.replace("paths:", "base, new:", 1)}"""
 
 

@@ -96,6 +96,7 @@ def diff(
     *,
     base_steps: Optional[str] = None,
     new_steps: Optional[str] = None,
+    applied: Union[str, Sequence[str], None] = None,
     **options: Unpack[_Options],
 ) -> Diff: ...
 def partial(

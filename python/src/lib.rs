@@ -368,7 +368,7 @@ fn merge(
 /// The before/after comparison of two runs as the JSON of `rocprof-classify diff --json -`,
 /// with its Markdown and HTML.
 #[pyfunction]
-#[pyo3(signature = (base, new, options, base_steps=None, new_steps=None))]
+#[pyo3(signature = (base, new, options, base_steps=None, new_steps=None, applied=Vec::new()))]
 fn diff<'py>(
     py: Python<'py>,
     base: PathBuf,
@@ -376,8 +376,12 @@ fn diff<'py>(
     options: Options,
     base_steps: Option<String>,
     new_steps: Option<String>,
+    applied: Vec<String>,
 ) -> PyResult<(Bound<'py, PyBytes>, String, String)> {
-    let config = options.config()?;
+    let config = Config {
+        applied,
+        ..options.config()?
+    };
     let (base_steps, new_steps) = (step_range(base_steps)?, step_range(new_steps)?);
     let rendered = without_gil(py, options.threads, |cancel| {
         let config = Config {

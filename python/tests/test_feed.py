@@ -161,6 +161,20 @@ def test_regions_and_mfu_reach_python() -> None:
     assert abs(summary["mfu_pct"] - expect) < 1e-3
 
 
+def test_diff_applied_equals_the_cli() -> None:
+    # The ladder driver's check after a rung: GPT-2 training compiled, 4 profiled steps a side.
+    base = "fixtures/kineto/pairs/set1/gpt2_train/base.json.gz"
+    new = "fixtures/kineto/pairs/set1/gpt2_train/compile.json.gz"
+    import json
+
+    d = rc.diff(base, new, applied="compile.enable")
+    out = cli(["diff", base, new, "--applied", "compile.enable", "--json", "-", "--quiet"])
+    assert canonical(dict(d)) == canonical(json.loads(out.stdout))
+    a = d["diff"]["applied"][0]
+    assert d["diff"]["verdict"] == "faster" and a["id"] == "compile.enable" and a["within_range"]
+    assert "applied" not in rc.diff(base, new)["diff"]
+
+
 def test_diff_step_windows_equal_the_cli() -> None:
     base = "fixtures/kineto/h200/diff/base_a.json.gz"
     new = "fixtures/kineto/h200/diff/planted.json.gz"
