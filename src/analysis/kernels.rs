@@ -190,3 +190,33 @@ impl KernelTotals {
         self.rule_id.is_none() && self.family == "unclassified"
     }
 }
+
+/// Hand-written attention on one stream, its kernels in order: a GEMM, a softmax within `gap`
+/// kernels after it with no GEMM between, then a GEMM within `gap` kernels of the softmax; each
+/// chain as its (GEMM, softmax, GEMM) positions, chains never overlapping. `manual_attention`
+/// finds them, and the SDPA replay replaces them.
+pub(crate) fn attention_chains(
+    len: usize,
+    gap: usize,
+    is_gemm: impl Fn(usize) -> bool,
+    is_softmax: impl Fn(usize) -> bool,
+) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < len {
+        if !is_gemm(i) {
+            i += 1;
+            continue;
+        }
+        let soft = (i + 1..(i + 1 + gap).min(len)).find(|&j| is_softmax(j));
+        let pv = soft.and_then(|j| (j + 1..(j + 1 + gap).min(len)).find(|&k| is_gemm(k)));
+        match (soft, pv) {
+            (Some(j), Some(k)) if !(i + 1..j).any(&is_gemm) => {
+                out.push((i, j, k));
+                i = k + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}

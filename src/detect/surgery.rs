@@ -33,30 +33,16 @@ pub fn manual_attention(ctx: &Context) -> Vec<Finding> {
     let mut stake = 0i64;
     for list in streams.values_mut() {
         list.sort_by_key(|&a| (acts.ts_ns[a], a));
-        let mut i = 0;
-        while i < list.len() {
-            if !is_gemm(list[i]) {
-                i += 1;
-                continue;
-            }
-            // GEMM, then a softmax within CHAIN_GAP kernels, then a GEMM within CHAIN_GAP more.
-            let soft = (i + 1..(i + 1 + CHAIN_GAP).min(list.len())).find(|&j| is_softmax(list[j]));
-            let Some(j) = soft else {
-                i += 1;
-                continue;
-            };
-            let Some(k) = (j + 1..(j + 1 + CHAIN_GAP).min(list.len())).find(|&k| is_gemm(list[k]))
-            else {
-                i += 1;
-                continue;
-            };
-            if (i + 1..j).any(|x| is_gemm(list[x])) {
-                i += 1;
-                continue;
-            }
+        // GEMM, then a softmax within CHAIN_GAP kernels, then a GEMM within CHAIN_GAP more.
+        let found = crate::analysis::kernels::attention_chains(
+            list.len(),
+            CHAIN_GAP,
+            |x| is_gemm(list[x]),
+            |x| is_softmax(list[x]),
+        );
+        for (i, j, k) in found {
             chains.push((list[i], list[j], list[k]));
             stake += list[i..=k].iter().map(|&a| acts.dur_ns[a]).sum::<i64>();
-            i = k + 1;
         }
     }
     let per_step = chains.len() as f64 / step_count(ctx);

@@ -83,18 +83,7 @@ impl Priors {
     /// The built-in priors, or `priors.toml` of the last of `dirs` that has one (it replaces
     /// them whole).
     pub fn load(dirs: &[std::path::PathBuf]) -> Result<Priors, RuleError> {
-        let mut out = parse(BUILTIN, Path::new("rules/priors.toml"))?;
-        for dir in dirs {
-            let path = dir.join("priors.toml");
-            if path.is_file() {
-                let text = std::fs::read_to_string(&path).map_err(|source| RuleError::Read {
-                    file: path.clone(),
-                    source,
-                })?;
-                out = parse(&text, &path)?;
-            }
-        }
-        Ok(out)
+        load_last(dirs, "priors.toml", BUILTIN, parse)
     }
 
     /// The most pessimistic prior of a recommendation on this vendor and these architectures.
@@ -155,18 +144,31 @@ fn parse(text: &str, file: &Path) -> Result<Priors, RuleError> {
 pub fn load_replay_constants(
     dirs: &[std::path::PathBuf],
 ) -> Result<crate::analysis::ReplayConstants, RuleError> {
-    let mut out = parse_constants(
+    load_last(
+        dirs,
+        "replay.toml",
         include_str!("../../rules/replay.toml"),
-        Path::new("rules/replay.toml"),
-    )?;
+        parse_constants,
+    )
+}
+
+/// The built-in `rules/NAME` (`builtin`), replaced whole by `NAME` in each of `dirs` that has
+/// one, in order: every file is parsed (and checked), the last one wins.
+fn load_last<T>(
+    dirs: &[std::path::PathBuf],
+    name: &str,
+    builtin: &str,
+    parse: fn(&str, &Path) -> Result<T, RuleError>,
+) -> Result<T, RuleError> {
+    let mut out = parse(builtin, &Path::new("rules").join(name))?;
     for dir in dirs {
-        let path = dir.join("replay.toml");
+        let path = dir.join(name);
         if path.is_file() {
             let text = std::fs::read_to_string(&path).map_err(|source| RuleError::Read {
                 file: path.clone(),
                 source,
             })?;
-            out = parse_constants(&text, &path)?;
+            out = parse(&text, &path)?;
         }
     }
     Ok(out)

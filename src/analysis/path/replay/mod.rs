@@ -22,7 +22,6 @@ mod trail;
 mod transforms;
 
 use crate::analysis::context::Context;
-use crate::model::Trace;
 
 pub use change::Transform;
 pub use constants::Constants;
@@ -30,8 +29,7 @@ pub use results::{ReplaySet, Replays, StepReplay, WhatIf, WhatIfStep};
 
 /// The step models of a trace's inputs, ready to replay any set of changes; built from the
 /// analysis context, it outlives it (the plan decides what to replay after the analysis).
-pub struct Replayer<'a> {
-    trace: &'a Trace,
+pub struct Replayer {
     graphs: Vec<graph::InputGraph>,
     /// Per graph, its steps replayed unchanged (without the profiler's cost).
     base: Vec<Vec<i64>>,
@@ -39,9 +37,9 @@ pub struct Replayer<'a> {
     constants: Constants,
 }
 
-impl<'a> Replayer<'a> {
+impl Replayer {
     /// The models of every input with steps (or GPU work) in scope.
-    pub fn new(ctx: &Context<'a>, constants: &Constants) -> Replayer<'a> {
+    pub fn new(ctx: &Context, constants: &Constants) -> Replayer {
         let graphs = graph::build_all(ctx, constants);
         let facts = transforms::Facts::of(ctx, &graphs, constants);
         let overhead = constants.profiler_overhead_ns.value;
@@ -50,7 +48,6 @@ impl<'a> Replayer<'a> {
             .map(|g| sim::simulate(g, &sim::Edit::unprofiled(g, overhead)).step_ns)
             .collect();
         Replayer {
-            trace: ctx.trace,
             graphs,
             base,
             facts,
@@ -90,7 +87,6 @@ impl<'a> Replayer<'a> {
                 });
             }
         }
-        let _ = self.trace;
         out
     }
 

@@ -264,24 +264,13 @@ fn sdpa(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> Applied {
     let is_gemm = |k: usize| g.acts[k].bucket == Bucket::Gemm;
     let is_softmax = |k: usize| f.tags[k] == Some(KernelTag::Softmax);
     for list in stream_lists(g) {
-        let mut i = 0;
-        while i < list.len() {
-            if !is_gemm(list[i]) {
-                i += 1;
-                continue;
-            }
-            let soft = (i + 1..(i + 1 + CHAIN_GAP).min(list.len())).find(|&j| is_softmax(list[j]));
-            let pv = soft.and_then(|j| {
-                (j + 1..(j + 1 + CHAIN_GAP).min(list.len())).find(|&k| is_gemm(list[k]))
-            });
-            let (Some(j), Some(k)) = (soft, pv) else {
-                i += 1;
-                continue;
-            };
-            if (i + 1..j).any(|x| is_gemm(list[x])) {
-                i += 1;
-                continue;
-            }
+        let chains = crate::analysis::kernels::attention_chains(
+            list.len(),
+            CHAIN_GAP,
+            |x| is_gemm(list[x]),
+            |x| is_softmax(list[x]),
+        );
+        for (i, _, k) in chains {
             let chain = &list[i..=k];
             let gemms = e.dur[list[i]] + e.dur[list[k]];
             out.touched_ns += chain.iter().map(|&x| e.dur[x]).sum::<i64>();
@@ -290,7 +279,6 @@ fn sdpa(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> Applied {
             }
             e.removed[list[i]] = false;
             e.dur[list[i]] = gemms;
-            i = k + 1;
         }
     }
     if out.touched_ns == 0 {
@@ -328,11 +316,7 @@ fn fused_optimizer(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) 
         }
         e.removed[first] = false;
         e.dur[first] = new;
-        let host: Vec<usize> = g.span_pieces[k]
-            .iter()
-            .map(|&i| i as usize)
-            .filter(|&i| g.pieces[i].optimizer && is_dispatch(g.pieces[i].kind))
-            .collect();
+        let host = span_dispatch(g, k, true);
         let host_old: i64 = host.iter().map(|&i| e.host[i]).sum();
         scale_pieces(e, &host, f.dispatch_ns * launches);
         out.touched_ns += old + host_old;
@@ -347,6 +331,15 @@ fn is_dispatch(kind: PieceKind) -> bool {
         kind,
         PieceKind::Dispatch | PieceKind::Host | PieceKind::Gap { long: false }
     )
+}
+
+/// The dispatch pieces of span `k` inside the optimizer step (`optimizer`) or outside it.
+fn span_dispatch(g: &InputGraph, k: usize, optimizer: bool) -> Vec<usize> {
+    g.span_pieces[k]
+        .iter()
+        .map(|&i| i as usize)
+        .filter(|&i| g.pieces[i].optimizer == optimizer && is_dispatch(g.pieces[i].kind))
+        .collect()
 }
 
 /// torch.compile (mode default) of the model (not the optimizer): each chain of eager
@@ -396,11 +389,7 @@ fn compile(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> Appli
         }
     }
     for (k, _) in g.spans.iter().enumerate() {
-        let host: Vec<usize> = g.span_pieces[k]
-            .iter()
-            .map(|&i| i as usize)
-            .filter(|&i| !g.pieces[i].optimizer && is_dispatch(g.pieces[i].kind))
-            .collect();
+        let host = span_dispatch(g, k, false);
         let kernels = g.span_acts[k]
             .iter()
             .filter(|&&x| !g.acts[x as usize].optimizer && !e.removed[x as usize])
@@ -443,11 +432,7 @@ fn cuda_graphs(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> A
     let mut out = Applied::default();
     let launch = c.graph_launch_ns.value.of(f.vendor);
     for (k, _) in g.spans.iter().enumerate() {
-        let host: Vec<usize> = g.span_pieces[k]
-            .iter()
-            .map(|&i| i as usize)
-            .filter(|&i| !g.pieces[i].optimizer && is_dispatch(g.pieces[i].kind))
-            .collect();
+        let host = span_dispatch(g, k, false);
         out.touched_ns += scale_pieces(e, &host, launch * segments[k]);
     }
     // No launch of its own waits for the launch queue any more.
