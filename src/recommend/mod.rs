@@ -338,15 +338,18 @@ fn plan_with(
         let mut est = ((basis as f64 * rec.fraction).round() as i64).clamp(0, ceiling.max(0));
         let mut savings_basis = savings::SavingsBasis::of(rec.basis);
         let mut from_table = false;
+        let mut host_spread = None;
         if let Some(t) = rec.replay {
             match savings::price(t, replays, scale) {
                 savings::Priced::Replayed {
                     ns,
                     from_table: table,
+                    host_spread: spread,
                 } => {
                     est = ns;
                     savings_basis = savings::SavingsBasis::Replay;
                     from_table = table;
+                    host_spread = spread;
                 }
                 savings::Priced::Refused => continue,
                 savings::Priced::Estimate => {}
@@ -424,7 +427,7 @@ fn plan_with(
                 .map(|c| c.text.clone())
                 .collect(),
         };
-        savings::qualify(&mut out, a, catalog, from_table);
+        savings::qualify(&mut out, a, catalog, from_table, host_spread);
         recs.push(out);
     }
 

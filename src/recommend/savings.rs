@@ -56,6 +56,8 @@ pub(super) enum Priced {
     Replayed {
         ns: i64,
         from_table: bool,
+        /// The saving with the host slower and faster than profiled, in the window's ns.
+        host_spread: Option<(i64, i64)>,
     },
     /// The change cannot apply here (capture blocked): not offered.
     Refused,
@@ -76,14 +78,24 @@ pub(super) fn price(t: Transform, replays: &Replays, scale: Scale) -> Priced {
             _ => Priced::Estimate,
         };
     }
+    let in_window = |share: f64| (share * scale.window as f64 * scale.share).round() as i64;
     Priced::Replayed {
         ns: window_ns(set, scale).max(0).min(scale.window),
         from_table: set.from_table,
+        host_spread: set
+            .host_spread_without(scale.warmup_step)
+            .map(|(slower, faster)| (in_window(slower), in_window(faster))),
     }
 }
 
 /// The range, A/B verification and validation of a priced recommendation.
-pub(super) fn qualify(r: &mut Recommendation, a: &Analysis, catalog: &Catalog, from_table: bool) {
+pub(super) fn qualify(
+    r: &mut Recommendation,
+    a: &Analysis,
+    catalog: &Catalog,
+    from_table: bool,
+    host_spread: Option<(i64, i64)>,
+) {
     let pri = &catalog.priors;
     let window = a.summary.window_ns;
     let best = r.est_savings_ns;
@@ -94,6 +106,11 @@ pub(super) fn qualify(r: &mut Recommendation, a: &Analysis, catalog: &Catalog, f
         _ => 1.0,
     };
     let mut worst = (best as f64 * (1.0 - u)).round() as i64;
+    // The host may run slower or faster than it did under the profiler: a GPU-side change
+    // saves less on a host that binds sooner, a host-side one less on a faster host.
+    if let Some((slower, faster)) = host_spread {
+        worst = worst.min(slower.max(0)).min(faster.max(0));
+    }
     let vendor = a.vendor();
     let archs: Vec<&str> = a
         .inputs

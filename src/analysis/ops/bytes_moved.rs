@@ -386,6 +386,47 @@ pub fn op_bytes(op: &str, input_dims: &str, input_types: &str, concrete: &str) -
     (out.is_finite() && out > 0.0).then_some(out)
 }
 
+/// Bytes a layout-sensitive, memory-bound op (batch norm, pooling, depthwise convolution) moves
+/// on a 4-d activation: its first input read and its result written (forward), or the gradient
+/// and the input read and the input's gradient written (backward); a batch norm in training
+/// reads its inputs twice (once for the statistics or the reductions, once to apply them), so
+/// 3 and 5 activations instead of 2 and 3. None for other ops or where the shapes do not say. What such an op costs once its layout lets the
+/// kernel stream memory (channels_last): these bytes at the HBM rate.
+pub fn layout_op_bytes(op: &str, input_dims: &str, input_types: &str) -> Option<f64> {
+    let name = op.strip_prefix("aten::").unwrap_or(op);
+    let family = [
+        "batch_norm",
+        "pool2d",
+        "pool3d",
+        "conv_depthwise",
+        "convolution",
+    ]
+    .iter()
+    .any(|f| name.contains(f));
+    if !family {
+        return None;
+    }
+    let x = activation_bytes(input_dims, input_types)?;
+    let passes = match (name.contains("batch_norm"), name.contains("backward")) {
+        (true, true) => 5.0,
+        (true, false) => 3.0,
+        (false, true) => 3.0,
+        (false, false) => 2.0,
+    };
+    Some(passes * x)
+}
+
+/// The bytes of an op's first input where it is a 4-d activation (N, C, H, W), else None.
+pub fn activation_bytes(input_dims: &str, input_types: &str) -> Option<f64> {
+    let dims = dims_of(input_dims)?;
+    let types = strings(input_types);
+    if dims.first()?.len() != 4 {
+        return None;
+    }
+    let (n, s) = tensor(&dims, &types, 0)?;
+    Some(n * s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -613,5 +654,30 @@ mod tests {
         );
         assert_eq!(elem_bytes("Scalar"), None);
         assert_eq!(elem_bytes("c10::Float8_e4m3fn"), Some(1));
+    }
+
+    #[test]
+    fn layout_ops_move_their_activation_once_per_pass() {
+        let dims = "[[64, 96, 56, 56], [96], [96]]";
+        let types = "[\"float\", \"float\", \"float\"]";
+        let n = 64.0 * 96.0 * 56.0 * 56.0 * 4.0;
+        assert_eq!(
+            layout_op_bytes("aten::cudnn_batch_norm", dims, types),
+            Some(3.0 * n)
+        );
+        assert_eq!(
+            layout_op_bytes("aten::cudnn_batch_norm_backward", dims, types),
+            Some(5.0 * n)
+        );
+        assert_eq!(
+            layout_op_bytes("aten::max_pool2d_with_indices_backward", dims, types),
+            Some(3.0 * n)
+        );
+        // Not a layout-sensitive op, or not a 4-d activation.
+        assert_eq!(layout_op_bytes("aten::add", dims, types), None);
+        assert_eq!(
+            layout_op_bytes("aten::native_batch_norm", "[[64, 96]]", "[\"float\"]"),
+            None
+        );
     }
 }

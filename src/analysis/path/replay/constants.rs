@@ -40,14 +40,23 @@ pub struct Constants {
     pub schema: u32,
     /// The profiler's own host time per recorded event (op or runtime call).
     pub profiler_overhead_ns: Sourced<i64>,
+    /// How far the host's speed in the run timed without the profiler may be from the
+    /// profiled run's (a share: 0.2 is 20% either way); the range of a saving holds both.
+    pub host_speed_uncertainty: Sourced<f64>,
     /// Launch-to-start latency where the trace shows no activity its launch held.
     pub launch_latency_ns: Sourced<i64>,
-    /// Host time per kernel of Inductor's generated wrapper (one call per kernel).
+    /// Host time per kernel of a compiled region (Inductor's wrapper calling its launcher, or
+    /// an extern kernel's op).
     pub compile_wrapper_ns: Sourced<i64>,
+    /// Host time of one call of a compiled training pass (AOTAutograd's runtime around the
+    /// compiled forward, and around the compiled backward), besides its kernels'.
+    pub compile_training_call_ns: Sourced<i64>,
     /// The gap between two kernels of a graph replay, per vendor.
     pub graph_node_gap_ns: Sourced<PerVendor>,
     /// Host time of one graph launch, per vendor.
     pub graph_launch_ns: Sourced<PerVendor>,
+    /// The host link's rate for copies from pinned memory, GB/s, per vendor.
+    pub pinned_copy_gbps: Sourced<PerVendor>,
     /// The DataLoader workers the host-pipeline rung prescribes.
     pub loader_workers: Sourced<u32>,
     /// Launches of a fused optimizer step (per parameter group and dtype).

@@ -31,8 +31,11 @@ pub use results::{ReplaySet, Replays, StepReplay, WhatIf, WhatIfStep};
 /// analysis context, it outlives it (the plan decides what to replay after the analysis).
 pub struct Replayer {
     graphs: Vec<graph::InputGraph>,
-    /// Per graph, its steps replayed unchanged (without the profiler's cost).
+    /// Per graph, its steps replayed unchanged (without the profiler's cost), as profiled and
+    /// with the host slower and faster by the host's speed uncertainty.
     base: Vec<Vec<i64>>,
+    base_slower: Vec<Vec<i64>>,
+    base_faster: Vec<Vec<i64>>,
     facts: transforms::Facts,
     constants: Constants,
 }
@@ -43,13 +46,13 @@ impl Replayer {
         let graphs = graph::build_all(ctx, constants);
         let facts = transforms::Facts::of(ctx, &graphs, constants);
         let overhead = constants.profiler_overhead_ns.value;
-        let base = graphs
-            .iter()
-            .map(|g| sim::simulate(g, &sim::Edit::unprofiled(g, overhead)).step_ns)
-            .collect();
+        let u = constants.host_speed_uncertainty.value;
+        let [base, base_slower, base_faster] = bases(&graphs, overhead, u);
         Replayer {
             graphs,
             base,
+            base_slower,
+            base_faster,
             facts,
             constants: constants.clone(),
         }
@@ -78,13 +81,30 @@ impl Replayer {
                 }
             }
             let changed = sim::simulate(g, &edit);
-            for (k, span) in g.spans.iter().enumerate() {
-                out.steps.push(StepReplay {
-                    rank: g.rank,
-                    step: span.number,
-                    base_ns: self.base[gi][k],
-                    replay_ns: changed.step_ns[k],
-                });
+            let steps = |base: &[i64], replay: &[i64]| -> Vec<StepReplay> {
+                g.spans
+                    .iter()
+                    .enumerate()
+                    .map(|(k, span)| StepReplay {
+                        rank: g.rank,
+                        step: span.number,
+                        base_ns: base[k],
+                        replay_ns: replay[k],
+                    })
+                    .collect()
+            };
+            out.steps.extend(steps(&self.base[gi], &changed.step_ns));
+            // A single change's range holds the host running slower or faster than profiled.
+            if key.len() == 1 {
+                let u = self.constants.host_speed_uncertainty.value;
+                for (factor, base, into) in [
+                    (1.0 + u, &self.base_slower[gi], &mut out.slower_host),
+                    (1.0 - u, &self.base_faster[gi], &mut out.faster_host),
+                ] {
+                    let mut e = edit.clone();
+                    e.scale_host(g, factor);
+                    into.extend(steps(base, &sim::simulate(g, &e).step_ns));
+                }
             }
         }
         out
@@ -155,13 +175,34 @@ impl Replayer {
 
     /// The same with another profiler cost per event (for fitting it on the first pairs).
     #[doc(hidden)]
-    pub fn with_overhead(mut self, per_event_ns: i64) -> Self {
-        self.constants.profiler_overhead_ns.value = per_event_ns;
-        self.base = self
-            .graphs
-            .iter()
-            .map(|g| sim::simulate(g, &sim::Edit::unprofiled(g, per_event_ns)).step_ns)
-            .collect();
-        self
+    pub fn with_overhead(self, per_event_ns: i64) -> Self {
+        let mut constants = self.constants.clone();
+        constants.profiler_overhead_ns.value = per_event_ns;
+        let (graphs, facts) = (self.graphs, self.facts);
+        let u = constants.host_speed_uncertainty.value;
+        let [base, base_slower, base_faster] = bases(&graphs, per_event_ns, u);
+        Replayer {
+            graphs,
+            base,
+            base_slower,
+            base_faster,
+            facts,
+            constants,
+        }
     }
+}
+
+/// Each graph's steps replayed unchanged without the profiler's cost: as profiled, with the
+/// host slower, and with it faster by `u`.
+fn bases(graphs: &[graph::InputGraph], overhead: i64, u: f64) -> [Vec<Vec<i64>>; 3] {
+    [1.0, 1.0 + u, 1.0 - u].map(|factor| {
+        graphs
+            .iter()
+            .map(|g| {
+                let mut e = sim::Edit::unprofiled(g, overhead);
+                e.scale_host(g, factor);
+                sim::simulate(g, &e).step_ns
+            })
+            .collect()
+    })
 }

@@ -31,6 +31,13 @@ pub struct ReplaySet {
     /// Some change could not apply (capture blocked, nothing to act on): why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocked: Vec<String>,
+    /// The same replay (base and change) with the host slower and faster than profiled by
+    /// the host's speed uncertainty (single changes only: what their range holds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slower_host: Vec<StepReplay>,
+    /// See `slower_host`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faster_host: Vec<StepReplay>,
 }
 
 impl ReplaySet {
@@ -42,30 +49,50 @@ impl ReplaySet {
     }
     /// [`ReplaySet::saving_ns`] leaving one step out (a warm-up step: no change recovers it).
     pub fn saving_ns_without(&self, skip: Option<u64>) -> i64 {
-        use std::collections::BTreeMap;
-        let mut per_step: BTreeMap<Option<u64>, (i64, i64)> = BTreeMap::new();
-        for s in self
-            .steps
-            .iter()
-            .filter(|s| skip.is_none() || s.step != skip)
-        {
-            let e = per_step.entry(s.step).or_insert((0, 0));
-            e.0 = e.0.max(s.base_ns);
-            e.1 = e.1.max(s.replay_ns);
+        saving_of(&self.steps, skip).min(self.touched_ns)
+    }
+    /// The saving with the host slower and with it faster ([`ReplaySet::saving_ns_without`]
+    /// of each), as shares of the nominal base; None where they were not replayed.
+    pub fn host_spread_without(&self, skip: Option<u64>) -> Option<(f64, f64)> {
+        if self.slower_host.is_empty() || self.faster_host.is_empty() {
+            return None;
         }
-        let saving: i64 = per_step.values().map(|(b, r)| b - r).sum();
-        saving.min(self.touched_ns)
+        let share = |steps: &[StepReplay]| {
+            let base = base_of(steps);
+            match base > 0 {
+                true => saving_of(steps, skip).min(self.touched_ns) as f64 / base as f64,
+                false => 0.0,
+            }
+        };
+        Some((share(&self.slower_host), share(&self.faster_host)))
     }
     /// The job's replayed window: the slowest rank's base per step, summed.
     pub fn base_ns(&self) -> i64 {
-        use std::collections::BTreeMap;
-        let mut per_step: BTreeMap<Option<u64>, i64> = BTreeMap::new();
-        for s in &self.steps {
-            let e = per_step.entry(s.step).or_insert(0);
-            *e = (*e).max(s.base_ns);
-        }
-        per_step.values().sum()
+        base_of(&self.steps)
     }
+}
+
+/// Per step number, the slowest rank before minus the slowest rank after, summed.
+fn saving_of(steps: &[StepReplay], skip: Option<u64>) -> i64 {
+    use std::collections::BTreeMap;
+    let mut per_step: BTreeMap<Option<u64>, (i64, i64)> = BTreeMap::new();
+    for s in steps.iter().filter(|s| skip.is_none() || s.step != skip) {
+        let e = per_step.entry(s.step).or_insert((0, 0));
+        e.0 = e.0.max(s.base_ns);
+        e.1 = e.1.max(s.replay_ns);
+    }
+    per_step.values().map(|(b, r)| b - r).sum()
+}
+
+/// The slowest rank's base per step, summed.
+fn base_of(steps: &[StepReplay]) -> i64 {
+    use std::collections::BTreeMap;
+    let mut per_step: BTreeMap<Option<u64>, i64> = BTreeMap::new();
+    for s in steps {
+        let e = per_step.entry(s.step).or_insert(0);
+        *e = (*e).max(s.base_ns);
+    }
+    per_step.values().sum()
 }
 
 /// Every replay made of a run (the feed carries their results on the recommendations).
@@ -99,9 +126,14 @@ impl Replays {
                     transforms: key.clone(),
                     ..Default::default()
                 };
+                // Each rank's host-speed replays, or its identity steps where unchanged.
+                let mut spread = true;
                 for r in ranks {
                     match r.get(&key) {
                         Some(s) => {
+                            spread &= !s.slower_host.is_empty();
+                            out.slower_host.extend(s.slower_host.iter().cloned());
+                            out.faster_host.extend(s.faster_host.iter().cloned());
                             out.steps.extend(s.steps.iter().cloned());
                             out.touched_ns = out.touched_ns.saturating_add(s.touched_ns);
                             out.from_table |= s.from_table;
@@ -123,6 +155,22 @@ impl Replays {
                                 }),
                         ),
                     }
+                }
+                let unchanged: Vec<StepReplay> = ranks
+                    .iter()
+                    .filter(|r| r.get(&key).is_none())
+                    .flat_map(|r| r.get(&[]).map(|s| s.steps.clone()).unwrap_or_default())
+                    .map(|s| StepReplay {
+                        replay_ns: s.base_ns,
+                        ..s
+                    })
+                    .collect();
+                if spread && !out.slower_host.is_empty() {
+                    out.slower_host.extend(unchanged.iter().cloned());
+                    out.faster_host.extend(unchanged);
+                } else {
+                    out.slower_host.clear();
+                    out.faster_host.clear();
                 }
                 out
             })

@@ -61,6 +61,25 @@ impl Edit {
     }
 }
 
+impl Edit {
+    /// The host's own work (not its waits) `factor` times as long: the host running slower
+    /// (above 1) or faster than in the profiled run.
+    pub fn scale_host(&mut self, g: &InputGraph, factor: f64) {
+        if factor == 1.0 {
+            return;
+        }
+        for (i, p) in g.pieces.iter().enumerate() {
+            let own = matches!(
+                p.kind,
+                PieceKind::Dispatch | PieceKind::Host | PieceKind::Loading | PieceKind::Gap { .. }
+            );
+            if own {
+                self.host[i] = (self.host[i] as f64 * factor).round() as i64;
+            }
+        }
+    }
+}
+
 /// A replay's result: each span's time, and the replayed timeline the walk of its critical
 /// path reads.
 pub(crate) struct SimOut {

@@ -27,6 +27,19 @@ pub(crate) struct GraphFacts {
     pub dispatch_ns: i64,
     /// The time of the shortest elementwise kernels (their fixed cost).
     pub floor_ns: i64,
+    /// Per activity: its time once the model runs channels_last: for batch norms, poolings and
+    /// depthwise convolutions running NCHW kernels, the bytes its op moves at the HBM rate this
+    /// trace's memory-bound kernels reach; for convolutions whose kernel only takes NCHW, its
+    /// time plus the transposes of its input and output at that rate.
+    pub relayout_ns: Vec<Option<i64>>,
+    /// That rate came from the datasheet: the trace has no memory-bound kernel to measure.
+    pub hbm_from_table: bool,
+    /// The step trains (an optimizer step runs in it): compiled, AOTAutograd wraps both passes.
+    pub training: bool,
+    /// Per activity: a copy from pageable host memory to the device, and its bytes where its
+    /// op's shapes say (pinned memory moves them at the host link's rate, without the host
+    /// waiting for them).
+    pub pageable_upload: Vec<Option<f64>>,
 }
 
 impl Facts {
@@ -58,7 +71,23 @@ impl Facts {
                     .map(|a| a.dur)
                     .collect();
                 elementwise.sort_unstable();
+                let (relayout_ns, hbm_from_table) = relayout_times(ctx, g, meta);
+                let pageable_upload = g
+                    .acts
+                    .iter()
+                    .map(|a| {
+                        let n = name(a);
+                        (n.contains("HtoD") && n.contains("Pageable"))
+                            .then(|| upload_bytes(ctx, a))
+                            .flatten()
+                    })
+                    .collect();
                 GraphFacts {
+                    pageable_upload,
+                    relayout_ns,
+                    hbm_from_table,
+                    training: g.acts.iter().any(|a| a.optimizer)
+                        || g.pieces.iter().any(|p| p.optimizer),
                     tags: g
                         .acts
                         .iter()
@@ -95,6 +124,118 @@ impl Facts {
     }
 }
 
+/// The bytes a host-to-device copy moves: its op's source tensor (`copy_`'s second input,
+/// else the first), None where the shapes do not say.
+fn upload_bytes(ctx: &Context, a: &crate::analysis::path::replay::graph::Act) -> Option<f64> {
+    let h = ctx.op_of.get(a.id as usize).copied().flatten()? as usize;
+    let host = &ctx.trace.host;
+    let names = &ctx.trace.names;
+    let dims = crate::analysis::ops::efficiency::dims_of(names.get(host.input_dims(h)))?;
+    let types: Vec<String> =
+        serde_json::from_str(names.get(host.input_types(h))).unwrap_or_default();
+    let i = usize::from(names.get(host.name[h]).ends_with("copy_"));
+    let d = dims.get(i).filter(|d| !d.is_empty())?;
+    let s = crate::analysis::ops::bytes_moved::elem_bytes(types.get(i)?)?;
+    Some(d.iter().map(|&x| x.max(0) as f64).product::<f64>() * f64::from(s))
+}
+
+/// Per activity of `g`, its time in a streaming layout (see [`GraphFacts::relayout_ns`]), and
+/// whether the HBM rate came from the datasheet.
+fn relayout_times(
+    ctx: &Context,
+    g: &InputGraph,
+    meta: &crate::model::InputMeta,
+) -> (Vec<Option<i64>>, bool) {
+    use crate::analysis::ops::bytes_moved::{activation_bytes, layout_op_bytes, op_bytes};
+    let trace = ctx.trace;
+    let host = &trace.host;
+    let op = |a: &crate::analysis::path::replay::graph::Act| {
+        ctx.op_of
+            .get(a.id as usize)
+            .copied()
+            .flatten()
+            .map(|h| h as usize)
+    };
+    // The rate: the median of what memory-bound kernels of 10 µs or more reach.
+    let mut rates: Vec<f64> = g
+        .acts
+        .iter()
+        .filter(|a| a.bucket == Bucket::Elementwise && a.dur >= 10_000)
+        .filter_map(|a| {
+            let h = op(a)?;
+            let bytes = op_bytes(
+                trace.names.get(host.name[h]),
+                trace.names.get(host.input_dims(h)),
+                trace.names.get(host.input_types(h)),
+                trace.names.get(host.concrete_inputs(h)),
+            )?;
+            Some(bytes / a.dur as f64)
+        })
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    let peak = meta
+        .devices
+        .first()
+        .and_then(|d| crate::classify::devices::peaks_of(&ctx.rules.devices, d))
+        .and_then(|p| p.hbm_gbps);
+    let (rate, from_table) = match (rates.get(rates.len() / 2).copied(), peak) {
+        (Some(r), Some(p)) => (r.min(p), false),
+        (Some(r), None) => (r, false),
+        (None, Some(p)) => (p, true),
+        (None, None) => return (vec![None; g.acts.len()], false),
+    };
+    // Per launching op: its NCHW kernels' time, and the bound its bytes give.
+    let mut per_op: std::collections::HashMap<usize, (i64, f64)> = Default::default();
+    let mut op_at: Vec<Option<usize>> = vec![None; g.acts.len()];
+    let mut extra: Vec<i64> = vec![0; g.acts.len()];
+    for (k, a) in g.acts.iter().enumerate() {
+        let kernel = trace.names.get(trace.activities.name[a.id as usize]);
+        let lower = kernel.to_ascii_lowercase();
+        if lower.contains("nhwc") || !matches!(a.bucket, Bucket::Conv | Bucket::Elementwise) {
+            continue;
+        }
+        let Some(h) = op(a) else { continue };
+        let name = trace.names.get(host.name[h]);
+        if name.contains("convolution") && !lower.contains("depthwise") {
+            // A kernel that only takes NCHW (cuDNN's `…nchw…` engines) runs between two
+            // transposes in a channels_last model: its input's and its output's, each read
+            // and written once (the channels_last arms of the pairs show them).
+            let x = activation_bytes(
+                trace.names.get(host.input_dims(h)),
+                trace.names.get(host.input_types(h)),
+            );
+            if let (true, Some(x)) = (lower.contains("nchw"), x) {
+                extra[k] = (4.0 * x / rate).round() as i64;
+            }
+            continue;
+        }
+        let Some(bytes) = layout_op_bytes(
+            name,
+            trace.names.get(host.input_dims(h)),
+            trace.names.get(host.input_types(h)),
+        ) else {
+            continue;
+        };
+        let e = per_op.entry(h).or_insert((0, bytes / rate));
+        e.0 += a.dur;
+        op_at[k] = Some(h);
+    }
+    let out = g
+        .acts
+        .iter()
+        .enumerate()
+        .map(|(k, a)| {
+            if extra[k] > 0 {
+                return Some(a.dur + extra[k]);
+            }
+            let (sum, bound) = per_op[&op_at[k]?];
+            let share = (bound / sum.max(1) as f64).min(1.0);
+            Some((a.dur as f64 * share).round() as i64)
+        })
+        .collect();
+    (out, from_table)
+}
+
 /// What applying a change did.
 #[derive(Default)]
 pub(crate) struct Applied {
@@ -122,10 +263,10 @@ pub(crate) fn apply(
 ) -> Applied {
     let f = &facts.per_graph[gi];
     match t {
-        Transform::LoaderWorkers => loader_workers(g, e, c.loader_workers.value.max(1)),
+        Transform::LoaderWorkers => loader_workers(g, e, f, c),
         Transform::RemoveSyncs => remove_syncs(g, e),
         Transform::Tf32 => tf32(g, e, f),
-        Transform::ChannelsLast => remove_tagged(g, e, f, KernelTag::LayoutTranspose),
+        Transform::ChannelsLast => channels_last(g, e, f),
         Transform::Sdpa => sdpa(g, e, f),
         Transform::FusedOptimizer => fused_optimizer(g, e, f, c),
         Transform::Compile => compile(g, e, f, c),
@@ -154,8 +295,33 @@ fn scale_pieces(e: &mut Edit, which: &[usize], new: i64) -> i64 {
 
 /// The DataLoader's work in worker processes: per step, what the main thread still waits for
 /// is what the workers cannot hide behind the rest of the step, max(0, load ÷ workers − rest).
-fn loader_workers(g: &InputGraph, e: &mut Edit, workers: u32) -> Applied {
+/// The rung pins the batches (`pin_memory=True`, `non_blocking=True`): copies from pageable
+/// memory move at the host link's rate and the host no longer waits for them.
+fn loader_workers(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> Applied {
+    let workers = c.loader_workers.value.max(1);
     let mut out = Applied::default();
+    let link = c.pinned_copy_gbps.value.of(f.vendor) as f64;
+    let mut pinned = false;
+    for (k, bytes) in f.pageable_upload.iter().enumerate() {
+        if let Some(b) = bytes {
+            let t = (b / link).round() as i64;
+            if t < e.dur[k] && g.acts[k].span.is_some() {
+                out.touched_ns += e.dur[k] - t;
+                e.dur[k] = t;
+                pinned = true;
+            }
+        }
+    }
+    for (i, p) in g.pieces.iter().enumerate() {
+        if let PieceKind::Sync { upload: true, .. } = p.kind {
+            if pinned && e.waits[i] && p.span.is_some() {
+                out.touched_ns += e.host[i];
+                e.waits[i] = false;
+                e.host[i] = e.host[i].min(f.dispatch_ns);
+            }
+        }
+    }
+    out.from_table |= pinned;
     for (k, span) in g.spans.iter().enumerate() {
         let mine: Vec<usize> = g.span_pieces[k]
             .iter()
@@ -225,6 +391,34 @@ fn tf32(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> Applied {
         return Applied::blocked("no fp32 GEMM or convolution without TF32");
     }
     out
+}
+
+/// channels_last: the layout transposes go, and the batch norms, poolings and depthwise
+/// convolutions that ran NCHW kernels stream memory (their bytes at the trace's HBM rate).
+fn channels_last(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> Applied {
+    let mut out = remove_tagged(g, e, f, KernelTag::LayoutTranspose);
+    let relaid = relayout(g, e, f);
+    if relaid > 0 {
+        out.blocked = None;
+        out.touched_ns += relaid;
+        out.from_table |= f.hbm_from_table;
+    }
+    out
+}
+
+/// Re-rates the layout-sensitive kernels at their streaming time (and NCHW-only convolutions
+/// with their transposes); the time it touched.
+fn relayout(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> i64 {
+    let mut touched = 0;
+    for k in 0..g.acts.len() {
+        if let Some(t) = f.relayout_ns[k] {
+            if !e.removed[k] && t != e.dur[k] {
+                touched += e.dur[k].max(t);
+                e.dur[k] = t;
+            }
+        }
+    }
+    touched
 }
 
 /// Kernels with `tag` gone.
@@ -345,7 +539,9 @@ fn span_dispatch(g: &InputGraph, k: usize, optimizer: bool) -> Vec<usize> {
 /// torch.compile (mode default) of the model (not the optimizer): each chain of eager
 /// elementwise kernels back to back on a stream becomes one kernel, which moves about what its
 /// largest member moves, in that member's time; GEMM, convolution and attention kernels stay.
-/// The host dispatches one wrapper call per remaining kernel instead of each op.
+/// The host dispatches one wrapper call per remaining kernel instead of each op (a training
+/// step's per kernel cost holds AOTAutograd's runtime around both passes); layout-sensitive
+/// kernels are re-rated as channels_last re-rates them (Inductor's layout optimization).
 fn compile(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> Applied {
     let mut out = Applied::default();
     let fusible = |k: usize| {
@@ -394,7 +590,19 @@ fn compile(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> Appli
             .iter()
             .filter(|&&x| !g.acts[x as usize].optimizer && !e.removed[x as usize])
             .count() as i64;
-        out.touched_ns += scale_pieces(e, &host, kernels * c.compile_wrapper_ns.value);
+        // A training step enters its compiled forward and backward once each.
+        let calls = match f.training {
+            true => 2 * c.compile_training_call_ns.value,
+            false => 0,
+        };
+        out.touched_ns += scale_pieces(e, &host, kernels * c.compile_wrapper_ns.value + calls);
+    }
+    // Inductor's layout optimization runs convolution models channels_last, and it generates
+    // batch norms as its own streaming kernels.
+    let relaid = relayout(g, e, f);
+    if relaid > 0 {
+        out.touched_ns += relaid;
+        out.from_table |= f.hbm_from_table;
     }
     if out.touched_ns == 0 {
         return Applied::blocked("no eager elementwise chain or dispatch to compile");
