@@ -71,7 +71,10 @@ pub fn host_bound(ctx: &Context) -> Vec<Finding> {
     let idle = ctx.partition.host_outside().round() as i64 + loading;
     let blocked = ctx.partition.1.round() as i64;
     let share = pct(idle, ctx.window_ns());
-    if share < HOST_BOUND_PCT || idle <= launch {
+    // The DataLoader on its own starving the GPU is host-bound even where dispatch costs more:
+    // loading the next batch is on every step's path whatever the launches cost.
+    let loading_bound = pct(loading, ctx.window_ns()) >= HOST_BOUND_PCT;
+    if share < HOST_BOUND_PCT || (idle <= launch && !loading_bound) {
         return vec![];
     }
     let severity = if share >= 40.0 {
