@@ -186,6 +186,16 @@ fn parse_constants(text: &str, file: &Path) -> Result<crate::analysis::ReplayCon
     }
     regex::Regex::new(&c.fp32_conv_kernels.value)
         .map_err(|e| bad(format!("fp32_conv_kernels: {e}")))?;
+    let u = c.host_speed_uncertainty.value;
+    if !(0.0..1.0).contains(&u) {
+        return Err(bad(format!(
+            "host_speed_uncertainty: {u} is not a share in [0, 1)"
+        )));
+    }
+    let link = &c.pinned_copy_gbps.value;
+    if link.amd <= 0 || link.nvidia <= 0 {
+        return Err(bad("pinned_copy_gbps: a rate must be positive".to_string()));
+    }
     let sources = [
         &c.profiler_overhead_ns.source,
         &c.launch_latency_ns.source,

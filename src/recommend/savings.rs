@@ -108,8 +108,11 @@ pub(super) fn qualify(
     let mut worst = (best as f64 * (1.0 - u)).round() as i64;
     // The host may run slower or faster than it did under the profiler: a GPU-side change
     // saves less on a host that binds sooner, a host-side one less on a faster host.
+    // A slowdown within the revert threshold is noise by the seeds' own rule: nothing.
     if let Some((slower, faster)) = host_spread {
-        worst = worst.min(slower.max(0)).min(faster.max(0));
+        let noise = (pri.revert.slower_pct / 100.0 * window as f64).round() as i64;
+        let material = |ns: i64| if ns < 0 && -ns <= noise { 0 } else { ns };
+        worst = worst.min(material(slower)).min(material(faster));
     }
     let vendor = a.vendor();
     let archs: Vec<&str> = a

@@ -262,6 +262,30 @@ fn an_unknown_replay_in_a_user_ladder_is_refused_at_load() {
     );
 }
 
+/// A user's replay constants that no replay can use are refused at load, naming the file and
+/// the constant: a host speed share of 1 or more, a host link without a rate.
+#[test]
+fn replay_constants_out_of_their_range_are_refused_at_load() {
+    let builtin = std::fs::read_to_string(fixture("../rules/replay.toml")).unwrap();
+    for (from, to, name) in [
+        ("value = 0.3\n", "value = 1.5\n", "host_speed_uncertainty"),
+        (
+            "value = { nvidia = 64, amd = 64 }",
+            "value = { nvidia = 0, amd = 64 }",
+            "pinned_copy_gbps",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(builtin.contains(from), "{from}");
+        let text = builtin.replacen(from, to, 1);
+        std::fs::write(dir.path().join("replay.toml"), text).unwrap();
+        let err = rocprof_classify::recommend::Catalog::load(&[dir.path().to_path_buf()])
+            .expect_err("refused");
+        let msg = err.to_string();
+        assert!(msg.contains("replay.toml") && msg.contains(name), "{msg}");
+    }
+}
+
 #[test]
 fn what_if_prints_the_replayed_step_and_its_path() {
     let path = fixture("kineto/pairs/set1/llama_decode/base.json.gz");

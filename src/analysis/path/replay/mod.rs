@@ -94,8 +94,9 @@ impl Replayer {
                     .collect()
             };
             out.steps.extend(steps(&self.base[gi], &changed.step_ns));
-            // A single change's range holds the host running slower or faster than profiled.
-            if key.len() == 1 {
+            // A single change's range holds the host running slower or faster than profiled
+            // (and the unchanged set's, which ranks without the change merge with).
+            if key.len() <= 1 {
                 let u = self.constants.host_speed_uncertainty.value;
                 for (factor, base, into) in [
                     (1.0 + u, &self.base_slower[gi], &mut out.slower_host),

@@ -52,7 +52,7 @@ impl ReplaySet {
         saving_of(&self.steps, skip).min(self.touched_ns)
     }
     /// The saving with the host slower and with it faster ([`ReplaySet::saving_ns_without`]
-    /// of each), as shares of the nominal base; None where they were not replayed.
+    /// of each), each as a share of its own base step; None where they were not replayed.
     pub fn host_spread_without(&self, skip: Option<u64>) -> Option<(f64, f64)> {
         if self.slower_host.is_empty() || self.faster_host.is_empty() {
             return None;
@@ -156,18 +156,24 @@ impl Replays {
                         ),
                     }
                 }
-                let unchanged: Vec<StepReplay> = ranks
-                    .iter()
-                    .filter(|r| r.get(&key).is_none())
-                    .flat_map(|r| r.get(&[]).map(|s| s.steps.clone()).unwrap_or_default())
-                    .map(|s| StepReplay {
-                        replay_ns: s.base_ns,
-                        ..s
-                    })
-                    .collect();
-                if spread && !out.slower_host.is_empty() {
-                    out.slower_host.extend(unchanged.iter().cloned());
-                    out.faster_host.extend(unchanged);
+                // A rank without the change: its unchanged steps at the same host speed.
+                let unchanged = |pick: fn(&ReplaySet) -> &Vec<StepReplay>| -> Vec<StepReplay> {
+                    ranks
+                        .iter()
+                        .filter(|r| r.get(&key).is_none())
+                        .flat_map(|r| r.get(&[]).map(|s| pick(s).clone()).unwrap_or_default())
+                        .map(|s| StepReplay {
+                            replay_ns: s.base_ns,
+                            ..s
+                        })
+                        .collect()
+                };
+                let missing = ranks.iter().any(|r| {
+                    r.get(&key).is_none() && r.get(&[]).is_none_or(|s| s.slower_host.is_empty())
+                });
+                if spread && !missing && !out.slower_host.is_empty() {
+                    out.slower_host.extend(unchanged(|s| &s.slower_host));
+                    out.faster_host.extend(unchanged(|s| &s.faster_host));
                 } else {
                     out.slower_host.clear();
                     out.faster_host.clear();

@@ -14,6 +14,8 @@ pub(crate) struct Edit {
     pub removed: Vec<bool>,
     pub graphed: Vec<bool>,
     pub node_gap: i64,
+    /// The layout-sensitive kernels were re-rated for channels_last (once per replay).
+    pub relaid: bool,
 }
 
 impl Edit {
@@ -38,6 +40,7 @@ impl Edit {
             removed: vec![false; g.acts.len()],
             graphed: vec![false; g.acts.len()],
             node_gap: 0,
+            relaid: false,
         }
     }
 }

@@ -29,8 +29,8 @@ pub(crate) struct GraphFacts {
     pub floor_ns: i64,
     /// Per activity: its time once the model runs channels_last: for batch norms, poolings and
     /// depthwise convolutions running NCHW kernels, the bytes its op moves at the HBM rate this
-    /// trace's memory-bound kernels reach; for convolutions whose kernel only takes NCHW, its
-    /// time plus the transposes of its input and output at that rate.
+    /// trace's memory-bound kernels reach; for convolutions running an NCHW kernel (cuDNN's
+    /// `…nchw…` engines), its time plus the transposes of its input and output at that rate.
     pub relayout_ns: Vec<Option<i64>>,
     /// That rate came from the datasheet: the trace has no memory-bound kernel to measure.
     pub hbm_from_table: bool,
@@ -171,13 +171,15 @@ fn relayout_times(
             )?;
             Some(bytes / a.dur as f64)
         })
+        .filter(|r| r.is_finite() && *r > 0.0)
         .collect();
     rates.sort_by(f64::total_cmp);
     let peak = meta
         .devices
         .first()
         .and_then(|d| crate::classify::devices::peaks_of(&ctx.rules.devices, d))
-        .and_then(|p| p.hbm_gbps);
+        .and_then(|p| p.hbm_gbps)
+        .filter(|p| p.is_finite() && *p > 0.0);
     let (rate, from_table) = match (rates.get(rates.len() / 2).copied(), peak) {
         (Some(r), Some(p)) => (r.min(p), false),
         (Some(r), None) => (r, false),
@@ -191,7 +193,10 @@ fn relayout_times(
     for (k, a) in g.acts.iter().enumerate() {
         let kernel = trace.names.get(trace.activities.name[a.id as usize]);
         let lower = kernel.to_ascii_lowercase();
-        if lower.contains("nhwc") || !matches!(a.bucket, Bucket::Conv | Bucket::Elementwise) {
+        let streaming = lower.contains("nhwc") || lower.contains("channels_last");
+        let inductor = ctx.classified.get(trace.activities.name[a.id as usize]).tag
+            == Some(KernelTag::Inductor);
+        if streaming || inductor || !matches!(a.bucket, Bucket::Conv | Bucket::Elementwise) {
             continue;
         }
         let Some(h) = op(a) else { continue };
@@ -226,7 +231,7 @@ fn relayout_times(
         .enumerate()
         .map(|(k, a)| {
             if extra[k] > 0 {
-                return Some(a.dur + extra[k]);
+                return Some(a.dur.saturating_add(extra[k]));
             }
             let (sum, bound) = per_op[&op_at[k]?];
             let share = (bound / sum.max(1) as f64).min(1.0);
@@ -301,27 +306,33 @@ fn loader_workers(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -
     let workers = c.loader_workers.value.max(1);
     let mut out = Applied::default();
     let link = c.pinned_copy_gbps.value.of(f.vendor) as f64;
-    let mut pinned = false;
+    let mut pinned = vec![false; g.acts.len()];
     for (k, bytes) in f.pageable_upload.iter().enumerate() {
         if let Some(b) = bytes {
             let t = (b / link).round() as i64;
             if t < e.dur[k] && g.acts[k].span.is_some() {
                 out.touched_ns += e.dur[k] - t;
                 e.dur[k] = t;
-                pinned = true;
+                pinned[k] = true;
             }
         }
     }
+    // The host no longer waits for the copies it pinned.
     for (i, p) in g.pieces.iter().enumerate() {
-        if let PieceKind::Sync { upload: true, .. } = p.kind {
-            if pinned && e.waits[i] && p.span.is_some() {
+        if let PieceKind::Sync {
+            upload: true,
+            awaits: Some(a),
+            ..
+        } = p.kind
+        {
+            if pinned[a as usize] && e.waits[i] && p.span.is_some() {
                 out.touched_ns += e.host[i];
                 e.waits[i] = false;
                 e.host[i] = e.host[i].min(f.dispatch_ns);
             }
         }
     }
-    out.from_table |= pinned;
+    out.from_table |= pinned.contains(&true);
     for (k, span) in g.spans.iter().enumerate() {
         let mine: Vec<usize> = g.span_pieces[k]
             .iter()
@@ -409,13 +420,28 @@ fn channels_last(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> Applied {
 /// Re-rates the layout-sensitive kernels at their streaming time (and NCHW-only convolutions
 /// with their transposes); the time it touched.
 fn relayout(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> i64 {
+    // channels_last and compile both relayout: once.
+    if e.relaid {
+        return 0;
+    }
+    e.relaid = true;
     let mut touched = 0;
-    for k in 0..g.acts.len() {
-        if let Some(t) = f.relayout_ns[k] {
-            if !e.removed[k] && t != e.dur[k] {
-                touched += e.dur[k].max(t);
+    for (k, a) in g.acts.iter().enumerate() {
+        let Some(t) = f.relayout_ns[k] else { continue };
+        if e.removed[k] || t == a.dur {
+            continue;
+        }
+        if t > a.dur {
+            // The transposes around an NCHW convolution, unless another change already runs
+            // it as another kernel (TF32's run NHWC).
+            if e.dur[k] == a.dur {
+                touched += t;
                 e.dur[k] = t;
             }
+        } else {
+            // Streaming: the same share of whatever time it has now.
+            touched += e.dur[k];
+            e.dur[k] = ((e.dur[k] as i128 * t as i128) / a.dur.max(1) as i128) as i64;
         }
     }
     touched
