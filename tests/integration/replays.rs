@@ -525,21 +525,17 @@ fn evaluate(set: &str) -> Vec<Arm> {
             }
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             let predicted = predicted_pct(&run, &ids);
-            // The range: the worst case keeps the least sure rung's share of its best.
-            let share = run
+            // The range: the least sure rung's shares of its estimate, low and high.
+            let (share, top) = run
                 .plan
                 .recommendations
                 .iter()
                 .filter(|r| ids.contains(&r.id.as_str()) && r.est_savings_ns > 0)
-                .map(|r| r.est_savings_range_ns[0] as f64 / r.est_savings_ns as f64)
-                .fold(1.0f64, f64::min);
-            let top = run
-                .plan
-                .recommendations
-                .iter()
-                .filter(|r| ids.contains(&r.id.as_str()) && r.est_savings_ns > 0)
-                .map(|r| r.est_savings_range_ns[1] as f64 / r.est_savings_ns as f64)
-                .fold(1.0f64, f64::max);
+                .map(|r| {
+                    r.est_savings_range_ns
+                        .map(|x| x as f64 / r.est_savings_ns as f64)
+                })
+                .fold((1.0f64, 1.0f64), |(lo, hi), [l, h]| (lo.min(l), hi.max(h)));
             out.push(Arm {
                 baseline: b.clone(),
                 arm: a.clone(),

@@ -45,6 +45,15 @@ impl Replayer {
     pub fn new(ctx: &Context, constants: &Constants) -> Replayer {
         let graphs = graph::build_all(ctx, constants);
         let facts = transforms::Facts::of(ctx, &graphs, constants);
+        Replayer::with_bases(graphs, facts, constants.clone())
+    }
+
+    /// The replayer of these models, their unchanged steps replayed once at each host speed.
+    fn with_bases(
+        graphs: Vec<graph::InputGraph>,
+        facts: transforms::Facts,
+        constants: Constants,
+    ) -> Replayer {
         let overhead = constants.profiler_overhead_ns.value;
         let u = constants.host_speed_uncertainty.value;
         let [base, base_slower, base_faster] = bases(&graphs, overhead, u);
@@ -54,7 +63,7 @@ impl Replayer {
             base_slower,
             base_faster,
             facts,
-            constants: constants.clone(),
+            constants,
         }
     }
 
@@ -177,19 +186,9 @@ impl Replayer {
     /// The same with another profiler cost per event (for fitting it on the first pairs).
     #[doc(hidden)]
     pub fn with_overhead(self, per_event_ns: i64) -> Self {
-        let mut constants = self.constants.clone();
+        let mut constants = self.constants;
         constants.profiler_overhead_ns.value = per_event_ns;
-        let (graphs, facts) = (self.graphs, self.facts);
-        let u = constants.host_speed_uncertainty.value;
-        let [base, base_slower, base_faster] = bases(&graphs, per_event_ns, u);
-        Replayer {
-            graphs,
-            base,
-            base_slower,
-            base_faster,
-            facts,
-            constants,
-        }
+        Replayer::with_bases(self.graphs, self.facts, constants)
     }
 }
 
