@@ -7,7 +7,9 @@ use crate::analysis::kernels::kernel_tables;
 use crate::analysis::numbers::pct;
 use crate::analysis::ops::{attribution, candidates, frames, mfu, op_index, op_steps};
 use crate::analysis::output::{Analysis, Parts, Summary};
-use crate::analysis::signals::{collective_calls, collectives, counters, memory};
+use crate::analysis::signals::{
+    collective_calls, collectives, counters, memory, parallelism, pipeline,
+};
 use crate::analysis::table::ActivityTable;
 use crate::analysis::time::links::{self, Links};
 use crate::analysis::time::partition::{self, HostTimeline, Partition};
@@ -362,12 +364,9 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         modules: Vec::new(),
         sources: Vec::new(),
         kernel_counters: Vec::new(),
-        collectives: collectives::Collectives::default(),
         memory: memory::analyze(trace, &steps, &rules.devices),
         regions: regions.unwrap_or_default(),
         phases: phases::phase_rows(&parts.phases),
-        kernel_candidates: Vec::new(),
-        critical_path: Default::default(),
         tagged_ns: tagged_ns.clone(),
         skipped_files: trace.skipped.clone(),
         parts: Parts {
@@ -385,6 +384,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
             iteration_marker: marker,
             ..Default::default()
         },
+        ..Default::default()
     };
     let mut ctx = Context {
         trace,
@@ -447,6 +447,37 @@ fn add_collectives_and_counters(ctx: &mut Context) {
             has_steps: &has_steps,
             devices: &ctx.rules.devices,
         },
+    );
+    ctx.analysis.parallelism = parallelism::recognize(
+        &parallelism::Sources {
+            trace: ctx.trace,
+            links: &ctx.links,
+            in_scope: &ctx.in_scope,
+            activity_buckets: &ctx.activity_buckets,
+        },
+        &calls,
+    );
+    let inputs = &ctx.trace.inputs;
+    let pipeline_inputs: Vec<u32> = (0..inputs.len() as u32)
+        .filter(|&i| {
+            let rank = inputs[i as usize].rank.unwrap_or(i);
+            ctx.analysis
+                .parallelism
+                .iter()
+                .any(|r| r.kind == parallelism::ParallelKind::Pipeline && r.ranks.contains(&rank))
+        })
+        .collect();
+    ctx.analysis.pipeline = pipeline::measure(
+        &pipeline::Sources {
+            trace: ctx.trace,
+            links: &ctx.links,
+            steps: &ctx.steps,
+            in_scope: &ctx.in_scope,
+            activity_buckets: &ctx.activity_buckets,
+            calls: &calls,
+            memory: &ctx.analysis.memory,
+        },
+        &pipeline_inputs,
     );
     let parts = &mut ctx.analysis.parts;
     parts.calls = calls;

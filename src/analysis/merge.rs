@@ -117,6 +117,22 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
             devices,
         },
     );
+    let rows: Vec<_> = ranks.iter().map(|a| a.parallelism.clone()).collect();
+    out.parallelism = crate::analysis::signals::parallelism::merge(&rows);
+    let waits = collectives::waits(
+        &p.calls,
+        &collectives::CallInputs {
+            inputs: &inputs,
+            has_steps: &p.has_steps,
+            devices,
+        },
+    );
+    out.pipeline = crate::analysis::signals::pipeline::merge(
+        ranks.iter().filter_map(|a| a.pipeline.as_ref()),
+        &p.calls,
+        |i| inputs[i as usize].rank.unwrap_or(i),
+        &waits,
+    );
     out.time_partition = partition::rows(&p.partition, window_ns);
     out.summary = summary;
     out.buckets = tables.buckets;
@@ -181,6 +197,26 @@ fn merge_paths(
             devices,
         },
     );
+    // A scheduled pipeline's sends and receives on its group wait for the neighbouring stage
+    // (a pipeline by hand without a schedule keeps them as waits for a rank).
+    let scheduled = out.pipeline.as_ref().is_some_and(|p| p.schedule.is_some());
+    let pipeline_groups: Vec<Option<String>> = out
+        .parallelism
+        .iter()
+        .filter(|r| {
+            scheduled && r.kind == crate::analysis::signals::parallelism::ParallelKind::Pipeline
+        })
+        .map(|r| r.group.clone())
+        .collect();
+    let bubbles: std::collections::HashSet<(u32, u32, i64)> = p
+        .calls
+        .iter()
+        .filter(|c| {
+            crate::analysis::signals::pipeline::is_p2p(c.kind)
+                && pipeline_groups.contains(&c.args.as_ref().and_then(|a| a.process_group.clone()))
+        })
+        .map(|c| (c.input, c.stream, c.ts))
+        .collect();
     let (mut per_step, mut items) = (Vec::new(), Vec::new());
     let mut offset = 0u32;
     for a in ranks {
@@ -199,6 +235,7 @@ fn merge_paths(
             a.parts.path_items.clone(),
             &comms,
             &waits,
+            &bubbles,
         );
         if let Some(rank) = a.inputs.first().and_then(|i| i.rank) {
             let path =

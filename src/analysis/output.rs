@@ -8,7 +8,7 @@ use crate::analysis::ops::calls::FlopTally;
 use crate::analysis::ops::frames::{self, RootModule};
 use crate::analysis::ops::{attribution, candidates, mfu, op_steps};
 use crate::analysis::signals::collective_calls::Call;
-use crate::analysis::signals::{collectives, counters, memory};
+use crate::analysis::signals::{collectives, counters, memory, parallelism};
 use crate::analysis::time::partition::{Category, Partition, PartitionRow};
 use crate::analysis::time::steps::StepStats;
 use crate::analysis::time::window::{InputLoads, StepRow};
@@ -118,6 +118,10 @@ pub struct Analysis {
     pub kernel_counters: Vec<counters::KernelCounters>,
     /// Per collective type × message size × process group: time, bandwidth, wait and transfer.
     pub collectives: collectives::Collectives,
+    /// The parallelisms the job uses, one per (kind, process group) (feed `parallelism[]`).
+    pub parallelism: Vec<parallelism::Parallelism>,
+    /// The pipeline's stages, chunks and replays (feed `pipeline`; jobs with one).
+    pub pipeline: Option<crate::analysis::signals::pipeline::Pipeline>,
     /// GPU memory per device (traces with `[memory]` events).
     pub memory: Vec<memory::DeviceMemory>,
     /// The annotated ranges and PyTorch's phases as a tree (pre-order), merged by path.

@@ -1,5 +1,6 @@
 //! Collectives that move their bytes slowly: messages large enough to run at link speed whose
-//! bus bandwidth over the transfer time stays far below the link, without a late rank to blame.
+//! bus bandwidth over the transfer time stays far below the link, without a late rank to blame;
+//! and pipelines whose ranks idle in the schedule's bubble or wait on an unequal stage.
 
 use super::evidence as ev;
 use super::{ms, pct, Detail, Finding, Severity};
@@ -83,4 +84,168 @@ pub fn slow_collective(analysis: &Analysis) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// Ranks idling this share of the step on average make the bubble worth a finding.
+const MIN_BUBBLE_PCT: f64 = 10.0;
+/// A replay must save at least this share of the step.
+const MIN_SAVING_PCT: f64 = 1.0;
+
+/// The pipeline's evidence with `best` as the change, and its stake in the window's ns.
+fn pipeline_evidence(
+    analysis: &Analysis,
+    best: &crate::analysis::signals::pipeline::replays::ScheduleReplay,
+) -> Option<(ev::Pipeline, i64)> {
+    use crate::analysis::signals::pipeline::replays::measured_step_ns;
+    let p = analysis.pipeline.as_ref()?;
+    let step = measured_step_ns(p)?;
+    if step <= 0.0 || pct(best.saving_ns, step.round() as i64) < MIN_SAVING_PCT {
+        return None;
+    }
+    let mut ranks: std::collections::BTreeMap<u32, ev::PipelineRank> = Default::default();
+    for r in &p.stages {
+        let e = ranks.entry(r.rank).or_insert_with(|| ev::PipelineRank {
+            rank: r.rank,
+            stages: r.stages.clone(),
+            compute_ns: 0,
+            bubble_ns: 0,
+            bubble_pct: 0.0,
+        });
+        e.compute_ns += r.compute_ns;
+        e.bubble_ns += r.bubble_ns;
+    }
+    let ranks: Vec<ev::PipelineRank> = ranks
+        .into_values()
+        .map(|mut r| {
+            r.bubble_pct = (pct(r.bubble_ns, r.bubble_ns + r.compute_ns) * 10.0).round() / 10.0;
+            r
+        })
+        .collect();
+    let layers: Option<Vec<u32>> = ranks
+        .iter()
+        .map(|r| {
+            r.stages
+                .iter()
+                .map(|s| p.chunks.iter().find(|c| c.stage == *s)?.layers)
+                .sum::<Option<u32>>()
+        })
+        .collect();
+    let stake = (best.saving_ns as f64 / step * analysis.summary.window_ns as f64).round() as i64;
+    Some((
+        ev::Pipeline {
+            schedule: p.schedule.map(|s| s.as_str().to_string()),
+            microbatches: p.microbatches,
+            stages_total: p.stages_total,
+            step_ns: step.round() as i64,
+            ranks,
+            layers,
+            best: ev::PipelineChange {
+                schedule: best.schedule.as_str().to_string(),
+                stages_per_rank: best.stages_per_rank,
+                rebalanced: best.rebalanced,
+                layers: best.layers.clone(),
+                step_ns: best.step_ns,
+                saving_ns: best.saving_ns,
+            },
+        },
+        stake,
+    ))
+}
+
+fn severity(stake: i64, window: i64) -> Severity {
+    match pct(stake, window) {
+        p if p >= 10.0 => Severity::High,
+        p if p >= 2.0 => Severity::Medium,
+        _ => Severity::Low,
+    }
+}
+
+/// A pipeline's bubble that another schedule (stages as measured) would shrink.
+pub fn pipeline_bubble(analysis: &Analysis) -> Vec<Finding> {
+    let Some(p) = analysis.pipeline.as_ref() else {
+        return vec![];
+    };
+    let (bubble, total): (i64, i64) = p
+        .stages
+        .iter()
+        .fold((0, 0), |(b, t), r| (b + r.bubble_ns, t + r.step_ns));
+    if pct(bubble, total) < MIN_BUBBLE_PCT {
+        return vec![];
+    }
+    let Some(best) = p
+        .replays
+        .iter()
+        .filter(|r| !r.as_run && !r.rebalanced)
+        .max_by_key(|r| (r.saving_ns, std::cmp::Reverse(r.schedule)))
+    else {
+        return vec![];
+    };
+    let Some((evidence, stake)) = pipeline_evidence(analysis, best) else {
+        return vec![];
+    };
+    let now = evidence.schedule.clone().unwrap_or_else(|| "?".into());
+    vec![Finding::new(
+        severity(stake, analysis.summary.window_ns),
+        format!(
+            "the pipeline's ranks idle {:.0}% of the step on average ({now}, {} stages, {} microbatches; {}); replayed as {} with {} stage(s) a rank the step takes {} instead of {}",
+            pct(bubble, total),
+            p.stages_total,
+            p.microbatches,
+            evidence
+                .ranks
+                .iter()
+                .map(|r| format!("rank {} {:.0}%", r.rank, r.bubble_pct))
+                .collect::<Vec<_>>()
+                .join(", "),
+            best.schedule.as_str(),
+            best.stages_per_rank,
+            ms(best.step_ns),
+            ms(evidence.step_ns),
+        ),
+        stake,
+        Detail::PipelineBubble(evidence),
+    )]
+}
+
+/// A pipeline whose unequal stages set its pace: layers moved off the slowest replay faster.
+pub fn pipeline_imbalance(analysis: &Analysis) -> Vec<Finding> {
+    let Some(p) = analysis.pipeline.as_ref() else {
+        return vec![];
+    };
+    let Some(best) = p
+        .replays
+        .iter()
+        .filter(|r| r.rebalanced && Some(r.schedule) == p.schedule)
+        .max_by_key(|r| r.saving_ns)
+    else {
+        return vec![];
+    };
+    let Some((evidence, stake)) = pipeline_evidence(analysis, best) else {
+        return vec![];
+    };
+    let slowest = evidence.ranks.iter().max_by_key(|r| r.compute_ns);
+    let fastest = evidence.ranks.iter().min_by_key(|r| r.compute_ns);
+    let (Some(slow), Some(fast)) = (slowest, fastest) else {
+        return vec![];
+    };
+    let moved = match (&evidence.layers, &best.layers) {
+        (Some(now), Some(after)) => format!(
+            "; its layers per rank {now:?} moved to {after:?} (what the stage beyond its layers runs, the embedding or the head and loss, stays)"
+        ),
+        _ => "; compute evened out across the stages".to_string(),
+    };
+    vec![Finding::new(
+        severity(stake, analysis.summary.window_ns),
+        format!(
+            "the pipeline's stages are unequal: rank {} computes {} to rank {}'s {} and the others wait on it{moved}; replayed so, the step takes {} instead of {}",
+            slow.rank,
+            ms(slow.compute_ns),
+            fast.rank,
+            ms(fast.compute_ns),
+            ms(best.step_ns),
+            ms(evidence.step_ns),
+        ),
+        stake,
+        Detail::PipelineImbalance(evidence),
+    )]
 }

@@ -376,10 +376,22 @@ pub fn exposed_communication(ctx: &Context) -> Vec<Finding> {
     let acts = &ctx.trace.activities;
     let mut comm: BTreeMap<(u32, u32), Vec<(i64, i64)>> = BTreeMap::new();
     let mut compute: BTreeMap<(u32, u32), Vec<(i64, i64)>> = BTreeMap::new();
+    // A pipeline rank's sends and receives spin while the neighbouring stage computes: that
+    // is the schedule's bubble (the pipeline findings'), not communication to overlap.
+    let pipeline = ctx
+        .analysis
+        .pipeline
+        .as_ref()
+        .is_some_and(|p| p.schedule.is_some());
+    let p2p = ctx.trace.names.per_name(|n| {
+        use crate::analysis::signals::collective_calls::CollectiveKind;
+        crate::analysis::signals::pipeline::is_p2p(CollectiveKind::from_kernel_name(n))
+    });
     for a in (0..acts.len()).filter(|&a| ctx.in_scope[a]) {
         let key = (acts.input[a], acts.device[a]);
         let iv = (acts.ts_ns[a], acts.end_ns(a));
         match ctx.bucket_of(a) {
+            Bucket::Communication if pipeline && p2p[acts.name[a].index()] => {}
             Bucket::Communication => comm.entry(key).or_default().push(iv),
             Bucket::Memory => {}
             _ => compute.entry(key).or_default().push(iv),

@@ -174,7 +174,10 @@ fn host_side(analysis: &Analysis, straggler: u32) -> HostSide {
 pub fn straggler_rank(analysis: &Analysis) -> Vec<Finding> {
     let rank_of: Vec<Option<u32>> = analysis.inputs.iter().map(|i| i.rank).collect();
     let ranks: BTreeSet<u32> = rank_of.iter().flatten().copied().collect();
-    if ranks.len() < 2 {
+    // A scheduled pipeline's ranks do different work by design: its unequal stages are the
+    // pipeline findings', not a straggler.
+    let pipeline = analysis.pipeline.as_ref().and_then(|p| p.schedule);
+    if ranks.len() < 2 || pipeline.is_some() {
         return vec![];
     }
     let (load, units, by_step) = loads_per_unit(analysis, &ranks, &rank_of);

@@ -72,6 +72,32 @@ pub struct ActionDef {
     pub text: String,
     #[serde(default)]
     pub vendor: Option<Vendor>,
+    /// Shown only to jobs that use one of these parallelisms (`kind` or `kind:impl`, `impl`
+    /// `none` for one without a wrapper: `ddp:ddp`, `fsdp:fsdp2`, `ddp:none`, `tensor`): no
+    /// recommendation names a wrapper the job does not use.
+    #[serde(default)]
+    pub parallelism: Vec<String>,
+}
+
+/// Whether the job uses a parallelism `selectors` name (`kind` or `kind:impl`; empty: any job).
+pub fn uses_parallelism(
+    selectors: &[String],
+    rows: &[crate::analysis::signals::parallelism::Parallelism],
+) -> bool {
+    selectors.is_empty()
+        || selectors.iter().any(|sel| {
+            let (kind, imp) = match sel.split_once(':') {
+                Some((k, i)) => (k, Some(i)),
+                None => (sel.as_str(), None),
+            };
+            rows.iter().any(|r| {
+                r.kind.as_str() == kind
+                    && imp.is_none_or(|i| match &r.implementation {
+                        Some(have) => have == i,
+                        None => i == "none",
+                    })
+            })
+        })
 }
 
 /// A tag's share of a bucket (`max_tag_share`).
@@ -156,6 +182,11 @@ pub struct RecDef {
     /// Ranked first whenever it fires (a profile that cannot support other advice).
     #[serde(default)]
     pub rank_first: bool,
+    /// Offered only to jobs that use one of these parallelisms (as an action's
+    /// `parallelism`); a recommendation whose every action the job's parallelism leaves out
+    /// is not offered either.
+    #[serde(default)]
+    pub parallelism: Vec<String>,
     /// The change a replay of the step model applies to price it (`est_savings_ns`); without
     /// one, `fraction` × `basis` estimates it.
     #[serde(default)]
@@ -344,6 +375,23 @@ fn parse(text: &str, file: &Path) -> Result<Catalog, RuleError> {
         }
         if let Some(p) = &r.gemm_library {
             regex::Regex::new(p).map_err(|e| bad(&r.id, format!("gemm_library: {e}")))?;
+        }
+        let selectors = r
+            .parallelism
+            .iter()
+            .chain(r.actions.iter().flat_map(|a| &a.parallelism));
+        for sel in selectors {
+            let kind = sel.split(':').next().unwrap_or_default();
+            if serde_json::from_value::<crate::analysis::signals::parallelism::ParallelKind>(
+                serde_json::Value::String(kind.to_string()),
+            )
+            .is_err()
+            {
+                return Err(bad(
+                    &r.id,
+                    format!("parallelism '{sel}': '{kind}' is no kind of parallelism (ddp, fsdp, hsdp, tensor, sequence, pipeline, expert, context)"),
+                ));
+            }
         }
     }
     if let Some(key) = f

@@ -129,6 +129,18 @@ fn triggered<'a>(rec: &RecDef, a: &Analysis, findings: &'a [Finding]) -> Option<
     if !rec.vendors.is_empty() && !rec.vendors.contains(&vendor) {
         return None;
     }
+    if !catalog::uses_parallelism(&rec.parallelism, &a.parallelism) {
+        return None;
+    }
+    // Every action names a parallelism the job does not use: nothing to offer.
+    if !rec.actions.is_empty()
+        && rec
+            .actions
+            .iter()
+            .all(|act| !catalog::uses_parallelism(&act.parallelism, &a.parallelism))
+    {
+        return None;
+    }
     if rec.compiled.is_some_and(|c| c != a.compile.compiled) {
         return None;
     }
@@ -377,6 +389,7 @@ fn plan_with(
             .actions
             .iter()
             .filter(|act| fits_vendor(act.vendor, vendor))
+            .filter(|act| catalog::uses_parallelism(&act.parallelism, &a.parallelism))
             .map(|act| ActionOut {
                 kind: act.kind,
                 text: match (act.vendor, vendor) {
@@ -395,6 +408,10 @@ fn plan_with(
                 .into_iter()
                 .filter(|g| !specific.contains(&code(&g.text))),
         );
+        // Nothing left to do for this job (its vendor's and parallelism's actions: none).
+        if actions.is_empty() && !rec.actions.is_empty() {
+            continue;
+        }
         let mut out = Recommendation {
             rank: 0,
             id: rec.id.clone(),

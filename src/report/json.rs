@@ -54,6 +54,10 @@ struct Feed<'a> {
     collectives: &'a [crate::analysis::signals::collectives::CollectiveRow],
     /// Per rank, how it arrives at the collectives matched across ranks (an addition).
     collective_arrivals: &'a [crate::analysis::signals::collectives::Arrival],
+    /// The parallelisms the job uses, one per kind and process group (schema 3 addition).
+    parallelism: &'a [crate::analysis::signals::parallelism::Parallelism],
+    /// The pipeline's stages, chunks and replays (schema 3 addition; null without one).
+    pipeline: Option<&'a crate::analysis::signals::pipeline::Pipeline>,
     /// GPU memory per device (FEED.md `memory`).
     memory: &'a [crate::analysis::signals::memory::DeviceMemory],
     /// Annotated ranges and PyTorch's phases, a tree in pre-order (FEED.md `regions[]`).
@@ -100,6 +104,8 @@ pub fn render(run: &Run) -> Vec<u8> {
         skipped_files: &a.skipped_files,
         collectives: &a.collectives.rows,
         collective_arrivals: &a.collectives.arrivals,
+        parallelism: &a.parallelism,
+        pipeline: a.pipeline.as_ref(),
         memory: &a.memory,
         regions: &a.regions,
         phases: &a.phases,

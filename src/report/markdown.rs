@@ -383,6 +383,34 @@ fn render_phases(out: &mut String, run: &Run) {
 
 /// Collectives per type, size and process group, folded; only when there are any.
 fn render_collectives(out: &mut String, run: &Run) {
+    if let Some(line) = crate::report::sections::parallelism_line(run) {
+        let _ = writeln!(out, "\n{}", cell(&line));
+    }
+    if let Some((rows, note)) = crate::report::sections::pipeline_stages(run) {
+        let header = crate::report::sections::STAGE_HEADER;
+        let _ = writeln!(
+            out,
+            "\n<details><summary>Pipeline stages</summary>\n\n{}\n\n| {} |\n|---|{}",
+            cell(&note),
+            header.join(" | "),
+            "---:|".repeat(header.len() - 1)
+        );
+        for r in rows {
+            let _ = writeln!(
+                out,
+                "| {} |",
+                r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+            );
+        }
+        let replays = crate::report::sections::pipeline_replays(run);
+        if !replays.is_empty() {
+            let _ = writeln!(out, "\nReplayed:\n");
+            for line in replays {
+                let _ = writeln!(out, "- {}", cell(&line));
+            }
+        }
+        let _ = writeln!(out, "\n</details>");
+    }
     let Some((rows, note)) = crate::report::sections::collectives(run, 12) else {
         return;
     };

@@ -227,6 +227,131 @@ pub fn collectives(run: &Run, top: usize) -> Option<(Vec<[String; 11]>, &'static
     Some((rows, note))
 }
 
+/// The parallelisms the job uses, in one line: `Parallelism: tensor of degree 8 (vllm);
+/// pipeline of degree 2 (torch.pipelining, group 0)`; None when it shows none.
+pub fn parallelism_line(run: &Run) -> Option<String> {
+    let rows = &run.analysis.parallelism;
+    if rows.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = rows
+        .iter()
+        .map(|p| {
+            let degree = p
+                .degree
+                .map(|d| format!(" of degree {d}"))
+                .unwrap_or_default();
+            let what: Vec<String> = p
+                .implementation
+                .iter()
+                .cloned()
+                .chain(
+                    p.mesh_dim
+                        .clone()
+                        .or_else(|| p.group.as_ref().map(|g| format!("group {g}"))),
+                )
+                .collect();
+            let what = if what.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", what.join(", "))
+            };
+            format!("{}{degree}{what}", p.kind.as_str())
+        })
+        .collect();
+    Some(format!("Parallelism: {}", parts.join("; ")))
+}
+
+/// The header of the pipeline's stage table ([`pipeline_stages`]).
+pub const STAGE_HEADER: [&str; 12] = [
+    "rank",
+    "stages",
+    "step",
+    "step time",
+    "compute",
+    "bubble",
+    "bubble %",
+    "fill",
+    "drain",
+    "p2p wait",
+    "p2p transfer",
+    "p2p bytes",
+];
+
+/// The pipeline's stage table, one row per rank and step, and the line that names the
+/// schedule; None for jobs without a pipeline.
+pub fn pipeline_stages(run: &Run) -> Option<(Vec<[String; 12]>, String)> {
+    let p = run.analysis.pipeline.as_ref()?;
+    if p.stages.is_empty() {
+        return None;
+    }
+    let dash = || "-".to_string();
+    let rows = p
+        .stages
+        .iter()
+        .map(|r| {
+            [
+                r.rank.to_string(),
+                r.stages
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                r.step.to_string(),
+                fmt_ns(r.step_ns),
+                fmt_ns(r.compute_ns),
+                fmt_ns(r.bubble_ns),
+                format!("{:.1}", r.bubble_pct),
+                fmt_ns(r.warmup_ns),
+                fmt_ns(r.cooldown_ns),
+                r.p2p_wait_ns.map_or_else(dash, fmt_ns),
+                r.p2p_transfer_ns.map_or_else(dash, fmt_ns),
+                r.p2p_bytes.map_or_else(dash, fmt_bytes),
+            ]
+        })
+        .collect();
+    let schedule = p
+        .schedule
+        .map_or("a schedule without annotations", |s| s.torch_class());
+    let note = format!(
+        "{schedule}, {} stages on {} ranks, {} microbatches; bubble = step - the rank's compute kernel time (receives spinning while the neighbour computes count as bubble); fill: before its first compute kernel, drain: after its last",
+        p.stages_total, p.ranks, p.microbatches
+    );
+    Some((rows, note))
+}
+
+/// The pipeline's replays as lines: `ScheduleInterleaved1F1B, 2 stages a rank: 100.82 ms
+/// (saves 7.11 ms), bubble 22.3%`; empty without replays.
+pub fn pipeline_replays(run: &Run) -> Vec<String> {
+    let Some(p) = run.analysis.pipeline.as_ref() else {
+        return Vec::new();
+    };
+    p.replays
+        .iter()
+        .map(|r| {
+            let what = if r.as_run {
+                "as run".to_string()
+            } else if r.saving_ns >= 0 {
+                format!("saves {}", fmt_ns(r.saving_ns))
+            } else {
+                format!("loses {}", fmt_ns(-r.saving_ns))
+            };
+            let balanced = match (&r.layers, r.rebalanced) {
+                (Some(l), true) => format!(", layers per rank {l:?}"),
+                (None, true) => ", stages rebalanced".to_string(),
+                _ => String::new(),
+            };
+            format!(
+                "{}, {} stage(s) a rank{balanced}: {} ({what}), bubble {:.1}%",
+                r.schedule.torch_class(),
+                r.stages_per_rank,
+                fmt_ns(r.step_ns),
+                r.bubble_pct
+            )
+        })
+        .collect()
+}
+
 /// Why Inductor's Triton kernels have no bandwidth, when some have none: `3 Triton kernels (4.5%
 /// of GPU time) have no bandwidth: …`; None when every one has its bytes.
 pub fn triton_rate_note(a: &crate::analysis::Analysis) -> Option<String> {

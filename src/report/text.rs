@@ -338,6 +338,10 @@ fn render_phases(out: &mut String, run: &Run, opts: &TableOptions) {
 
 /// Collectives per type, size and process group (the 12 largest by time).
 fn render_collectives(out: &mut String, run: &Run, opts: &TableOptions) {
+    if let Some(line) = crate::report::sections::parallelism_line(run) {
+        let _ = writeln!(out, "{line}\n");
+    }
+    render_pipeline(out, run, opts);
     let Some((rows, note)) = crate::report::sections::collectives(run, 12) else {
         return;
     };
@@ -350,6 +354,27 @@ fn render_collectives(out: &mut String, run: &Run, opts: &TableOptions) {
         t.add_row(row);
     }
     let _ = writeln!(out, "Collectives ({note})\n{t}\n");
+}
+
+/// The pipeline's stage table and its replays.
+fn render_pipeline(out: &mut String, run: &Run, opts: &TableOptions) {
+    let Some((rows, note)) = crate::report::sections::pipeline_stages(run) else {
+        return;
+    };
+    let mut t = new_table(opts);
+    t.set_header(crate::report::sections::STAGE_HEADER.map(|h| header_cell(h, opts)));
+    for r in rows {
+        t.add_row(r.into_iter().map(num).collect::<Vec<_>>());
+    }
+    let _ = writeln!(out, "Pipeline stages ({note})\n{t}");
+    let replays = crate::report::sections::pipeline_replays(run);
+    if !replays.is_empty() {
+        let _ = writeln!(out, "Replayed:");
+        for line in replays {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    let _ = writeln!(out);
 }
 
 /// Hardware-counter metrics per kernel (rocprof-compute workloads): bound label, achieved

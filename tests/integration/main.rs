@@ -11,7 +11,7 @@
 //! | what bounds each step: the critical path, the dependency model | `critical_path` |
 //! | one analysis area | `efficiency`, `mfu`, `bandwidth`, `memory`, `regions`, `serving`, `graphs`, `collectives`, `ranks` |
 //! | findings and recommendations | `diagnosis`, `recommend`, `advice` |
-//! | several ranks and partials | `partials`, `ranks`, `collectives` |
+//! | several ranks and partials | `partials`, `ranks`, `collectives`, `parallel` (parallelism, pipelines) |
 //! | comparing runs | `diff`, `review` |
 //! | outputs and interfaces | `cli` (the binary), `pipeline` (the library's `run`), `exports`, `browser`, `snapshots` (every fixture's renders) |
 //! | the project itself | `layers` (module graph, rooms, front door), `docs` (README, book, feed contract) |
@@ -46,6 +46,7 @@ mod invariants;
 mod layers;
 mod memory;
 mod mfu;
+mod parallel;
 mod partials;
 mod peers;
 mod pipeline;

@@ -21,7 +21,7 @@ const MULTI_RANK: &[&str] = &[
 ];
 
 /// The rank files of a directory, as its expansion names them.
-fn rank_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rank_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -32,7 +32,7 @@ fn rank_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Writes each file's partial (with `args`) into `out`, returning the partials' paths.
-fn write_partials(files: &[PathBuf], out: &Path, args: &[&str]) -> Vec<PathBuf> {
+pub(crate) fn write_partials(files: &[PathBuf], out: &Path, args: &[&str]) -> Vec<PathBuf> {
     files
         .iter()
         .enumerate()
@@ -57,7 +57,11 @@ fn stdout(cmd: &mut assert_cmd::Command) -> Vec<u8> {
 
 /// Every report of `merge` (the partials in reverse order: merge sorts them by rank) equals the
 /// one-process analysis of `inputs`, byte for byte.
-fn assert_merge_equals_analysis(inputs: &[PathBuf], partials: &[PathBuf], extra: &[&str]) {
+pub(crate) fn assert_merge_equals_analysis(
+    inputs: &[PathBuf],
+    partials: &[PathBuf],
+    extra: &[&str],
+) {
     let mut reversed = partials.to_vec();
     reversed.reverse();
     for report in [
@@ -414,7 +418,7 @@ fn partials_of_other_versions_runs_settings_or_a_rank_twice_are_refused() {
     let files = rank_files(&fixture("kineto/h100x2/ddp"));
     let p = write_partials(&files, t, &[]);
     let version = edited(&p[1], &t.join("v.json"), |s| {
-        s.replacen("\"version\":6,", "\"version\":99,", 1)
+        s.replacen("\"version\":7,", "\"version\":99,", 1)
     });
     assert_refused(&[p[0].clone(), version], "partial format version 99");
     let nccl = edited(&p[1], &t.join("n.json"), |s| {

@@ -220,6 +220,8 @@ fn every_recommendation_fires_on_some_trace() {
     for run in ["host_straggler", "gpu_straggler", "ddp"] {
         paths.push(fixture(&format!("kineto/h100x2/{run}")));
     }
+    // A pipeline of unequal stages: rebalancing and the schedule.
+    paths.push(fixture("kineto/parallel/pp_unequal"));
     // A per-parameter AdamW (foreach=False).
     paths.push(fixture("kineto/pairs/set1/gpt2_train/base.json.gz"));
     if let Some(shared) = crate::common::shared() {

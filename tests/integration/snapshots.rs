@@ -118,9 +118,10 @@ fn every_fixture_renders_as_committed() {
         let rel = dir.strip_prefix(fixture("kineto")).unwrap().join(&arg);
         let folder = rel.to_string_lossy().replace('\\', "/");
         let folder = format!("snapshots/render/{}", folder.trim_end_matches(".json.gz"));
-        // The before/after pairs are scored by replays.rs: their table alone is kept (their
-        // feeds and pages would weigh megabytes on every clone).
-        let pairs = folder.contains("/pairs/");
+        // The before/after pairs are scored by replays.rs and the parallel captures by
+        // parallel.rs: their table alone is kept (their feeds and pages would weigh megabytes on
+        // every clone).
+        let pairs = folder.contains("/pairs/") || folder.contains("/parallel/");
         insta::with_settings!({snapshot_path => folder, prepend_module_to_snapshot => false}, {
             for (format, text) in [
                 ("table", table),

@@ -265,8 +265,10 @@ pub fn activity_buckets(
             continue;
         };
         applied = true;
-        // The runtime's copy/fill kernels (`__amd_rocclr_fillBuffer`) stay memory too.
-        if *bucket == Bucket::Memory {
+        // The runtime's copy/fill kernels (`__amd_rocclr_fillBuffer`) stay memory too, and
+        // collective kernels stay communication: context parallel's all-gathers inside an
+        // attention op are not attention work.
+        if matches!(*bucket, Bucket::Memory | Bucket::Communication) {
             continue;
         }
         let t = index.threads.get(o.thread);

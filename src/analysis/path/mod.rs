@@ -300,32 +300,42 @@ pub(crate) fn analyze(
 
 /// The ranks' paths with each collective kernel's time split: the part before the last rank
 /// arrived (`waits`: its wait by (input, stream, start), from the collectives matched across
-/// ranks) is `rank_wait`, the rest stays `communication`. Returns the steps and the items.
+/// ranks) is `rank_wait`, the rest stays `communication`; a pipeline schedule's sends and
+/// receives (`bubbles`, by the same key) wait for the neighbouring stage's compute: that part
+/// is `pipeline_bubble`. Returns the steps and the items.
 pub(crate) fn split_rank_waits(
     mut per_step: Vec<StepPath>,
     mut items: Vec<PathItem>,
     comms: &[PathComm],
     waits: &HashMap<(u32, u32, i64), i64>,
+    bubbles: &std::collections::HashSet<(u32, u32, i64)>,
 ) -> (Vec<StepPath>, Vec<PathItem>) {
-    let mut by_step: BTreeMap<(Option<u32>, Option<u64>), i64> = BTreeMap::new();
-    let mut by_name: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut by_step: BTreeMap<(Option<u32>, Option<u64>, Label), i64> = BTreeMap::new();
+    let mut by_name: BTreeMap<(&str, Label), i64> = BTreeMap::new();
     for c in comms {
-        let Some(&wait) = waits.get(&(c.input, c.stream, c.ts)) else {
+        let key = (c.input, c.stream, c.ts);
+        let Some(&wait) = waits.get(&key) else {
             continue;
+        };
+        let label = if bubbles.contains(&key) {
+            Label::PipelineBubble
+        } else {
+            Label::RankWait
         };
         let waited = (c.end.min(c.ts.saturating_add(wait)) - c.start.max(c.ts)).max(0);
         if waited > 0 {
-            *by_step.entry((c.rank, c.step)).or_insert(0) += waited;
-            *by_name.entry(&c.name).or_insert(0) += waited;
+            *by_step.entry((c.rank, c.step, label)).or_insert(0) += waited;
+            *by_name.entry((&c.name, label)).or_insert(0) += waited;
         }
     }
     for s in &mut per_step {
-        let Some(&w) = by_step.get(&(s.rank, s.step)) else {
-            continue;
-        };
-        move_ns(&mut s.labels, w);
+        for label in [Label::RankWait, Label::PipelineBubble] {
+            if let Some(&w) = by_step.get(&(s.rank, s.step, label)) {
+                move_ns(&mut s.labels, w, label);
+            }
+        }
     }
-    for (name, w) in by_name {
+    for ((name, label), w) in by_name {
         if let Some(item) = items.iter_mut().find(|i| {
             i.kind == ItemKind::Kernel && i.name == name && i.label == Label::Communication
         }) {
@@ -334,7 +344,7 @@ pub(crate) fn split_rank_waits(
             items.push(PathItem {
                 kind: ItemKind::Kernel,
                 name: name.to_string(),
-                label: Label::RankWait,
+                label,
                 ns: w,
                 pct_of_path: 0.0,
             });
@@ -345,15 +355,15 @@ pub(crate) fn split_rank_waits(
     (per_step, items)
 }
 
-/// Moves `w` ns of a step's `communication` to `rank_wait`, keeping the label order.
-fn move_ns(labels: &mut Vec<LabelNs>, w: i64) {
+/// Moves `w` ns of a step's `communication` to `label`, keeping the label order.
+fn move_ns(labels: &mut Vec<LabelNs>, w: i64, label: Label) {
     let Some(comm) = labels.iter_mut().find(|l| l.label == Label::Communication) else {
         return;
     };
     let w = w.min(comm.ns);
     comm.ns -= w;
     labels.push(LabelNs {
-        label: Label::RankWait,
+        label,
         bucket: None,
         ns: w,
     });

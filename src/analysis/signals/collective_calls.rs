@@ -264,13 +264,29 @@ pub(crate) fn custom_all_reduce_bytes(
 /// (start, end, interned arguments) of `record_param_comms` ops, by start.
 pub(crate) type Spans = Vec<(i64, i64, NameId)>;
 
-pub(crate) struct ParamComms(HashMap<(u32, u32), Spans>);
+/// `record_param_comms` ops, and the `nccl:coalesced` annotations of point-to-point batches
+/// (`batch_isend_irecv`, the pipelining schedules' sends and receives): their kernel is launched
+/// inside the annotation, after the batch's `record_param_comms` ops have closed, and carries no
+/// arguments of its own.
+pub(crate) struct ParamComms {
+    ops: HashMap<(u32, u32), Spans>,
+    coalesced: HashMap<(u32, u32), Vec<(i64, i64)>>,
+}
 
 impl ParamComms {
     pub(crate) fn build(trace: &Trace) -> ParamComms {
         let host = &trace.host;
         let mut map: HashMap<(u32, u32), Spans> = HashMap::default();
+        let mut coalesced: HashMap<(u32, u32), Vec<(i64, i64)>> = HashMap::default();
+        let is_coalesced = trace.names.per_name(|n| n == "nccl:coalesced");
         for i in 0..host.len() {
+            if host.kind[i] == HostKind::Annotation && is_coalesced[host.name[i].index()] {
+                coalesced
+                    .entry((host.input[i], host.thread[i]))
+                    .or_default()
+                    .push((host.ts_ns[i], host.end_ns(i)));
+                continue;
+            }
             if host.kind[i] != HostKind::CpuOp {
                 continue;
             }
@@ -289,13 +305,68 @@ impl ParamComms {
             // Among ops starting together the inner (shorter) one comes last: found first.
             v.sort_unstable_by_key(|&(ts, end, id)| (ts, std::cmp::Reverse(end), id));
         }
-        ParamComms(map)
+        for v in coalesced.values_mut() {
+            v.sort_unstable();
+        }
+        ParamComms {
+            ops: map,
+            coalesced,
+        }
+    }
+
+    /// The arguments of the point-to-point batch whose `nccl:coalesced` annotation holds host
+    /// event `h` (the kernel's launch call): its sends and receives, the `record_param_comms`
+    /// ops between the previous batch's annotation and this one, as one call (their elements
+    /// summed; a batch of sends alone is a send, of receives alone a recv).
+    fn coalesced_batch(&self, trace: &Trace, h: usize) -> Option<CommArgs> {
+        let host = &trace.host;
+        let key = (host.input[h], host.thread[h]);
+        let spans = self.coalesced.get(&key)?;
+        let t = host.ts_ns[h];
+        let k = spans.partition_point(|&(s, _)| s <= t).checked_sub(1)?;
+        let (start, end) = spans[k];
+        if t > end {
+            return None;
+        }
+        let after = k.checked_sub(1).map_or(i64::MIN, |p| spans[p].1);
+        let ops = self.ops.get(&key)?;
+        let upto = ops.partition_point(|&(ts, _, _)| ts < start);
+        let mut batch: Vec<CommArgs> = Vec::new();
+        for &(ts, _, id) in ops[..upto].iter().rev() {
+            if ts < after {
+                break;
+            }
+            let Some(args) = CommArgs::decode(trace.names.get(id)) else {
+                break;
+            };
+            match CollectiveKind::from_collective_name(&args.collective) {
+                CollectiveKind::Send | CollectiveKind::Recv => batch.push(args),
+                _ => break,
+            }
+        }
+        let first = batch.last()?.clone();
+        let same = |f: &dyn Fn(&CommArgs) -> String| batch.iter().all(|a| f(a) == f(&first));
+        let sum = |f: &dyn Fn(&CommArgs) -> Option<u64>| batch.iter().map(f).sum::<Option<u64>>();
+        Some(CommArgs {
+            collective: if same(&|a| a.collective.clone()) {
+                first.collective.clone()
+            } else {
+                "send_recv".into()
+            },
+            in_nelems: sum(&|a| a.in_nelems),
+            out_nelems: sum(&|a| a.out_nelems),
+            dtype: first
+                .dtype
+                .clone()
+                .filter(|_| same(&|a| a.dtype.clone().unwrap_or_default())),
+            ..first
+        })
     }
 
     /// The innermost `record_param_comms` around host event `h` (the kernel's launch call).
     fn around(&self, trace: &Trace, h: usize) -> Option<NameId> {
         let host = &trace.host;
-        let ops = self.0.get(&(host.input[h], host.thread[h]))?;
+        let ops = self.ops.get(&(host.input[h], host.thread[h]))?;
         let t = host.ts_ns[h];
         let k = ops.partition_point(|&(ts, _, _)| ts <= t);
         // They do not nest: the one around the launch is among the last few started.
@@ -359,11 +430,15 @@ pub fn calls(ctx: &CallSources) -> Vec<Call> {
     let mut out = Vec::new();
     for a in kernels {
         let mut id = acts.comm(a);
+        let mut batch = None;
         if let (NameId::NONE, Some(h), Some(pc)) = (id, ctx.links.launch[a], &param_comms) {
             id = pc.around(trace, h as usize).unwrap_or(NameId::NONE);
+            if id == NameId::NONE {
+                batch = pc.coalesced_batch(trace, h as usize);
+            }
         }
         let args = if id == NameId::NONE {
-            None
+            batch
         } else {
             decoded
                 .entry(id)

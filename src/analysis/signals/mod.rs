@@ -1,8 +1,11 @@
 //! Domain signals beside the time partition: collective kernels ([`collective_calls`]) and
 //! their matching across ranks ([`collectives`]), GPU
-//! memory ([`memory`]) and hardware counters per kernel ([`counters`]).
+//! memory ([`memory`]), hardware counters per kernel ([`counters`]) and the job's parallelisms
+//! ([`parallelism`]).
 
 pub(crate) mod collective_calls;
 pub(crate) mod collectives;
 pub(crate) mod counters;
 pub(crate) mod memory;
+pub(crate) mod parallelism;
+pub(crate) mod pipeline;

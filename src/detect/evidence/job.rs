@@ -101,6 +101,46 @@ pub struct SlowCollective {
 }
 impl Shape for SlowCollective {}
 
+/// One rank of a pipeline, as a pipeline finding shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PipelineRank {
+    pub rank: u32,
+    pub stages: Vec<u32>,
+    /// Its compute and bubble, summed over the steps.
+    pub compute_ns: i64,
+    pub bubble_ns: i64,
+    pub bubble_pct: f64,
+}
+
+/// A replay a pipeline finding rests on (`pipeline.replays[]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PipelineChange {
+    pub schedule: String,
+    pub stages_per_rank: u32,
+    pub rebalanced: bool,
+    /// Each rank's layers after the move (rebalancing with whole layers).
+    pub layers: Option<Vec<u32>>,
+    /// Per step, replayed and saved.
+    pub step_ns: i64,
+    pub saving_ns: i64,
+}
+
+/// The evidence of the pipeline findings: the schedule as run, each rank's bubble, and the
+/// replay that saves the most.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pipeline {
+    pub schedule: Option<String>,
+    pub microbatches: u32,
+    pub stages_total: u32,
+    /// The measured step (the slowest rank's, mean over steps).
+    pub step_ns: i64,
+    pub ranks: Vec<PipelineRank>,
+    /// Each rank's layers now, where the trace shows them.
+    pub layers: Option<Vec<u32>>,
+    pub best: PipelineChange,
+}
+impl Shape for Pipeline {}
+
 // ---- memory ----
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -290,6 +290,8 @@ details! {
     NormActivationHeavy(NormActivationHeavy),
     PagedAttentionHeavy(PagedAttentionHeavy),
     SlowCollective(SlowCollective),
+    PipelineBubble(Pipeline),
+    PipelineImbalance(Pipeline),
     MemoryPressure(MemoryPressure),
     MemoryHeadroom(MemoryHeadroom),
     LowBandwidthEfficiency(LowBandwidthEfficiency),

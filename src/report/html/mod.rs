@@ -2,6 +2,7 @@
 //! script for sorting tables; no network fetches), readable on a laptop and in print.
 
 pub(crate) mod charts;
+mod parallel;
 mod path;
 
 use crate::analysis::Analysis;
@@ -102,7 +103,7 @@ pub fn render(run: &Run) -> String {
     render_attribution(&mut b, a, &run.devices);
     render_phases(&mut b, run);
     render_candidates(&mut b, run);
-    render_collectives(&mut b, run);
+    parallel::render_collectives(&mut b, run);
     render_counters(&mut b, a);
     page(&format!("rocprof-classify: {}", sections.title), &b)
 }
@@ -733,37 +734,6 @@ fn render_phases(b: &mut String, run: &Run) {
                     format!("<td class=\"n\">{}</td>", esc(c))
                 } else {
                     format!("<td>{}</td>", esc(c))
-                }
-            })
-            .collect();
-        let _ = writeln!(b, "<tr>{cells}</tr>");
-    }
-    let _ = writeln!(b, "</tbody></table>");
-}
-
-/// Collectives per type, size and process group (all rows, sortable).
-fn render_collectives(b: &mut String, run: &Run) {
-    let Some((rows, note)) = crate::report::sections::collectives(run, usize::MAX) else {
-        return;
-    };
-    let head: String = crate::report::sections::COLLECTIVE_HEADER
-        .iter()
-        .map(|h| format!("<th>{}</th>", esc(h)))
-        .collect();
-    let _ = writeln!(
-        b,
-        "<h2>Collectives</h2><p>{}</p><table class=\"sortable\"><thead><tr>{head}</tr></thead><tbody>",
-        esc(note)
-    );
-    for r in rows {
-        let cells: String = r
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i == 0 {
-                    format!("<td>{}</td>", esc(c))
-                } else {
-                    format!("<td class=\"n\">{}</td>", esc(c))
                 }
             })
             .collect();
