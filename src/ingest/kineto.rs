@@ -262,6 +262,10 @@ struct RawArgs<'a> {
     pg_ranks: Option<&'a RawValue>,
     #[serde(rename = "Seq", borrow, default)]
     seq: Option<&'a RawValue>,
+    #[serde(rename = "In split size", borrow, default)]
+    in_splits: Option<&'a RawValue>,
+    #[serde(rename = "Out split size", borrow, default)]
+    out_splits: Option<&'a RawValue>,
     /// A `[memory]` event's allocator state (`profile_memory=True`).
     #[serde(rename = "Total Allocated", borrow, default)]
     total_allocated: Option<&'a RawValue>,
@@ -332,6 +336,9 @@ impl RawArgs<'_> {
                 process_group_desc: text(self.pg_desc),
                 process_group_ranks: text(self.pg_ranks),
                 seq: num(self.seq),
+                // Even splits are written `[]`: nothing to keep.
+                in_splits: text(self.in_splits).filter(|s| s != "[]"),
+                out_splits: text(self.out_splits).filter(|s| s != "[]"),
             }
             .encode(),
         )

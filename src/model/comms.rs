@@ -27,11 +27,28 @@ pub struct CommArgs {
     pub process_group_ranks: Option<String>,
     /// `Seq`: the call's sequence number in its process group (Kineto from 2026).
     pub seq: Option<u64>,
+    /// `In split size` / `Out split size` of an all-to-all with uneven splits, as written
+    /// (`[774, 3322]`: rows to / from each rank of the group; PyTorch cuts lists at 30 entries
+    /// with `...`); `[]` or absent for even splits.
+    #[serde(default)]
+    pub in_splits: Option<String>,
+    #[serde(default)]
+    pub out_splits: Option<String>,
 }
 
-const FIELDS: usize = 9;
+const FIELDS: usize = 11;
 
 impl CommArgs {
+    /// The split sizes as numbers (None: even splits, or a list PyTorch cut short).
+    pub fn splits(text: Option<&str>) -> Option<Vec<u64>> {
+        let t = text?.trim();
+        let inner = t.strip_prefix('[')?.strip_suffix(']')?;
+        if inner.trim().is_empty() || inner.contains("...") {
+            return None;
+        }
+        inner.split(',').map(|v| v.trim().parse().ok()).collect()
+    }
+
     /// The interned form: fields joined by tabs, absent ones empty.
     pub fn encode(&self) -> String {
         let num = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
@@ -46,6 +63,8 @@ impl CommArgs {
             text(&self.process_group_desc),
             text(&self.process_group_ranks),
             num(self.seq),
+            text(&self.in_splits),
+            text(&self.out_splits),
         ]
         .join("\t")
     }
@@ -68,6 +87,8 @@ impl CommArgs {
             process_group_desc: text(f[6]),
             process_group_ranks: text(f[7]),
             seq: num(f[8]),
+            in_splits: text(f[9]),
+            out_splits: text(f[10]),
         })
     }
 }
@@ -88,6 +109,8 @@ mod tests {
             process_group_desc: Some("default\tpg".into()),
             process_group_ranks: Some("[0, 1]".into()),
             seq: Some(7),
+            in_splits: Some("[3, 1]".into()),
+            out_splits: None,
         };
         let back = CommArgs::decode(&full.encode()).unwrap();
         assert_eq!(back.process_group_desc.as_deref(), Some("default pg"));

@@ -256,7 +256,12 @@ pub fn parallelism_line(run: &Run) -> Option<String> {
             } else {
                 format!(" ({})", what.join(", "))
             };
-            format!("{}{degree}{what}", p.kind.as_str())
+            let load = p
+                .expert_imbalance
+                .filter(|&x| x > 1.0)
+                .map(|x| format!(", the busiest rank's experts get {x:.2}x the mean rows"))
+                .unwrap_or_default();
+            format!("{}{degree}{what}{load}", p.kind.as_str())
         })
         .collect();
     Some(format!("Parallelism: {}", parts.join("; ")))

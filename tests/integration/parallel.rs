@@ -425,3 +425,94 @@ fn partials_of_the_parallel_captures_merge_to_their_one_process_analysis() {
         assert_merge_equals_analysis(&[dir], &partials, &[]);
     }
 }
+
+#[test]
+fn every_capture_s_collectives_equal_the_flight_recorders_calls() {
+    // The flight recorder's entries of the profiled window, both ranks, by type and
+    // nccl-tests' size (the larger buffer): the collectives' rows count the same calls.
+    let flight = read_truth(&fixture("kineto/parallel/flight.json"));
+    for run in ["tp", "tp_sp", "fsdp1", "cp", "moe_ep", "ddp_accum"] {
+        let f = feed(run);
+        let mut ours: std::collections::BTreeMap<(String, u64), u64> = Default::default();
+        for row in f["collectives"].as_array().unwrap() {
+            let key = (
+                row["collective"].as_str().unwrap().to_string(),
+                row["bytes"].as_u64().unwrap(),
+            );
+            *ours.entry(key).or_default() += row["count"].as_u64().unwrap();
+        }
+        let mut theirs: std::collections::BTreeMap<(String, u64), u64> = Default::default();
+        for rank in flight[run].as_object().unwrap().values() {
+            for e in rank["entries"].as_array().unwrap() {
+                let kind = match e["profiling_name"].as_str().unwrap() {
+                    "nccl:all_reduce" => "all_reduce",
+                    "nccl:all_reduce_barrier" => "barrier",
+                    "nccl:_all_gather_base" | "nccl:all_gather_into_tensor_coalesced" => {
+                        "all_gather"
+                    }
+                    "nccl:_reduce_scatter_base" | "nccl:reduce_scatter_tensor_coalesced" => {
+                        "reduce_scatter"
+                    }
+                    "nccl:all_to_all" => "all_to_allv",
+                    "nccl:broadcast" => "broadcast",
+                    other => panic!("{run}: {other}"),
+                };
+                let bytes = e["bytes_in"]
+                    .as_u64()
+                    .unwrap()
+                    .max(e["bytes_out"].as_u64().unwrap());
+                *theirs.entry((kind.to_string(), bytes)).or_default() += 1;
+            }
+        }
+        assert_eq!(ours, theirs, "{run}");
+    }
+}
+
+#[test]
+fn the_experts_load_is_the_all_to_alls_split_sizes() {
+    let truth = truth();
+    let f = feed("moe_ep");
+    let expert = f["parallelism"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "expert")
+        .unwrap();
+    let mut received = Vec::new();
+    for load in expert["expert_load"].as_array().unwrap() {
+        let rank = load["rank"].to_string();
+        let t = &truth["moe_ep"]["per_rank"][&rank];
+        assert_eq!(
+            load["sent_rows"], t["dispatched_rows_to_rank_profiled"],
+            "rank {rank}"
+        );
+        assert_eq!(
+            load["received_rows"], t["received_rows_from_rank_profiled"],
+            "rank {rank}"
+        );
+        received.push(
+            load["received_rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .sum::<u64>() as f64,
+        );
+    }
+    // The router sends rank 1's experts about 3x rank 0's rows.
+    let mean = received.iter().sum::<f64>() / received.len() as f64;
+    let most = received.iter().copied().fold(0.0, f64::max);
+    let imbalance = expert["expert_imbalance"].as_f64().unwrap();
+    assert!((imbalance - most / mean).abs() < 1e-3, "{imbalance}");
+    assert!(received[1] > 3.5 * received[0], "{received:?}");
+    // The busiest rank's load is named, and advice to even it.
+    assert!(stdout_of_run("moe_ep").contains("the busiest rank's experts get 1.61x the mean rows"));
+    assert!(advice(&f).contains("Even the experts' load"));
+}
+
+fn stdout_of_run(run: &str) -> String {
+    crate::common::stdout_of(
+        &fixture(&format!("kineto/parallel/{run}")),
+        &["--color", "never"],
+    )
+}

@@ -22,6 +22,7 @@
 use crate::analysis::signals::collective_calls::{Call, CollectiveKind};
 use crate::analysis::time::links::Links;
 use crate::classify::Bucket;
+use crate::model::comms::CommArgs;
 use crate::model::{ActivityKind, HostKind, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -72,11 +73,60 @@ pub struct Parallelism {
     /// Ranks whose trace shows it.
     #[serde(default)]
     pub ranks: Vec<u32>,
+    /// Expert parallel: per rank, the rows its forward dispatches sent to each rank of the
+    /// group and received from each (the all-to-alls' split sizes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expert_load: Vec<ExpertLoad>,
+    /// Expert parallel: the most rows a rank's experts received over the mean of the ranks'
+    /// (1: balanced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_imbalance: Option<f64>,
+}
+
+/// One rank's forward dispatches (feed `parallelism[].expert_load[]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExpertLoad {
+    pub rank: u32,
+    /// Rows sent to each rank of the group (the dispatches' `In split size`, summed).
+    pub sent_rows: Vec<u64>,
+    /// Rows received from each rank (`Out split size`, summed): its experts' load.
+    pub received_rows: Vec<u64>,
+}
+
+impl ExpertLoad {
+    /// The forward's dispatches of one rank: every other uneven all-to-all, the first of
+    /// each dispatch / combine pair.
+    pub(super) fn of(rank: u32, uneven: &[(Vec<u64>, Vec<u64>)]) -> Option<ExpertLoad> {
+        let add = |into: &mut Vec<u64>, v: &[u64]| {
+            into.resize(into.len().max(v.len()), 0);
+            for (a, b) in into.iter_mut().zip(v) {
+                *a += b;
+            }
+        };
+        let (mut sent, mut received) = (Vec::new(), Vec::new());
+        for (to, from) in uneven.iter().step_by(2) {
+            add(&mut sent, to);
+            add(&mut received, from);
+        }
+        (!sent.is_empty()).then_some(ExpertLoad {
+            rank,
+            sent_rows: sent,
+            received_rows: received,
+        })
+    }
+}
+
+/// The most rows a rank received over the mean (None without two ranks' loads).
+fn imbalance(loads: &[ExpertLoad]) -> Option<f64> {
+    let got: Vec<u64> = loads.iter().map(|l| l.received_rows.iter().sum()).collect();
+    let mean = got.iter().sum::<u64>() as f64 / got.len().max(1) as f64;
+    let most = *got.iter().max()? as f64;
+    (got.len() >= 2 && mean > 0.0).then(|| (most / mean * 1000.0).round() / 1000.0)
 }
 
 /// Families of host names that say which wrapper or schedule runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-enum Family {
+pub(super) enum Family {
     Ddp,
     Fsdp1,
     Fsdp2,
@@ -176,24 +226,27 @@ impl Site {
 
 /// One process group's calls of one collective type.
 #[derive(Clone, Debug, Default)]
-struct Traffic {
-    calls: u64,
-    backward: u64,
-    after_backward: u64,
-    inside: BTreeMap<Family, u64>,
-    bytes: BTreeMap<u64, u64>,
+pub(super) struct Traffic {
+    pub(super) calls: u64,
+    pub(super) backward: u64,
+    pub(super) after_backward: u64,
+    pub(super) inside: BTreeMap<Family, u64>,
+    pub(super) bytes: BTreeMap<u64, u64>,
 }
 
 /// A process group as its calls name it.
 #[derive(Clone, Debug, Default)]
-struct Group {
-    desc: Option<String>,
-    size: Option<u32>,
-    by_kind: BTreeMap<CollectiveKind, Traffic>,
+pub(super) struct Group {
+    pub(super) desc: Option<String>,
+    pub(super) size: Option<u32>,
+    pub(super) by_kind: BTreeMap<CollectiveKind, Traffic>,
+    /// The forward's all-to-alls with uneven splits, in order: (rows to each rank, rows from
+    /// each rank).
+    pub(super) uneven: Vec<(Vec<u64>, Vec<u64>)>,
 }
 
 impl Group {
-    fn traffic(&self, kinds: &[CollectiveKind]) -> Traffic {
+    pub(super) fn traffic(&self, kinds: &[CollectiveKind]) -> Traffic {
         let mut out = Traffic::default();
         for t in kinds.iter().filter_map(|k| self.by_kind.get(k)) {
             out.calls += t.calls;
@@ -210,12 +263,13 @@ impl Group {
     }
 }
 
-const P2P: [CollectiveKind; 3] = [
+pub(super) const P2P: [CollectiveKind; 3] = [
     CollectiveKind::Send,
     CollectiveKind::Recv,
     CollectiveKind::SendRecv,
 ];
-const ALL_TO_ALL: [CollectiveKind; 2] = [CollectiveKind::AllToAll, CollectiveKind::AllToAllv];
+pub(super) const ALL_TO_ALL: [CollectiveKind; 2] =
+    [CollectiveKind::AllToAll, CollectiveKind::AllToAllv];
 
 /// What the recognition reads of the analysis so far.
 pub(crate) struct Sources<'a> {
@@ -226,12 +280,14 @@ pub(crate) struct Sources<'a> {
 }
 
 /// Per input: the families' host events by count, and each process group's traffic.
-struct Evidence {
-    names: BTreeMap<Family, u64>,
-    groups: BTreeMap<Option<String>, Group>,
-    world: Option<u32>,
-    rank: Option<u32>,
+pub(super) struct Evidence {
+    pub(super) names: BTreeMap<Family, u64>,
+    pub(super) groups: BTreeMap<Option<String>, Group>,
+    pub(super) world: Option<u32>,
+    pub(super) rank: Option<u32>,
 }
+
+mod kinds;
 
 /// The parallelisms each input of `src` shows (rows in kind, group order; ranks filled).
 pub(crate) fn recognize(src: &Sources, calls: &[Call]) -> Vec<Parallelism> {
@@ -240,7 +296,7 @@ pub(crate) fn recognize(src: &Sources, calls: &[Call]) -> Vec<Parallelism> {
     for (input, ev) in per_input.iter().enumerate() {
         // One input's rows of one kind and group are one row, their evidence joined.
         let mut own: Vec<Parallelism> = Vec::new();
-        for mut row in classify(ev) {
+        for mut row in kinds::classify(ev) {
             row.ranks = vec![ev.rank.unwrap_or(input as u32)];
             match own
                 .iter_mut()
@@ -270,6 +326,7 @@ pub(crate) fn merge(ranks: &[Vec<Parallelism>]) -> Vec<Parallelism> {
                 have.degree = have.degree.max(row.degree);
                 have.implementation = have.implementation.take().or(row.implementation.clone());
                 have.mesh_dim = have.mesh_dim.take().or(row.mesh_dim.clone());
+                have.expert_load.extend(row.expert_load.iter().cloned());
             }
         }
     }
@@ -278,6 +335,9 @@ pub(crate) fn merge(ranks: &[Vec<Parallelism>]) -> Vec<Parallelism> {
         .map(|mut r| {
             r.ranks.sort_unstable();
             r.ranks.dedup();
+            r.expert_load.sort_by_key(|l| l.rank);
+            r.expert_load.dedup_by_key(|l| l.rank);
+            r.expert_imbalance = imbalance(&r.expert_load);
             r
         })
         .collect()
@@ -415,6 +475,15 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
         if let Some(b) = call.bytes {
             *t.bytes.entry(b).or_default() += 1;
         }
+        let splits = args.and_then(|c| {
+            Some((
+                CommArgs::splits(c.in_splits.as_deref())?,
+                CommArgs::splits(c.out_splits.as_deref())?,
+            ))
+        });
+        if let (Some(s), false, false) = (splits, site.backward, site.after_backward) {
+            group.uneven.push(s);
+        }
     }
     out
 }
@@ -457,270 +526,4 @@ fn site_at(spans: &[MarkSpan], t: i64) -> Site {
         }
     }
     site
-}
-
-/// The implementation the names show for a kind.
-fn implementation(kind: ParallelKind, names: &BTreeMap<Family, u64>) -> Option<String> {
-    let has = |f: Family| names.get(&f).copied().unwrap_or(0) > 0;
-    let name = match kind {
-        ParallelKind::Ddp if has(Family::Ddp) => "ddp",
-        ParallelKind::Fsdp | ParallelKind::Hsdp if has(Family::Fsdp1) => "fsdp1",
-        ParallelKind::Fsdp | ParallelKind::Hsdp if has(Family::Fsdp2) => "fsdp2",
-        ParallelKind::Fsdp | ParallelKind::Hsdp | ParallelKind::Ddp if has(Family::DeepSpeed) => {
-            "deepspeed"
-        }
-        ParallelKind::Tensor | ParallelKind::Sequence if has(Family::Vllm) => "vllm",
-        ParallelKind::Tensor | ParallelKind::Sequence if has(Family::AsyncTp) => "async_tp",
-        ParallelKind::Tensor | ParallelKind::Sequence if has(Family::Redistribute) => "dtensor",
-        ParallelKind::Pipeline if has(Family::Pipelining) => "torch.pipelining",
-        ParallelKind::Context if has(Family::ContextParallel) => "torch.context_parallel",
-        _ if has(Family::Megatron) => "megatron",
-        _ => return None,
-    };
-    Some(name.to_string())
-}
-
-fn sizes(t: &Traffic) -> String {
-    let mut by_count: Vec<(u64, u64)> = t.bytes.iter().map(|(&b, &n)| (n, b)).collect();
-    by_count.sort_unstable_by(|a, b| b.cmp(a));
-    if by_count.is_empty() {
-        return "sizes not recorded".into();
-    }
-    let shown: Vec<String> = by_count
-        .iter()
-        .take(2)
-        .map(|&(n, b)| format!("{n}× {}", size(b)))
-        .collect();
-    let more = if by_count.len() > 2 {
-        format!(" and {} other sizes", by_count.len() - 2)
-    } else {
-        String::new()
-    };
-    format!("{}{more}", shown.join(", "))
-}
-
-/// Bytes in decimal units, as the collectives view prints them.
-fn size(b: u64) -> String {
-    match b {
-        0..1_000 => format!("{b} B"),
-        1_000..1_000_000 => format!("{:.1} KB", b as f64 / 1e3),
-        _ => format!("{:.2} MB", b as f64 / 1e6),
-    }
-}
-
-fn inside(t: &Traffic, f: Family) -> u64 {
-    t.inside.get(&f).copied().unwrap_or(0)
-}
-
-/// All-reduces of gradients move at least this much in one call (smaller ones are scalars:
-/// a loss, a norm, a flag).
-const GRADIENT_BYTES: u64 = 64 * 1024;
-
-/// One input's rows, as they are found.
-struct Rows<'a> {
-    ev: &'a Evidence,
-    rows: Vec<Parallelism>,
-}
-
-impl Rows<'_> {
-    fn named(&self, f: Family) -> u64 {
-        self.ev.names.get(&f).copied().unwrap_or(0)
-    }
-    fn push(&mut self, kind: ParallelKind, group: &Option<String>, g: &Group, why: String) {
-        self.rows.push(Parallelism {
-            kind,
-            implementation: implementation(kind, &self.ev.names),
-            group: group.clone(),
-            mesh_dim: g.desc.clone().filter(|d| d.starts_with("mesh_")),
-            degree: g.size.or(self.ev.world),
-            evidence: vec![why],
-            ranks: Vec::new(),
-        });
-    }
-
-    /// Sends and receives: a pipeline's, or a ring's inside attention.
-    fn point_to_point(&mut self, name: &Option<String>, g: &Group) {
-        let p2p = g.traffic(&P2P);
-        if p2p.calls == 0 {
-            return;
-        }
-        let in_attention = inside(&p2p, Family::Attention) + inside(&p2p, Family::ContextParallel);
-        if in_attention * 2 > p2p.calls {
-            let why = format!(
-                "{} point-to-point transfers inside attention (a ring of K/V blocks): {}",
-                p2p.calls,
-                sizes(&p2p)
-            );
-            self.push(ParallelKind::Context, name, g, why);
-        } else {
-            let schedule = if inside(&p2p, Family::Pipelining) > 0 {
-                " inside a pipelining schedule's actions"
-            } else {
-                ""
-            };
-            let why = format!(
-                "{} point-to-point sends and receives between stage compute{schedule}: {}",
-                p2p.calls,
-                sizes(&p2p)
-            );
-            self.push(ParallelKind::Pipeline, name, g, why);
-        }
-    }
-
-    /// All-to-alls: experts' dispatch and combine, or context parallel's inside attention.
-    fn all_to_all(&mut self, name: &Option<String>, g: &Group) {
-        let a2a = g.traffic(&ALL_TO_ALL);
-        if a2a.calls == 0 {
-            return;
-        }
-        if inside(&a2a, Family::Attention) * 2 > a2a.calls {
-            let why = format!("{} all-to-alls inside attention (K/V blocks passed round the ring, or Ulysses' heads-for-sequence exchange): {}", a2a.calls, sizes(&a2a));
-            self.push(ParallelKind::Context, name, g, why);
-        } else if self.named(Family::EmbeddingSharding) == 0 && self.named(Family::GroupedGemm) > 0
-        {
-            let why = format!(
-                "{} all-to-alls (token dispatch and combine): {}",
-                a2a.calls,
-                sizes(&a2a)
-            );
-            self.push(ParallelKind::Expert, name, g, why);
-        }
-    }
-
-    /// All-gathers and reduce-scatters: K/V inside attention, sequence parallel's activations
-    /// (reduce-scatters in the forward too), or FSDP's shards. Returns (sharded, sequence).
-    fn gathers(&mut self, name: &Option<String>, g: &Group) -> (bool, bool) {
-        use CollectiveKind as C;
-        let fsdp_named = self.named(Family::Fsdp1) + self.named(Family::Fsdp2) > 0;
-        let gathers = g.traffic(&[C::AllGather]);
-        let scatters = g.traffic(&[C::ReduceScatter]);
-        let forward_scatters = scatters.calls - scatters.backward;
-        if gathers.calls > 0 && inside(&gathers, Family::Attention) * 2 > gathers.calls {
-            let why = format!(
-                "{} all-gathers inside attention (K/V gathered over the sequence): {}",
-                gathers.calls,
-                sizes(&gathers)
-            );
-            self.push(ParallelKind::Context, name, g, why);
-        } else if forward_scatters > 0 && gathers.calls > 0 && !fsdp_named {
-            let why = format!("{} all-gathers and {forward_scatters} reduce-scatters in the forward (activations split along the sequence)", gathers.calls);
-            self.push(ParallelKind::Sequence, name, g, why);
-            self.push(ParallelKind::Tensor, name, g, "sequence parallel's group: its layers' weights are split across it (the activations are gathered and reduce-scattered instead of all-reduced)".into());
-            return (false, true);
-        } else if scatters.calls > 0 || (gathers.calls > 0 && fsdp_named) {
-            let why = format!("{} all-gathers of parameter shards ({}), {} reduce-scatters of gradients in the backward", gathers.calls, sizes(&gathers), scatters.backward);
-            self.push(ParallelKind::Fsdp, name, g, why);
-            return (true, false);
-        }
-        (false, false)
-    }
-
-    /// All-reduces: activations in the forward (tensor parallel) or gradients in and after
-    /// the backward (data parallel); DTensor's own (a Partial placement made whole) belong to
-    /// tensor parallelism in any phase.
-    fn all_reduces(&mut self, name: &Option<String>, g: &Group, sequence_here: bool) {
-        let reduces = g.traffic(&[CollectiveKind::AllReduce]);
-        if reduces.calls == 0 {
-            return;
-        }
-        let ddp_named = self.named(Family::Ddp) > 0;
-        let dtensor = self.named(Family::Redistribute) > 0 && !ddp_named;
-        let dtensor_reduces = if dtensor {
-            inside(&reduces, Family::Functional).max(inside(&reduces, Family::Redistribute))
-        } else {
-            0
-        };
-        let gradients = (reduces.backward + reduces.after_backward).saturating_sub(dtensor_reduces);
-        let forward = reduces.calls - reduces.backward - reduces.after_backward;
-        let vllm = self.named(Family::Vllm) > 0;
-        let largest = reduces.bytes.keys().max().copied().unwrap_or(0);
-        if forward > 0 && (forward * 4 >= reduces.calls || vllm) && !(dtensor && sequence_here) {
-            let why = format!("{forward} all-reduces in the forward ({} in the backward) of activation-shaped tensors: {}", reduces.backward, sizes(&reduces));
-            self.push(ParallelKind::Tensor, name, g, why);
-        } else if gradients > 0
-            && (largest >= GRADIENT_BYTES || ddp_named)
-            && !(dtensor && dtensor_reduces > 0)
-        {
-            let wrapper = if ddp_named {
-                ""
-            } else {
-                " by hand (no DistributedDataParallel)"
-            };
-            let why = format!(
-                "{gradients} all-reduces of gradients in or after the backward{wrapper}: {}",
-                sizes(&reduces)
-            );
-            self.push(ParallelKind::Ddp, name, g, why);
-        }
-    }
-
-    /// FSDP on one group and gradient all-reduces on another: HSDP.
-    fn hybrid(&mut self) {
-        let fsdp_groups: Vec<Option<String>> = self
-            .rows
-            .iter()
-            .filter(|r| r.kind == ParallelKind::Fsdp)
-            .map(|r| r.group.clone())
-            .collect();
-        let replicated = self
-            .rows
-            .iter()
-            .any(|r| r.kind == ParallelKind::Ddp && !fsdp_groups.contains(&r.group));
-        if fsdp_groups.is_empty() || !replicated || self.named(Family::Ddp) > 0 {
-            return;
-        }
-        for r in self.rows.iter_mut() {
-            if matches!(r.kind, ParallelKind::Ddp | ParallelKind::Fsdp) {
-                r.evidence
-                    .push("sharded on one group, replicated across another: HSDP".into());
-                r.kind = ParallelKind::Hsdp;
-                r.implementation = implementation(ParallelKind::Hsdp, &self.ev.names);
-            }
-        }
-    }
-
-    /// A wrapper without traffic in the window (one rank profiled alone, no step).
-    fn wrapper(&mut self, kind: ParallelKind, f: Family, what: &str) {
-        let n = self.named(f);
-        if n == 0 || self.rows.iter().any(|r| r.kind == kind) {
-            return;
-        }
-        self.rows.push(Parallelism {
-            kind,
-            implementation: implementation(kind, &self.ev.names),
-            group: None,
-            mesh_dim: None,
-            degree: self.ev.world,
-            evidence: vec![format!("{n} {what} ops, no traffic of it in the window")],
-            ranks: Vec::new(),
-        });
-    }
-}
-
-/// One input's rows.
-fn classify(ev: &Evidence) -> Vec<Parallelism> {
-    let mut rows = Rows {
-        ev,
-        rows: Vec::new(),
-    };
-    for (name, g) in &ev.groups {
-        rows.point_to_point(name, g);
-        rows.all_to_all(name, g);
-        let (_, sequence_here) = rows.gathers(name, g);
-        rows.all_reduces(name, g, sequence_here);
-    }
-    rows.hybrid();
-    rows.wrapper(ParallelKind::Ddp, Family::Ddp, "DistributedDataParallel");
-    rows.wrapper(
-        ParallelKind::Fsdp,
-        Family::Fsdp1,
-        "FullyShardedDataParallel",
-    );
-    rows.wrapper(ParallelKind::Fsdp, Family::Fsdp2, "FSDP2");
-    rows.wrapper(
-        ParallelKind::Pipeline,
-        Family::Pipelining,
-        "pipeline schedule",
-    );
-    rows.rows
 }
