@@ -9,9 +9,12 @@ use crate::with_shared;
 use serde_json::Value;
 
 const PIPELINES: [&str; 4] = ["pp_gpipe", "pp_1f1b", "pp_interleaved", "pp_unequal"];
-const RUNS: [&str; 10] = [
+const RUNS: [&str; 13] = [
     "cp",
     "ddp_accum",
+    "ddp_compiled",
+    "fsdp2_compiled",
+    "tp_compiled",
     "fsdp1",
     "moe_ep",
     "pp_1f1b",
@@ -56,6 +59,10 @@ fn every_capture_names_its_parallelism_and_its_group() {
         ("ddp_accum", "ddp", Some("ddp")),
         ("cp", "context", None),
         ("moe_ep", "expert", None),
+        // Compiled blocks: the traffic still tells, the names that remain name the wrapper.
+        ("tp_compiled", "tensor", Some("dtensor")),
+        ("fsdp2_compiled", "fsdp", Some("fsdp2")),
+        ("ddp_compiled", "ddp", Some("ddp")),
     ];
     for run in RUNS {
         let f = feed(run);
@@ -431,7 +438,17 @@ fn every_capture_s_collectives_equal_the_flight_recorders_calls() {
     // The flight recorder's entries of the profiled window, both ranks, by type and
     // nccl-tests' size (the larger buffer): the collectives' rows count the same calls.
     let flight = read_truth(&fixture("kineto/parallel/flight.json"));
-    for run in ["tp", "tp_sp", "fsdp1", "cp", "moe_ep", "ddp_accum"] {
+    for run in [
+        "tp",
+        "tp_sp",
+        "fsdp1",
+        "cp",
+        "moe_ep",
+        "ddp_accum",
+        "tp_compiled",
+        "fsdp2_compiled",
+        "ddp_compiled",
+    ] {
         let f = feed(run);
         let mut ours: std::collections::BTreeMap<(String, u64), u64> = Default::default();
         for row in f["collectives"].as_array().unwrap() {

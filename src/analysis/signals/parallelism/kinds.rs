@@ -152,10 +152,11 @@ impl Rows<'_> {
     /// (reduce-scatters in the forward too), or FSDP's shards. Returns (sharded, sequence).
     fn gathers(&mut self, name: &Option<String>, g: &Group) -> (bool, bool) {
         use CollectiveKind as C;
-        let fsdp_named = self.named(Family::Fsdp1) + self.named(Family::Fsdp2) > 0;
         let gathers = g.traffic(&[C::AllGather]);
         let scatters = g.traffic(&[C::ReduceScatter]);
-        let forward_scatters = scatters.calls - scatters.backward;
+        // Decided per group: in a 2-D job FSDP's names are the job's, not every group's.
+        let fsdp_gathers = inside(&gathers, Family::Fsdp1) + inside(&gathers, Family::Fsdp2) > 0;
+        let forward_scatters = scatters.calls - scatters.backward - scatters.after_backward;
         if gathers.calls > 0 && inside(&gathers, Family::Attention) * 2 > gathers.calls {
             let why = format!(
                 "{} all-gathers inside attention (K/V gathered over the sequence): {}",
@@ -163,12 +164,12 @@ impl Rows<'_> {
                 sizes(&gathers)
             );
             self.push(ParallelKind::Context, name, g, why);
-        } else if forward_scatters > 0 && gathers.calls > 0 && !fsdp_named {
+        } else if forward_scatters > 0 && gathers.calls > 0 {
             let why = format!("{} all-gathers and {forward_scatters} reduce-scatters in the forward (activations split along the sequence)", gathers.calls);
             self.push(ParallelKind::Sequence, name, g, why);
             self.push(ParallelKind::Tensor, name, g, "sequence parallel's group: its layers' weights are split across it (the activations are gathered and reduce-scattered instead of all-reduced)".into());
             return (false, true);
-        } else if scatters.calls > 0 || (gathers.calls > 0 && fsdp_named) {
+        } else if scatters.calls > 0 || (gathers.calls > 0 && fsdp_gathers) {
             let why = format!("{} all-gathers of parameter shards ({}), {} reduce-scatters of gradients in the backward", gathers.calls, sizes(&gathers), scatters.backward);
             self.push(ParallelKind::Fsdp, name, g, why);
             return (true, false);
@@ -243,7 +244,11 @@ impl Rows<'_> {
     /// A wrapper without traffic in the window (one rank profiled alone, no step).
     fn wrapper(&mut self, kind: ParallelKind, f: Family, what: &str) {
         let n = self.named(f);
-        if n == 0 || self.rows.iter().any(|r| r.kind == kind) {
+        // HSDP is FSDP too.
+        let shown = |r: &Parallelism| {
+            r.kind == kind || kind == ParallelKind::Fsdp && r.kind == ParallelKind::Hsdp
+        };
+        if n == 0 || self.rows.iter().any(shown) {
             return;
         }
         self.rows.push(Parallelism {
@@ -286,4 +291,135 @@ pub(super) fn classify(ev: &Evidence) -> Vec<Parallelism> {
         "pipeline schedule",
     );
     rows.rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `calls` of `kind` on a group, `backward` of them in the backward, `inside` a family.
+    fn traffic(calls: u64, backward: u64, inside: &[(Family, u64)], bytes: u64) -> Traffic {
+        Traffic {
+            calls,
+            backward,
+            after_backward: 0,
+            inside: inside.iter().copied().collect(),
+            bytes: [(bytes, calls)].into_iter().collect(),
+        }
+    }
+
+    fn group(desc: &str, by_kind: Vec<(CollectiveKind, Traffic)>) -> Group {
+        Group {
+            desc: Some(desc.into()),
+            size: Some(2),
+            by_kind: by_kind.into_iter().collect(),
+            uneven: Vec::new(),
+        }
+    }
+
+    fn kinds_of(ev: &Evidence) -> Vec<(ParallelKind, Option<String>)> {
+        let mut out: Vec<_> = classify(ev)
+            .into_iter()
+            .map(|r| (r.kind, r.mesh_dim))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    #[test]
+    fn a_2d_mesh_tells_fsdp_from_sequence_parallel_per_group() {
+        use CollectiveKind as C;
+        // FSDP2 on mesh_dp (its gathers inside FSDP::all_gather), TP with sequence parallel on
+        // mesh_tp (activations gathered and reduce-scattered in the forward).
+        let ev = Evidence {
+            names: [(Family::Fsdp2, 40), (Family::Redistribute, 20)]
+                .into_iter()
+                .collect(),
+            groups: [
+                (
+                    Some("1".to_string()),
+                    group(
+                        "mesh_dp",
+                        vec![
+                            (
+                                C::AllGather,
+                                traffic(10, 4, &[(Family::Fsdp2, 10)], 50_000_000),
+                            ),
+                            (C::ReduceScatter, traffic(5, 5, &[], 50_000_000)),
+                        ],
+                    ),
+                ),
+                (
+                    Some("2".to_string()),
+                    group(
+                        "mesh_tp",
+                        vec![
+                            (
+                                C::AllGather,
+                                traffic(8, 4, &[(Family::Redistribute, 8)], 2_000_000),
+                            ),
+                            (C::ReduceScatter, traffic(8, 4, &[], 2_000_000)),
+                        ],
+                    ),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+            world: Some(4),
+            rank: Some(0),
+        };
+        assert_eq!(
+            kinds_of(&ev),
+            vec![
+                (ParallelKind::Fsdp, Some("mesh_dp".into())),
+                (ParallelKind::Tensor, Some("mesh_tp".into())),
+                (ParallelKind::Sequence, Some("mesh_tp".into())),
+            ]
+        );
+    }
+
+    #[test]
+    fn sharding_on_one_group_and_gradient_all_reduces_on_another_are_hsdp() {
+        use CollectiveKind as C;
+        let ev = Evidence {
+            names: [(Family::Fsdp2, 40)].into_iter().collect(),
+            groups: [
+                (
+                    Some("1".to_string()),
+                    group(
+                        "mesh_dp_shard",
+                        vec![
+                            (
+                                C::AllGather,
+                                traffic(10, 4, &[(Family::Fsdp2, 10)], 50_000_000),
+                            ),
+                            (C::ReduceScatter, traffic(5, 5, &[], 50_000_000)),
+                        ],
+                    ),
+                ),
+                (
+                    Some("2".to_string()),
+                    group(
+                        "mesh_dp_replicate",
+                        vec![(C::AllReduce, traffic(5, 5, &[], 25_000_000))],
+                    ),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+            world: Some(4),
+            rank: Some(0),
+        };
+        assert_eq!(
+            kinds_of(&ev),
+            vec![
+                (ParallelKind::Hsdp, Some("mesh_dp_replicate".into())),
+                (ParallelKind::Hsdp, Some("mesh_dp_shard".into())),
+            ]
+        );
+        assert!(classify(&ev)
+            .iter()
+            .all(|r| r.implementation.as_deref() == Some("fsdp2")));
+    }
 }

@@ -419,16 +419,34 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
         v.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
     }
     // Per input and step (the whole input without steps): when its backward's last op ended.
+    // Found once per input: its steps by start, each with its backward's last end (the
+    // whole input as one step without steps).
+    let mut last_ends: BTreeMap<u32, Vec<(i64, i64, Option<i64>)>> = BTreeMap::new();
+    for (&input, ops) in &backward_ops {
+        let mut steps: Vec<(i64, i64, Option<i64>)> = match step_spans.get(&input) {
+            Some(v) => v.iter().map(|&(s, e)| (s, e, None)).collect(),
+            None => vec![(i64::MIN, i64::MAX, None)],
+        };
+        steps.sort_unstable();
+        for &(o, end) in ops {
+            let k = steps.partition_point(|&(s, _, _)| s <= o);
+            if let Some(step) = k.checked_sub(1).map(|k| &mut steps[k]) {
+                if o <= step.1 {
+                    step.2 = Some(step.2.map_or(end, |x: i64| x.max(end)));
+                }
+            }
+        }
+        last_ends.insert(input, steps);
+    }
     let backward_end = |input: u32, t: i64| -> Option<i64> {
-        let ops = backward_ops.get(&input)?;
-        let (s, e) = step_spans
-            .get(&input)
-            .and_then(|v| v.iter().copied().find(|&(s, e)| s <= t && t <= e))
-            .unwrap_or((i64::MIN, i64::MAX));
-        ops.iter()
-            .filter(|&&(o, _)| s <= o && o <= e)
-            .map(|&(_, end)| end)
-            .max()
+        let steps = last_ends.get(&input)?;
+        let k = steps.partition_point(|&(s, _, _)| s <= t).checked_sub(1)?;
+        let (_, e, last) = steps[k];
+        if t <= e {
+            last
+        } else {
+            None
+        }
     };
     // The collective kernels in the order `collective_calls::calls` lists them.
     let acts = &trace.activities;

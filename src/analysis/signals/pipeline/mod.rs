@@ -175,6 +175,8 @@ pub(crate) fn measure(src: &Sources, pipeline_inputs: &[u32]) -> Option<Pipeline
         if stages.is_empty() {
             stages.push(position);
         }
+        // A zero-bubble schedule's backward is its input and weight gradients together.
+        let mut backward: BTreeMap<(u32, Option<u64>, u32), i64> = BTreeMap::new();
         for c in &chunks {
             let stage = c.stage.unwrap_or(position);
             let Some((s, e)) = c.gpu else { continue };
@@ -184,8 +186,11 @@ pub(crate) fn measure(src: &Sources, pipeline_inputs: &[u32]) -> Option<Pipeline
                     t.0.push(e - s);
                     t.2.push(i64::from(c.attention));
                 }
-                _ => t.1.push(e - s),
+                _ => *backward.entry((stage, c.step, c.microbatch)).or_default() += e - s,
             }
+        }
+        for ((stage, _, _), ns) in backward {
+            chunk_times.entry((stage, rank)).or_default().1.push(ns);
         }
         if let Some(s) = recognize(&chunks, stages.len()) {
             out.rank_schedules.push((rank, s));
@@ -215,8 +220,10 @@ impl Pipeline {
         self.stages.sort_by_key(|r| (r.step, r.stage, r.rank));
         self.chunks.sort_by_key(|c| (c.stage, c.rank));
         self.rank_schedules.sort_unstable();
-        let ranks: std::collections::BTreeSet<u32> = self.stages.iter().map(|r| r.rank).collect();
-        self.ranks = ranks.len() as u32;
+        // Ranks of one place (a stage replicated by data or tensor parallelism) count once:
+        // the pipeline's degree is its number of places.
+        let places: std::collections::BTreeSet<u32> = self.stages.iter().map(|r| r.stage).collect();
+        self.ranks = places.len() as u32;
         self.stages_total = self
             .stages
             .iter()
@@ -235,6 +242,13 @@ impl Pipeline {
         let mut seen: Vec<Schedule> = self.rank_schedules.iter().map(|&(_, s)| s).collect();
         seen.sort_unstable();
         seen.dedup();
+        let p = self.ranks;
+        let v_shaped = self.stages.iter().all(|r| {
+            r.stages.len() == 2 && r.stages[0] < p && r.stages[1] == 2 * p - 1 - r.stages[0]
+        });
+        // Weight gradients apart in a loop placement (ScheduleInterleavedZeroBubble) are no V:
+        // no replay models that order.
+        seen.retain(|&s| s != Schedule::ZbvZeroBubble || v_shaped);
         self.schedule = match seen.as_slice() {
             [] => None,
             [one] => Some(*one),
@@ -305,6 +319,11 @@ fn recognize(chunks: &[Chunk], stages_held: usize) -> Option<Schedule> {
     let gpipe = chunks.iter().all(|c| {
         let seen = backward_seen.entry(c.step).or_default();
         match c.pass {
+            // Microbatch 0's forward starts a round (an iteration of a trace without steps).
+            Pass::Forward if c.microbatch == 0 => {
+                *seen = false;
+                true
+            }
             Pass::Forward => !*seen,
             _ => {
                 *seen = true;
@@ -368,7 +387,20 @@ fn chunks(src: &Sources, input: u32) -> Vec<Chunk> {
         .collect();
     kernels.sort_unstable();
     let (autograd, optimizer) = threads_and_optimizer(trace, input);
-    kernels.retain(|&(t, _)| !optimizer.iter().any(|&(s, e)| s <= t && t <= e));
+    // The optimizer's spans, merged and sorted: a launch inside one is no chunk's.
+    let mut optimizer = optimizer;
+    optimizer.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(optimizer.len());
+    for (s, e) in optimizer {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    kernels.retain(|&(t, _)| {
+        let k = merged.partition_point(|&(s, _)| s <= t);
+        k == 0 || merged[k - 1].1 < t
+    });
     if spans.is_empty() {
         return inferred_chunks(src, input, &kernels, &autograd);
     }
@@ -459,12 +491,22 @@ fn inferred_chunks(
     let trace = src.trace;
     let host = &trace.host;
     let acts = &trace.activities;
-    // Communication launches cut chunks.
+    // The schedule's sends and receives cut chunks (a layer's tensor-parallel all-reduce or
+    // FSDP's prefetch does not).
+    let p2p_kernel = |a: usize| {
+        let args = crate::model::comms::CommArgs::decode(trace.names.get(acts.comm(a)));
+        let kind = args
+            .map(|c| CollectiveKind::from_collective_name(&c.collective))
+            .filter(|k| *k != CollectiveKind::Unknown)
+            .unwrap_or_else(|| CollectiveKind::from_kernel_name(trace.names.get(acts.name[a])));
+        is_p2p(kind)
+    };
     let mut cuts: Vec<i64> = (0..acts.len())
         .filter(|&a| {
             acts.input[a] == input
                 && src.in_scope[a]
                 && src.activity_buckets[a] == Bucket::Communication
+                && p2p_kernel(a)
         })
         .filter_map(|a| Some(host.ts_ns[src.links.launch[a]? as usize]))
         .collect();
@@ -555,6 +597,16 @@ fn step_rows(
             .or_default()
             .push((acts.ts_ns[a], acts.end_ns(a)));
     }
+    let mut p2p_by_step: BTreeMap<u64, Vec<&Call>> = BTreeMap::new();
+    for c in src
+        .calls
+        .iter()
+        .filter(|c| c.input == input && is_p2p(c.kind))
+    {
+        if let Some(step) = c.step {
+            p2p_by_step.entry(step).or_default().push(c);
+        }
+    }
     let peaks: BTreeMap<u64, i64> = src
         .memory
         .iter()
@@ -568,11 +620,7 @@ fn step_rows(
             let busy = union_ns(&mut spans);
             let first = spans.iter().map(|s| s.0).min().unwrap_or(w.end_ns);
             let last = spans.iter().map(|s| s.1).max().unwrap_or(w.start_ns);
-            let p2p: Vec<&Call> = src
-                .calls
-                .iter()
-                .filter(|c| c.input == input && c.step == Some(w.number) && is_p2p(c.kind))
-                .collect();
+            let p2p: &[&Call] = p2p_by_step.get(&w.number).map_or(&[], Vec::as_slice);
             let bytes = p2p.iter().map(|c| c.bytes).sum::<Option<u64>>();
             let step_ns = w.dur_ns();
             let bubble = (step_ns - busy).max(0);

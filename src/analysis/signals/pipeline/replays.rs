@@ -194,11 +194,6 @@ pub(crate) fn replays(p: &Pipeline) -> Vec<ScheduleReplay> {
         Schedule::ZbvZeroBubble,
     ] {
         let v = schedule.stages_per_rank(v_now);
-        if schedule == Schedule::Interleaved1F1B && m % ranks != 0
-            || schedule == Schedule::ZbvZeroBubble && m < 2 * ranks - 1
-        {
-            continue;
-        }
         for rebalanced in [false, true] {
             if rebalanced && !unequal || !rebalanced && schedule == current {
                 continue;

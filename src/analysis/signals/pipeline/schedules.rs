@@ -131,7 +131,8 @@ fn one_f_one_b(stage: usize, stages: usize, m: usize) -> Vec<Action> {
 /// microbatches go round in groups of `p`, each group through one local stage after the
 /// other; a warm-up of forwards, then one forward and one backward, then the backwards.
 fn interleaved(r: usize, p: usize, v: usize, m: usize) -> Vec<Action> {
-    let round = p.min(m).max(1);
+    // torch's microbatches_per_round: m over its number of rounds, max(1, m / p).
+    let round = (m / (m / p.max(1)).max(1)).max(1);
     let warmup = ((v - 1) * round + 2 * (p - 1 - r)).min(m * v);
     let total = m * v;
     let fwd_stage = |k: usize| ((k / round) % v) * p + r;
@@ -158,8 +159,15 @@ fn interleaved(r: usize, p: usize, v: usize, m: usize) -> Vec<Action> {
 /// `ScheduleZBVZeroBubble` for rank `r` of `p`: stages `r` and `2p - 1 - r` (a V); forwards of
 /// the first chunk warm up, then each forward of the second chunk is followed by its input
 /// and weight gradients, the steady state alternates both chunks, and the cool-down runs the
-/// input gradients first and the weight gradients last. Needs `m >= 2p - 1` (torch's too).
+/// input gradients first and the weight gradients last. As torch, the order is built for at
+/// least `2p - 1` microbatches and the ones beyond `m` dropped.
 fn zbv(r: usize, p: usize, m: usize) -> Vec<Action> {
+    let mut out = zbv_padded(r, p, m.max(2 * p - 1));
+    out.retain(|a| a.microbatch < m);
+    out
+}
+
+fn zbv_padded(r: usize, p: usize, m: usize) -> Vec<Action> {
     let (c0, c1) = (r, 2 * p - 1 - r);
     let mut out = Vec::new();
     let (mut f0, mut f1, mut b0, mut b1) = (0, 0, 0, 0);
@@ -398,12 +406,7 @@ mod tests {
             (Schedule::ZbvZeroBubble, 2, 4),
             (Schedule::ZbvZeroBubble, 4, 8),
         ] {
-            for m in [1, 2, 4, 8, 12] {
-                if schedule == Schedule::Interleaved1F1B && m % ranks != 0
-                    || schedule == Schedule::ZbvZeroBubble && m < 2 * ranks - 1
-                {
-                    continue;
-                }
+            for m in [1, 2, 4, 6, 8, 12] {
                 let o = orders(schedule, ranks, stages, m);
                 let chunks: usize = o.iter().map(Vec::len).sum();
                 let per = if schedule == Schedule::ZbvZeroBubble {
