@@ -171,6 +171,12 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     p.replays = crate::analysis::path::replay::results::Replays::merge(
         &ranks.iter().map(|a| &a.parts.replays).collect::<Vec<_>>(),
     );
+    // A pipeline's changes are replayed across its ranks, by the pipeline's own model.
+    if let Some(pipe) = &out.pipeline {
+        p.replays
+            .sets
+            .extend(crate::analysis::signals::pipeline::replays::sets(pipe));
+    }
     p.what_if = crate::analysis::path::replay::results::WhatIf::merge(
         ranks.iter().filter_map(|a| a.parts.what_if.as_ref()),
     );

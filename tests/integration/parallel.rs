@@ -325,9 +325,21 @@ fn the_first_recommendation_on_a_pipeline_is_a_pipeline_fix_and_no_straggler_is_
             .sum();
         assert!(bubble > 0, "{run}");
     }
-    // The unequal stages: rebalancing first, naming the move.
+    // The unequal stages: rebalancing first, naming the move, priced by the pipeline's replay
+    // (its saving's share of the step, times the window).
     let f = feed("pp_unequal");
     assert_eq!(f["recommendations"][0]["id"], "surgery.pipeline-rebalance");
+    assert_eq!(f["recommendations"][0]["savings_basis"], "replay");
+    let saving = f["pipeline"]["replays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["rebalanced"] == true && r["schedule"] == "gpipe")
+        .map(|r| r["saving_ns"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let want = saving / measured_step(&f) * f["summary"]["window_ns"].as_f64().unwrap();
+    let got = f["recommendations"][0]["est_savings_ns"].as_f64().unwrap();
+    assert!((got / want - 1.0).abs() < 0.01, "{got} vs {want}");
     let evidence = f["recommendations"][0]["evidence"].to_string();
     assert!(evidence.contains("[1, 3] moved to [2, 2]"), "{evidence}");
 }

@@ -23,6 +23,11 @@ pub enum Transform {
     Compile,
     /// CUDA/HIP graphs: the step's launches replayed from a graph.
     CudaGraphs,
+    /// A pipeline's layers moved off its slowest stage: the pipeline's own replay
+    /// (`pipeline.replays[]`) prices it, not the step model.
+    PipelineRebalance,
+    /// A pipeline run under its best other schedule (the pipeline's replay too).
+    PipelineSchedule,
 }
 
 impl Transform {
@@ -48,6 +53,8 @@ impl Transform {
             Transform::FusedOptimizer => "fused_optimizer",
             Transform::Compile => "compile",
             Transform::CudaGraphs => "cuda_graphs",
+            Transform::PipelineRebalance => "pipeline_rebalance",
+            Transform::PipelineSchedule => "pipeline_schedule",
         }
     }
 }

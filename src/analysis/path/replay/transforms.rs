@@ -276,6 +276,10 @@ pub(crate) fn apply(
         Transform::FusedOptimizer => fused_optimizer(g, e, f, c),
         Transform::Compile => compile(g, e, f, c),
         Transform::CudaGraphs => cuda_graphs(g, e, f, c),
+        // The ranks' schedule, not one rank's step: the pipeline's replays price them.
+        Transform::PipelineRebalance | Transform::PipelineSchedule => {
+            Applied::blocked("a pipeline change: replayed across the ranks (pipeline.replays[])")
+        }
     }
 }
 

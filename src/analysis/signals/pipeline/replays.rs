@@ -94,6 +94,56 @@ fn by_layers(
     Some(((f, b), moved, layers))
 }
 
+/// The pipeline's changes as replay sets of the job (what the ladder's `replay =
+/// "pipeline_rebalance"` / `"pipeline_schedule"` price with): each rank's steps before, and
+/// less the best replay's saving after; rebalancing under the schedule as run, the best other
+/// schedule on the stages as measured, and both (the best rebalanced replay). Sets that save
+/// nothing are left out.
+pub(crate) fn sets(p: &Pipeline) -> Vec<crate::analysis::ReplaySet> {
+    use crate::analysis::{ReplaySet, StepReplay, Transform};
+    let best = |keep: &dyn Fn(&ScheduleReplay) -> bool| {
+        p.replays
+            .iter()
+            .filter(|r| !r.as_run && keep(r))
+            .map(|r| r.saving_ns)
+            .max()
+            .filter(|&s| s > 0)
+    };
+    let choices: [(Vec<Transform>, Option<i64>); 3] = [
+        (
+            vec![Transform::PipelineRebalance],
+            best(&|r| r.rebalanced && Some(r.schedule) == p.schedule),
+        ),
+        (vec![Transform::PipelineSchedule], best(&|r| !r.rebalanced)),
+        (
+            vec![Transform::PipelineRebalance, Transform::PipelineSchedule],
+            best(&|r| r.rebalanced),
+        ),
+    ];
+    let touched: i64 = p.stages.iter().map(|r| r.step_ns).sum();
+    choices
+        .into_iter()
+        .filter_map(|(transforms, saving)| {
+            let saving = saving?;
+            Some(ReplaySet {
+                transforms,
+                steps: p
+                    .stages
+                    .iter()
+                    .map(|r| StepReplay {
+                        rank: Some(r.rank),
+                        step: Some(r.step),
+                        base_ns: r.step_ns,
+                        replay_ns: (r.step_ns - saving).max(0),
+                    })
+                    .collect(),
+                touched_ns: touched,
+                ..Default::default()
+            })
+        })
+        .collect()
+}
+
 /// The measured step: per step number the slowest rank's, averaged over steps.
 pub(crate) fn measured_step_ns(p: &Pipeline) -> Option<f64> {
     let mut per: std::collections::BTreeMap<u64, i64> = Default::default();
