@@ -167,7 +167,7 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
             .map(|a| a.parts.op_steps.clone())
             .collect::<Vec<_>>(),
     );
-    merge_paths(&mut out, &mut p, ranks, (window_ns, top), devices);
+    merge_paths(&mut out, &mut p, ranks, (window_ns, top), &waits);
     p.replays = crate::analysis::path::replay::results::Replays::merge(
         &ranks.iter().map(|a| &a.parts.replays).collect::<Vec<_>>(),
     );
@@ -192,17 +192,9 @@ fn merge_paths(
     p: &mut Parts,
     ranks: &[&Analysis],
     (window_ns, top): (i64, usize),
-    devices: &[DevicePeaks],
+    waits: &rustc_hash::FxHashMap<(u32, u32, i64), i64>,
 ) {
     use crate::analysis::path::{split_rank_waits, CriticalPath};
-    let waits = collectives::waits(
-        &p.calls,
-        &collectives::CallInputs {
-            inputs: &out.inputs,
-            has_steps: &p.has_steps,
-            devices,
-        },
-    );
     // A scheduled pipeline's sends and receives on its group wait for the neighbouring stage
     // (a pipeline by hand without a schedule keeps them as waits for a rank).
     let scheduled = out.pipeline.as_ref().is_some_and(|p| p.schedule.is_some());
@@ -240,7 +232,7 @@ fn merge_paths(
             a.critical_path.per_step.clone(),
             a.parts.path_items.clone(),
             &comms,
-            &waits,
+            waits,
             &bubbles,
         );
         if let Some(rank) = a.inputs.first().and_then(|i| i.rank) {

@@ -388,20 +388,7 @@ fn render_collectives(out: &mut String, run: &Run) {
     }
     if let Some((rows, note)) = crate::report::sections::pipeline_stages(run) {
         let header = crate::report::sections::STAGE_HEADER;
-        let _ = writeln!(
-            out,
-            "\n<details><summary>Pipeline stages</summary>\n\n{}\n\n| {} |\n|---|{}",
-            cell(&note),
-            header.join(" | "),
-            "---:|".repeat(header.len() - 1)
-        );
-        for r in rows {
-            let _ = writeln!(
-                out,
-                "| {} |",
-                r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
-            );
-        }
+        folded_table(out, "Pipeline stages", &note, &header, &rows);
         let replays = crate::report::sections::pipeline_replays(run);
         if !replays.is_empty() {
             let _ = writeln!(out, "\nReplayed:\n");
@@ -415,12 +402,25 @@ fn render_collectives(out: &mut String, run: &Run) {
         return;
     };
     let header = crate::report::sections::COLLECTIVE_HEADER;
+    folded_table(out, "Collectives", note, &header, &rows);
+    let _ = writeln!(out, "\n</details>");
+}
+
+/// A folded table's opening: its summary, its note, its header (the first column left, the
+/// others numbers) and its rows; the caller closes the `<details>`.
+fn folded_table<const N: usize>(
+    out: &mut String,
+    summary: &str,
+    note: &str,
+    header: &[&str; N],
+    rows: &[[String; N]],
+) {
     let _ = writeln!(
         out,
-        "\n<details><summary>Collectives</summary>\n\n{}\n\n| {} |\n|---|{}",
+        "\n<details><summary>{summary}</summary>\n\n{}\n\n| {} |\n|---|{}",
         cell(note),
         header.join(" | "),
-        "---:|".repeat(header.len() - 1)
+        "---:|".repeat(N - 1)
     );
     for r in rows {
         let _ = writeln!(
@@ -429,7 +429,6 @@ fn render_collectives(out: &mut String, run: &Run) {
             r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
         );
     }
-    let _ = writeln!(out, "\n</details>");
 }
 
 /// Hardware counters of the top ten kernels, folded; only when there are counters.
