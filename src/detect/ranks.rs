@@ -191,7 +191,7 @@ pub fn straggler_rank(analysis: &Analysis) -> Vec<Finding> {
         *times_last.entry(u.last).or_default() += 1;
     }
     let Some((straggler, its_units, wait_ns, skew)) =
-        choose_straggler(&analysis.collectives.arrivals, &compared, &times_last)
+        choose_straggler(analysis, &compared, &times_last)
     else {
         return vec![];
     };
@@ -324,7 +324,7 @@ pub fn straggler_rank(analysis: &Analysis) -> Vec<Finding> {
             },
             more_gpu_work_pct: (more_work_pct * 10.0).round() / 10.0,
             step_spread_ns: spread_ns,
-            arrivals: arrival_rows(arrivals),
+            arrivals: arrival_rows(arrivals, analysis),
             ranks: rank_loads(&per_rank, &times_last, &step_medians, &host_gaps),
             path_excess: excess,
         }),
@@ -440,12 +440,13 @@ fn rank_loads(
 /// when the collectives match across ranks: those show who arrives late directly; the
 /// comparison of communication time per unit stands in where they cannot be matched.
 fn choose_straggler<'u>(
-    arrivals: &[Arrival],
+    analysis: &Analysis,
     compared: &'u [Unit],
     times_last: &BTreeMap<u32, usize>,
 ) -> Option<(u32, Vec<&'u Unit>, i64, Option<SkewStraggler>)> {
+    let arrivals = &analysis.collectives.arrivals;
     if !arrivals.is_empty() {
-        let s = skew_straggler(arrivals)?;
+        let s = skew_straggler(arrivals, analysis)?;
         let units = compared.iter().filter(|u| u.last == s.rank).collect();
         // Every other rank loses the late arrival (the window sums the ranks' windows).
         let others = arrivals.len().saturating_sub(1).max(1) as i64;
@@ -497,10 +498,11 @@ impl SkewStraggler {
 }
 
 /// Each rank's arrivals at the matched collectives, for the evidence.
-fn arrival_rows(arrivals: &[Arrival]) -> Vec<ev::RankArrivals> {
+fn arrival_rows(arrivals: &[Arrival], analysis: &Analysis) -> Vec<ev::RankArrivals> {
     arrivals
         .iter()
         .map(|a| ev::RankArrivals {
+            by_group: group_rows(a, analysis),
             rank: a.rank,
             collectives: a.collectives,
             times_last: a.times_last,
@@ -521,14 +523,81 @@ fn arrival_rows(arrivals: &[Arrival]) -> Vec<ev::RankArrivals> {
         .collect()
 }
 
-fn skew_straggler(arrivals: &[Arrival]) -> Option<SkewStraggler> {
+/// Per process group, how the rank arrives at its collectives, with the parallelism the group
+/// carries: most often last first.
+fn group_rows(a: &Arrival, analysis: &Analysis) -> Vec<ev::GroupArrivals> {
+    let mut rows: Vec<ev::GroupArrivals> = a
+        .by_group
+        .iter()
+        .map(|(group, g)| ev::GroupArrivals {
+            group: group.clone(),
+            desc: g.desc.clone(),
+            kinds: analysis
+                .parallelism
+                .iter()
+                .filter(|p| p.group.as_deref() == Some(group.as_str()))
+                .map(|p| p.kind.as_str().to_string())
+                .collect(),
+            collectives: g.collectives,
+            times_last: g.times_last,
+            late_ns: g.late_ns,
+        })
+        .collect();
+    rows.sort_by_key(|g| (std::cmp::Reverse(g.times_last), g.group.clone()));
+    rows
+}
+
+/// ", last at 24 of 24 in mesh_tp (tensor) and 20 of 20 in mesh_dp (fsdp)": the groups a
+/// straggler is late in, where the job has more than one.
+fn groups_text(groups: &[ev::GroupArrivals]) -> String {
+    if groups.len() < 2 {
+        return String::new();
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .filter(|g| g.times_last > 0)
+        .take(3)
+        .map(|g| {
+            let kinds = if g.kinds.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", g.kinds.join(", "))
+            };
+            format!(
+                "{} of {} in {}{kinds}",
+                g.times_last,
+                g.collectives,
+                g.desc.as_deref().unwrap_or(&g.group)
+            )
+        })
+        .collect();
+    match parts.len() {
+        0 => String::new(),
+        1 => format!(", last at {}", parts[0]),
+        _ => format!(
+            ", last at {} and {}",
+            parts[..parts.len() - 1].join(", "),
+            parts[parts.len() - 1]
+        ),
+    }
+}
+
+fn skew_straggler(arrivals: &[Arrival], analysis: &Analysis) -> Option<SkewStraggler> {
     let late_total: u64 = arrivals.iter().map(|a| a.times_last).sum();
+    let majority = |a: &&Arrival| a.times_last * 2 > late_total && a.step_late_ns > 0;
+    // The rank the step lost most to; on a mesh of several groups the others' lateness
+    // cascades (a rank that waited for the straggler in one group arrives late in the next),
+    // so, where that rank is not last at most collectives, the one that is.
     let a = arrivals
         .iter()
-        .max_by_key(|a| (a.step_late_ns, a.times_last, std::cmp::Reverse(a.rank)))?;
-    if a.times_last * 2 <= late_total || a.step_late_ns <= 0 {
-        return None;
-    }
+        .max_by_key(|a| (a.step_late_ns, a.times_last, std::cmp::Reverse(a.rank)))
+        .filter(majority)
+        .or_else(|| {
+            arrivals
+                .iter()
+                .max_by_key(|a| (a.times_last, a.step_late_ns, std::cmp::Reverse(a.rank)))
+                .filter(majority)
+        })?;
     let per_step: Vec<i64> = a.late_by_step.values().copied().collect();
     let by_kind_text = a
         .by_kind
@@ -536,7 +605,8 @@ fn skew_straggler(arrivals: &[Arrival]) -> Option<SkewStraggler> {
         .max_by_key(|(k, (n, _))| (*n, std::cmp::Reverse(**k)))
         .filter(|_| a.by_kind.len() > 1 || a.by_kind.keys().next().is_some())
         .map(|(k, (n, last))| format!("; {last} of {n} {}s", k.as_str()))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        + &groups_text(&group_rows(a, analysis));
     Some(SkewStraggler {
         rank: a.rank,
         times_last: a.times_last,

@@ -266,6 +266,11 @@ struct RawArgs<'a> {
     in_splits: Option<&'a RawValue>,
     #[serde(rename = "Out split size", borrow, default)]
     out_splits: Option<&'a RawValue>,
+    /// A send's and a receive's peer, as its rank in the process group.
+    #[serde(rename = "Dst Rank", borrow, default)]
+    dst_rank: Option<&'a RawValue>,
+    #[serde(rename = "Src Rank", borrow, default)]
+    src_rank: Option<&'a RawValue>,
     /// A `[memory]` event's allocator state (`profile_memory=True`).
     #[serde(rename = "Total Allocated", borrow, default)]
     total_allocated: Option<&'a RawValue>,
@@ -339,6 +344,9 @@ impl RawArgs<'_> {
                 // Even splits are written `[]`: nothing to keep.
                 in_splits: text(self.in_splits).filter(|s| s != "[]"),
                 out_splits: text(self.out_splits).filter(|s| s != "[]"),
+                peer: num(self.dst_rank)
+                    .or_else(|| num(self.src_rank))
+                    .and_then(|p| u32::try_from(p).ok()),
             }
             .encode(),
         )

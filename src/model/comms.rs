@@ -34,9 +34,13 @@ pub struct CommArgs {
     pub in_splits: Option<String>,
     #[serde(default)]
     pub out_splits: Option<String>,
+    /// A send's `Dst Rank` or a receive's `Src Rank`: the peer's rank in the process group
+    /// (`Process Group Ranks` maps it to the global rank).
+    #[serde(default)]
+    pub peer: Option<u32>,
 }
 
-const FIELDS: usize = 11;
+const FIELDS: usize = 12;
 
 impl CommArgs {
     /// The split sizes as numbers (None: even splits, or a list PyTorch cut short).
@@ -65,6 +69,7 @@ impl CommArgs {
             num(self.seq),
             text(&self.in_splits),
             text(&self.out_splits),
+            num(self.peer.map(u64::from)),
         ]
         .join("\t")
     }
@@ -89,6 +94,7 @@ impl CommArgs {
             seq: num(f[8]),
             in_splits: text(f[9]),
             out_splits: text(f[10]),
+            peer: num(f[11]).and_then(|v| u32::try_from(v).ok()),
         })
     }
 }
@@ -111,11 +117,13 @@ mod tests {
             seq: Some(7),
             in_splits: Some("[3, 1]".into()),
             out_splits: None,
+            peer: Some(3),
         };
         let back = CommArgs::decode(&full.encode()).unwrap();
         assert_eq!(back.process_group_desc.as_deref(), Some("default pg"));
         assert_eq!(back.in_nelems, Some(1024));
         assert_eq!(back.seq, Some(7));
+        assert_eq!(back.peer, Some(3));
         let bare = CommArgs {
             collective: "allreduce".into(),
             ..Default::default()

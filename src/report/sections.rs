@@ -319,7 +319,7 @@ pub fn pipeline_stages(run: &Run) -> Option<(Vec<[String; 12]>, String)> {
         .schedule
         .map_or("a schedule without annotations", |s| s.torch_class());
     let note = format!(
-        "{schedule}, {} stages on {} ranks, {} microbatches; bubble = step - the rank's compute kernel time (receives spinning while the neighbour computes count as bubble); fill: before its first compute kernel, drain: after its last",
+        "{schedule}, {} stages on {} ranks, {} microbatches; bubble = step - the rank's compute (its chunks' GPU spans and other kernels; receives spinning while the neighbour computes count as bubble); fill: before its first compute kernel, drain: after its last",
         p.stages_total, p.ranks, p.microbatches
     );
     Some((rows, note))

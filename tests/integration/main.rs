@@ -47,6 +47,7 @@ mod layers;
 mod memory;
 mod mfu;
 mod parallel;
+mod parallel4;
 mod partials;
 mod peers;
 mod pipeline;

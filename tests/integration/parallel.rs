@@ -33,7 +33,7 @@ fn feed(run: &str) -> Value {
     feed_of(&fixture(&format!("kineto/parallel/{run}")), &[])
 }
 
-fn kinds(feed: &Value) -> Vec<(String, Option<String>)> {
+pub(crate) fn kinds(feed: &Value) -> Vec<(String, Option<String>)> {
     feed["parallelism"]
         .as_array()
         .unwrap()
@@ -113,7 +113,7 @@ fn every_capture_names_its_parallelism_and_its_group() {
 /// Per rank, the events' bubble of the job's step: both ranks start `schedule.step()` together
 /// (after a barrier), so the step is the slowest rank's span and a rank that finishes early
 /// idles until the next step (bubble too).
-fn truth_bubbles(truth: &Value, run: &str) -> Vec<(u32, f64)> {
+pub(crate) fn truth_bubbles(truth: &Value, run: &str) -> Vec<(u32, f64)> {
     let per_rank = truth[run]["per_rank"].as_object().unwrap();
     let steps: Vec<(u32, &Value)> = per_rank
         .iter()
@@ -243,7 +243,7 @@ fn point_to_point_sizes_equal_the_flight_recorders() {
 }
 
 /// The measured step of a capture: per step the slowest rank's, averaged.
-fn measured_step(f: &Value) -> f64 {
+pub(crate) fn measured_step(f: &Value) -> f64 {
     f["pipeline"]["stages"]
         .as_array()
         .unwrap()
@@ -252,7 +252,7 @@ fn measured_step(f: &Value) -> f64 {
         .fold(0.0, f64::max)
 }
 
-fn replayed(f: &Value, schedule: &str, rebalanced: bool) -> f64 {
+pub(crate) fn replayed(f: &Value, schedule: &str, rebalanced: bool) -> f64 {
     f["pipeline"]["replays"]
         .as_array()
         .unwrap()
@@ -345,7 +345,7 @@ fn the_first_recommendation_on_a_pipeline_is_a_pipeline_fix_and_no_straggler_is_
 }
 
 /// The action texts of a feed, joined.
-fn advice(f: &Value) -> String {
+pub(crate) fn advice(f: &Value) -> String {
     f["recommendations"]
         .as_array()
         .unwrap()
@@ -357,7 +357,7 @@ fn advice(f: &Value) -> String {
 }
 
 /// No action names DDP, FSDP or DistributedSampler to a job that uses neither.
-fn assert_advice_fits(name: &str, f: &Value) {
+pub(crate) fn assert_advice_fits(name: &str, f: &Value) {
     let kinds = kinds(f);
     let has = |k: &str, i: Option<&str>| {
         kinds

@@ -119,9 +119,11 @@ fn every_fixture_renders_as_committed() {
         let folder = rel.to_string_lossy().replace('\\', "/");
         let folder = format!("snapshots/render/{}", folder.trim_end_matches(".json.gz"));
         // The before/after pairs are scored by replays.rs and the parallel captures by
-        // parallel.rs: their table alone is kept (their feeds and pages would weigh megabytes on
+        // parallel.rs and parallel4.rs: their table alone is kept (their feeds and pages would weigh megabytes on
         // every clone).
-        let pairs = folder.contains("/pairs/") || folder.contains("/parallel/");
+        let pairs = folder.contains("/pairs/")
+            || folder.contains("/parallel/")
+            || folder.contains("/parallel4/");
         insta::with_settings!({snapshot_path => folder, prepend_module_to_snapshot => false}, {
             for (format, text) in [
                 ("table", table),

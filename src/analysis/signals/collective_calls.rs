@@ -219,6 +219,35 @@ pub struct Call {
     pub step: Option<u64>,
     /// The input's other GPU work while it ran: sorted disjoint intervals inside [ts, ts + dur).
     pub busy: Vec<(i64, i64)>,
+    /// A send's, a receive's or a batch of them's transfers, each with its peer: what pairs
+    /// them across ranks in groups of more than two.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub p2p: Vec<P2pPart>,
+}
+
+/// One send or receive of a point-to-point call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct P2pPart {
+    pub send: bool,
+    /// The peer's rank in the call's process group.
+    pub peer: u32,
+    pub bytes: Option<u64>,
+}
+
+impl P2pPart {
+    /// The part a single send or receive's arguments describe.
+    fn of(args: &CommArgs) -> Option<P2pPart> {
+        let send = match CollectiveKind::from_collective_name(&args.collective) {
+            CollectiveKind::Send => true,
+            CollectiveKind::Recv => false,
+            _ => return None,
+        };
+        Some(P2pPart {
+            send,
+            peer: args.peer?,
+            bytes: message_bytes(args),
+        })
+    }
 }
 
 impl Call {
@@ -317,8 +346,8 @@ impl ParamComms {
     /// The arguments of the point-to-point batch whose `nccl:coalesced` annotation holds host
     /// event `h` (the kernel's launch call): its sends and receives, the `record_param_comms`
     /// ops between the previous batch's annotation and this one, as one call (their elements
-    /// summed; a batch of sends alone is a send, of receives alone a recv).
-    fn coalesced_batch(&self, trace: &Trace, h: usize) -> Option<CommArgs> {
+    /// summed; a batch of sends alone is a send, of receives alone a recv), and its parts.
+    fn coalesced_batch(&self, trace: &Trace, h: usize) -> Option<(CommArgs, Vec<P2pPart>)> {
         let host = &trace.host;
         let key = (host.input[h], host.thread[h]);
         let spans = self.coalesced.get(&key)?;
@@ -347,7 +376,9 @@ impl ParamComms {
         let first = batch.last()?.clone();
         let same = |f: &dyn Fn(&CommArgs) -> String| batch.iter().all(|a| f(a) == f(&first));
         let sum = |f: &dyn Fn(&CommArgs) -> Option<u64>| batch.iter().map(f).sum::<Option<u64>>();
-        Some(CommArgs {
+        // In issue order (the batch was gathered backwards).
+        let parts = batch.iter().rev().filter_map(P2pPart::of).collect();
+        let args = CommArgs {
             collective: if same(&|a| a.collective.clone()) {
                 first.collective.clone()
             } else {
@@ -359,8 +390,11 @@ impl ParamComms {
                 .dtype
                 .clone()
                 .filter(|_| same(&|a| a.dtype.clone().unwrap_or_default())),
+            // A batch's peers are its parts'.
+            peer: None,
             ..first
-        })
+        };
+        Some((args, parts))
     }
 
     /// The innermost `record_param_comms` around host event `h` (the kernel's launch call).
@@ -437,8 +471,12 @@ pub fn calls(ctx: &CallSources) -> Vec<Call> {
                 batch = pc.coalesced_batch(trace, h as usize);
             }
         }
+        let mut p2p = Vec::new();
         let args = if id == NameId::NONE {
-            batch
+            batch.map(|(args, parts)| {
+                p2p = parts;
+                args
+            })
         } else {
             decoded
                 .entry(id)
@@ -457,6 +495,9 @@ pub fn calls(ctx: &CallSources) -> Vec<Call> {
             .as_ref()
             .and_then(message_bytes)
             .or_else(|| custom_all_reduce_bytes(ctx, a, kind));
+        if p2p.is_empty() {
+            p2p.extend(args.as_ref().and_then(P2pPart::of));
+        }
         let input = acts.input[a];
         for b in scanned..a {
             seen[acts.input[b] as usize] += 1;
@@ -475,6 +516,7 @@ pub fn calls(ctx: &CallSources) -> Vec<Call> {
             step: ctx.steps.of_activity[a]
                 .map(|k| ctx.steps.per_input[input as usize][k as usize].number),
             busy: busy.within(input, ts, ts.saturating_add(dur)),
+            p2p,
         });
     }
     out

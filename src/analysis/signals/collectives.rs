@@ -95,6 +95,19 @@ pub struct Arrival {
     /// Per collective type: (matched, times last).
     #[serde(skip)]
     pub by_kind: BTreeMap<CollectiveKind, (u64, u64)>,
+    /// Per process group (its name): how it arrives at that group's collectives.
+    #[serde(skip)]
+    pub by_group: BTreeMap<String, GroupArrival>,
+}
+
+/// How one rank arrives at one process group's collectives.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GroupArrival {
+    /// The group's description (`mesh_tp`, `default_pg`).
+    pub desc: Option<String>,
+    pub collectives: u64,
+    pub times_last: u64,
+    pub late_ns: i64,
 }
 
 /// Arrival skews shorter than this are noise (host launch jitter), not lateness.
@@ -403,57 +416,20 @@ fn round2(x: f64) -> f64 {
 /// (their inputs numbered as in `inp`).
 /// Each matched call's wait for the last rank, by (input, stream, start): what the critical
 /// path splits into `rank_wait`. Point-to-point calls count too: a recv waits for its send (and
-/// a send for its recv), paired in order within a group of two ranks.
+/// a send for its recv), paired by their peers ([`super::point_to_point`]).
 pub(crate) fn waits(calls: &[Call], inp: &CallInputs) -> HashMap<(u32, u32, i64), i64> {
     let (mut matched, _) = match_across_ranks(inp, calls);
     let offsets = clock_offsets(calls, &matched);
-    matched.extend(point_to_point_pairs(calls));
-    let mut out = HashMap::default();
+    let ranks: Vec<Option<u32>> = inp.inputs.iter().map(|i| i.rank).collect();
+    matched.extend(super::point_to_point::pairs(calls, &ranks));
+    let mut out: HashMap<(u32, u32, i64), i64> = HashMap::default();
     for members in &matched {
         for (i, wait, _) in split(calls, members, &offsets).per_call {
             let c = &calls[i];
-            out.insert((c.input, c.stream, c.ts), wait);
+            // A batch of sends and receives with several peers waits for the last of them.
+            let w = out.entry((c.input, c.stream, c.ts)).or_insert(wait);
+            *w = (*w).max(wait);
         }
-    }
-    out
-}
-
-/// Sends and recvs paired across the two ranks of a group: the k-th send of a size from one
-/// rank with the k-th recv of that size on the other. (Groups of more ranks name no peer in the
-/// trace: left out.)
-fn point_to_point_pairs(calls: &[Call]) -> Vec<Vec<usize>> {
-    type Key = (GroupKey, u32, Option<u64>);
-    let mut sends: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
-    let mut recvs: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
-    let mut members: BTreeMap<GroupKey, std::collections::BTreeSet<u32>> = BTreeMap::new();
-    for (i, c) in calls.iter().enumerate() {
-        let Some(args) = &c.args else { continue };
-        if args.group_size != Some(2) {
-            continue;
-        }
-        let key = (c.group_key(), c.input, c.bytes);
-        match c.kind {
-            CollectiveKind::Send => sends.entry(key).or_default().push(i),
-            CollectiveKind::Recv => recvs.entry(key).or_default().push(i),
-            _ => continue,
-        }
-        members.entry(c.group_key()).or_default().insert(c.input);
-    }
-    let mut out = Vec::new();
-    for ((group, from, bytes), mut sent) in sends {
-        let Some(to) = members
-            .get(&group)
-            .filter(|m| m.len() == 2)
-            .and_then(|m| m.iter().copied().find(|&i| i != from))
-        else {
-            continue;
-        };
-        let Some(mut got) = recvs.get(&(group, to, bytes)).cloned() else {
-            continue;
-        };
-        sent.sort_by_key(|&i| (calls[i].ts, i));
-        got.sort_by_key(|&i| (calls[i].ts, i));
-        out.extend(sent.into_iter().zip(got).map(|(s, r)| vec![s, r]));
     }
     out
 }
@@ -491,6 +467,20 @@ pub fn analyze(calls: &[Call], inp: &CallInputs) -> Collectives {
             arr.wait_ns += wait;
             arr.exposed_wait_ns += exposed;
             let is_last = inst.last.is_some_and(|(input, _)| input == c.input);
+            let args = first.args.as_ref();
+            let g = arr
+                .by_group
+                .entry(
+                    args.and_then(|a| a.process_group.clone())
+                        .unwrap_or_default(),
+                )
+                .or_default();
+            g.desc = args.and_then(|a| a.process_group_desc.clone());
+            g.collectives += 1;
+            if is_last {
+                g.times_last += 1;
+                g.late_ns += inst.last.map_or(0, |l| l.1);
+            }
             let k = arr.by_kind.entry(first.kind).or_default();
             k.0 += 1;
             if is_last {

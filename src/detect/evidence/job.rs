@@ -64,6 +64,21 @@ pub struct RankArrivals {
     pub wait_ns: i64,
     pub exposed_wait_ns: i64,
     pub by_collective: Vec<CollectiveArrivals>,
+    /// Per process group, most often last first (the group's name, description and the
+    /// parallelism it carries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_group: Vec<GroupArrivals>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroupArrivals {
+    pub group: String,
+    pub desc: Option<String>,
+    /// The parallelism kinds the job's `parallelism[]` gives the group.
+    pub kinds: Vec<String>,
+    pub collectives: u64,
+    pub times_last: u64,
+    pub late_ns: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

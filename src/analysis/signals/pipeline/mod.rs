@@ -8,10 +8,12 @@
 //! runtime schedules: interleaved, zero bubble). The GPU work launched while a chunk's
 //! annotation is open on the host is that chunk's (the backward runs on the autograd engine's
 //! thread while the schedule's thread waits inside the annotation). A rank's step splits into
-//! its compute (the union of its kernels other than communication: recv kernels spinning
-//! while the previous stage computes count as bubble, not as communication) and the bubble,
-//! the rest; the bubble's fill before the first compute kernel is `warmup_ns`, its drain after
-//! the last `cooldown_ns`.
+//! its compute (its chunks' GPU spans, first kernel to last, and its other kernels but
+//! communication: recv kernels spinning while the previous stage computes count as bubble, not
+//! as communication) and the bubble, the rest; the bubble's fill before the first compute
+//! kernel is `warmup_ns`, its drain after the last `cooldown_ns`. The GPU idle inside a chunk
+//! (its host launching late) is compute time here, as CUDA events around the chunk measure it,
+//! and `chunk_idle_ns` says how much: another schedule does not remove it, fewer launches do.
 
 pub(crate) mod replays;
 pub(crate) mod schedules;
@@ -36,8 +38,11 @@ pub struct StageRow {
     pub stages: Vec<u32>,
     pub step: u64,
     pub step_ns: i64,
-    /// The union of its kernels other than communication.
+    /// Its chunks' GPU spans and its kernels other than communication, united.
     pub compute_ns: i64,
+    /// Of `compute_ns`, the GPU idle inside its chunks (between a chunk's kernels).
+    #[serde(default)]
+    pub chunk_idle_ns: i64,
     /// `step_ns − compute_ns`.
     pub bubble_ns: i64,
     pub bubble_pct: f64,
@@ -617,6 +622,13 @@ fn step_rows(
         .kept(input as usize)
         .map(|(_, w)| {
             let mut spans = compute.remove(&w.number).unwrap_or_default();
+            let kernels_ns = union_ns(&mut spans);
+            spans.extend(
+                chunks
+                    .iter()
+                    .filter(|c| c.step == Some(w.number))
+                    .filter_map(|c| c.gpu),
+            );
             let busy = union_ns(&mut spans);
             let first = spans.iter().map(|s| s.0).min().unwrap_or(w.end_ns);
             let last = spans.iter().map(|s| s.1).max().unwrap_or(w.start_ns);
@@ -631,6 +643,7 @@ fn step_rows(
                 step: w.number,
                 step_ns,
                 compute_ns: busy,
+                chunk_idle_ns: busy - kernels_ns,
                 bubble_ns: bubble,
                 bubble_pct: crate::analysis::numbers::pct(bubble, step_ns),
                 warmup_ns: (first - w.start_ns).clamp(0, step_ns),
