@@ -1,6 +1,7 @@
 //! Collectives that move their bytes slowly: messages large enough to run at link speed whose
 //! bus bandwidth over the transfer time stays far below the link, without a late rank to blame;
-//! and pipelines whose ranks idle in the schedule's bubble or wait on an unequal stage.
+//! pipelines whose ranks idle in the schedule's bubble or wait on an unequal stage; and DDP
+//! all-reducing every accumulation microbatch's gradients.
 
 use super::evidence as ev;
 use super::{ms, pct, Detail, Finding, Severity};
@@ -248,4 +249,42 @@ pub fn pipeline_imbalance(analysis: &Analysis) -> Vec<Finding> {
         stake,
         Detail::PipelineImbalance(evidence),
     )]
+}
+
+/// DDP all-reducing the gradients after every accumulation microbatch: all but each step's
+/// last could run under `no_sync()`.
+pub fn ddp_accumulation_sync(analysis: &Analysis) -> Vec<Finding> {
+    use crate::analysis::signals::parallelism::ParallelKind;
+    analysis
+        .parallelism
+        .iter()
+        .filter(|p| p.kind == ParallelKind::Ddp)
+        .filter_map(|p| {
+            let a = p.accumulation.as_ref()?;
+            let stake = a.avoidable_exposed_ns;
+            (stake > 0).then(|| {
+                Finding::new(
+                    severity(stake, analysis.summary.window_ns),
+                    format!(
+                        "DDP all-reduces the gradients after each of {} accumulation microbatches per step ({} step(s), ranks {:?}): all but the last could skip it under no_sync(); those all-reduces take {} of kernel time, {} of it with nothing else on the GPU ({:.1}% of the window)",
+                        a.synced_microbatches,
+                        a.steps,
+                        p.ranks,
+                        ms(a.avoidable_ns),
+                        ms(stake),
+                        pct(stake, analysis.summary.window_ns),
+                    ),
+                    stake,
+                    Detail::DdpAccumulationSync(ev::DdpAccumulation {
+                        group: p.group.clone(),
+                        ranks: p.ranks.clone(),
+                        synced_microbatches: a.synced_microbatches,
+                        steps: a.steps,
+                        avoidable_ns: a.avoidable_ns,
+                        avoidable_exposed_ns: stake,
+                    }),
+                )
+            })
+        })
+        .collect()
 }

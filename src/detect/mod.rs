@@ -118,6 +118,8 @@ pub enum FindingId {
     PipelineBubble,
     /// A pipeline's stages are unequal and moving layers off the slowest replays it faster.
     PipelineImbalance,
+    /// DDP all-reduces the gradients of every accumulation microbatch (no `no_sync()`).
+    DdpAccumulationSync,
     /// A device's peak reserved memory is >= 90% of its memory (profile_memory traces).
     MemoryPressure,
     /// (low) Peak reserved memory under 50% while the GPU is busy >= 80%: raise the batch.
@@ -287,8 +289,9 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::WarmupInWindow, "step 0 takes more than 1.5x the median of the other steps."),
     (FindingId::StragglerRank, "several ranks: with collectives matched across ranks (collectives[]), one rank starts last at most of the collectives someone was late at, and its latest arrival per step, summed over steps (what the steps lose: the others' collectives queue behind the late one) and times the other ranks, is >= 2% of the window; without matched collectives, one rank spends the least time in collectives in most steps and the others' wait is >= 2% of the window. Evidence: the arrivals per rank (times last, lateness, wait, exposed wait), the steps, each rank's communication and compute time, and whether the straggler has more GPU work or is late on its host."),
     (FindingId::SlowCollective, "several ranks matched: a collective type x size x process group of messages >= 1 MB whose bus bandwidth over the transfer time (after the last rank arrived) is under 50% of the device's link peak per direction (rules/devices.toml), with waiting <= 25% of its time. Time at stake: its transfer time above what 80% of the peak would take, times the share no other GPU work overlaps. Evidence: size, busbw, the peak, wait, transfer and how much other work ran alongside. One rank's trace alone never fires it (its bandwidth is a lower bound)."),
-    (FindingId::PipelineBubble, "pipeline parallel jobs (pipeline.stages[]): the ranks idle >= 10% of the step on average (bubble = step - the rank's compute kernel time; recv kernels spinning count as bubble) and the best replay under another schedule (pipeline.replays[]: GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble, stages as measured) saves >= 1% of the step. Time at stake: that saving's share of the step times the window. Evidence: the schedule, each rank's compute and bubble, the best replay."),
+    (FindingId::PipelineBubble, "pipeline parallel jobs (pipeline.stages[]): the ranks idle >= 10% of the step on average (bubble = step - the rank's compute: its chunks' GPU spans and other kernels; recv kernels spinning count as bubble) and the best replay under another schedule (pipeline.replays[]: GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble, stages as measured) saves >= 1% of the step. Time at stake: that saving's share of the step times the window. Evidence: the schedule, each rank's compute and bubble, the best replay."),
     (FindingId::PipelineImbalance, "pipeline parallel jobs: the ranks' compute differs by more than 1.1x and the schedule replayed with layers moved off the slowest stage (whole layers where the trace shows them: one attention kernel per layer in a forward) saves >= 1% of the step. Time at stake: that saving's share of the step times the window. Evidence: each rank's compute and bubble, its layers now and after the move."),
+    (FindingId::DdpAccumulationSync, "DDP jobs (parallelism[].accumulation): in a step, the backwards after two or more of DDP's forwards launch gradient all-reduces (>= 64 KiB): gradient accumulation without no_sync(), every microbatch's gradients all-reduced where the last one's would do. Time at stake: the all-reduce kernel time of every synced microbatch but each step's last that no other GPU work overlapped, summed over the ranks. Evidence: the group, the microbatches synced per step, the avoidable all-reduce time and its exposed part."),
     (FindingId::MemoryPressure, "(traces with profile_memory=True) a device's peak reserved GPU memory (the caching allocator's Total Reserved) is >= 90% of its memory (deviceProperties' totalGlobalMem, else rules/devices.toml). Evidence: each such device's peak allocated and reserved bytes and its memory."),
     (FindingId::MemoryHeadroom, "(low; traces with profile_memory=True) every device's peak reserved GPU memory is under 50% of its memory while the GPU is busy >= 80% of the window: a larger batch raises throughput. Evidence: the busy share and each device's peaks."),
     (FindingId::InductorFallbacks, "(info; from torch.compile logs) Inductor ran ops as ATen fallback kernels ([__perf_hints] Using FallbackKernel), with how many compiles did."),
@@ -348,6 +351,7 @@ const JOB_DETECTORS: &[(FindingId, JobDetector)] = &[
     (FindingId::SlowCollective, comms::slow_collective),
     (FindingId::PipelineBubble, comms::pipeline_bubble),
     (FindingId::PipelineImbalance, comms::pipeline_imbalance),
+    (FindingId::DdpAccumulationSync, comms::ddp_accumulation_sync),
     (
         FindingId::LowBandwidthEfficiency,
         kernels::low_bandwidth_efficiency,

@@ -9,9 +9,10 @@ use crate::with_shared;
 use serde_json::Value;
 
 const PIPELINES: [&str; 4] = ["pp_gpipe", "pp_1f1b", "pp_interleaved", "pp_unequal"];
-const RUNS: [&str; 13] = [
+const RUNS: [&str; 14] = [
     "cp",
     "ddp_accum",
+    "ddp_accum_nosync",
     "ddp_compiled",
     "fsdp2_compiled",
     "tp_compiled",
@@ -457,6 +458,7 @@ fn every_capture_s_collectives_equal_the_flight_recorders_calls() {
         "cp",
         "moe_ep",
         "ddp_accum",
+        "ddp_accum_nosync",
         "tp_compiled",
         "fsdp2_compiled",
         "ddp_compiled",
@@ -544,4 +546,70 @@ fn stdout_of_run(run: &str) -> String {
         &fixture(&format!("kineto/parallel/{run}")),
         &["--color", "never"],
     )
+}
+
+#[test]
+fn ddp_accumulation_without_no_sync_is_found_and_priced_below_what_no_sync_saved() {
+    let truth = truth();
+    let before = feed("ddp_accum");
+    let ddp = |f: &Value| {
+        f["parallelism"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "ddp")
+            .unwrap()
+            .clone()
+    };
+    // Every microbatch's backward all-reduced: as many as the capture accumulates.
+    let acc = &ddp(&before)["accumulation"];
+    assert_eq!(
+        acc["synced_microbatches"],
+        truth["ddp_accum"]["accumulation_microbatches"]
+    );
+    let finding = before["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "ddp_accumulation_sync")
+        .expect("the finding");
+    assert_eq!(finding["time_at_stake_ns"], acc["avoidable_exposed_ns"]);
+    let rec = before["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "surgery.ddp-no-sync")
+        .expect("the rung");
+    // The change applied (no_sync on all but the last microbatch): nothing to find, and the
+    // profiled step shorter by at least the predicted share of it (the prediction counts the
+    // skipped all-reduces alone, not DDP's per-parameter hooks they also skip).
+    let after = feed("ddp_accum_nosync");
+    assert!(ddp(&after)["accumulation"].is_null());
+    assert!(
+        !crate::common::feed_ids(&after, "findings").contains(&"ddp_accumulation_sync".to_string())
+    );
+    let step = |f: &Value| f["summary"]["step_ns"]["mean"].as_f64().unwrap();
+    let predicted =
+        rec["est_savings_ns"].as_f64().unwrap() / before["summary"]["window_ns"].as_f64().unwrap();
+    let measured = 1.0 - step(&after) / step(&before);
+    eprintln!(
+        "no_sync: predicted {:.1}% of the step, measured {:.1}% ({:.2} -> {:.2} ms)",
+        predicted * 100.0,
+        measured * 100.0,
+        step(&before) / 1e6,
+        step(&after) / 1e6
+    );
+    assert!(
+        predicted > 0.01 && measured >= predicted,
+        "{predicted} vs {measured}"
+    );
+    // No other DDP job is told so.
+    for f in [
+        feed("ddp_compiled"),
+        feed_of(&fixture("kineto/h100x2/ddp"), &[]),
+    ] {
+        assert!(
+            !crate::common::feed_ids(&f, "findings").contains(&"ddp_accumulation_sync".to_string())
+        );
+    }
 }

@@ -156,6 +156,18 @@ pub struct Pipeline {
 }
 impl Shape for Pipeline {}
 
+/// DDP's gradient all-reduces after every accumulation microbatch (`parallelism[].accumulation`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DdpAccumulation {
+    pub group: Option<String>,
+    pub ranks: Vec<u32>,
+    pub synced_microbatches: u32,
+    pub steps: u32,
+    pub avoidable_ns: i64,
+    pub avoidable_exposed_ns: i64,
+}
+impl Shape for DdpAccumulation {}
+
 // ---- memory ----
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -292,6 +292,7 @@ details! {
     SlowCollective(SlowCollective),
     PipelineBubble(Pipeline),
     PipelineImbalance(Pipeline),
+    DdpAccumulationSync(DdpAccumulation),
     MemoryPressure(MemoryPressure),
     MemoryHeadroom(MemoryHeadroom),
     LowBandwidthEfficiency(LowBandwidthEfficiency),

@@ -62,7 +62,7 @@ fn inside(t: &Traffic, f: Family) -> u64 {
 
 /// All-reduces of gradients move at least this much in one call (smaller ones are scalars:
 /// a loss, a norm, a flag).
-const GRADIENT_BYTES: u64 = 64 * 1024;
+pub(super) const GRADIENT_BYTES: u64 = 64 * 1024;
 
 /// One input's rows, as they are found.
 struct Rows<'a> {
@@ -85,6 +85,9 @@ impl Rows<'_> {
             ranks: Vec::new(),
             expert_load: Vec::new(),
             expert_imbalance: None,
+            accumulation: (kind == ParallelKind::Ddp)
+                .then(|| accumulation(g))
+                .flatten(),
         });
     }
 
@@ -261,6 +264,7 @@ impl Rows<'_> {
             ranks: Vec::new(),
             expert_load: Vec::new(),
             expert_imbalance: None,
+            accumulation: None,
         });
     }
 }
@@ -293,6 +297,22 @@ pub(super) fn classify(ev: &Evidence) -> Vec<Parallelism> {
     rows.rows
 }
 
+/// DDP's backward all-reduces after more than one forward of a step: every microbatch's but
+/// the last could skip them (`no_sync()`).
+fn accumulation(g: &Group) -> Option<super::Accumulation> {
+    let mut out = super::Accumulation::default();
+    for per_forward in g.synced.values().filter(|f| f.len() >= 2) {
+        out.steps += 1;
+        out.synced_microbatches = out.synced_microbatches.max(per_forward.len() as u32);
+        // All but the step's last forward's.
+        for &(ns, exposed) in per_forward.values().rev().skip(1) {
+            out.avoidable_ns += ns;
+            out.avoidable_exposed_ns += exposed;
+        }
+    }
+    (out.steps > 0).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,7 +333,7 @@ mod tests {
             desc: Some(desc.into()),
             size: Some(2),
             by_kind: by_kind.into_iter().collect(),
-            uneven: Vec::new(),
+            ..Default::default()
         }
     }
 

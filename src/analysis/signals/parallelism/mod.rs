@@ -19,7 +19,7 @@
 //! the implementation and back the kind up. One rank's trace gives its rows; a job's are the
 //! union over its ranks ([`merge`]).
 
-use crate::analysis::signals::collective_calls::{Call, CollectiveKind};
+use crate::analysis::signals::collective_calls::{covered, Call, CollectiveKind};
 use crate::analysis::time::links::Links;
 use crate::classify::Bucket;
 use crate::model::comms::CommArgs;
@@ -81,6 +81,24 @@ pub struct Parallelism {
     /// (1: balanced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expert_imbalance: Option<f64>,
+    /// DDP: gradient accumulation that all-reduces every microbatch's gradients (null when each
+    /// step's backward all-reduces once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accumulation: Option<Accumulation>,
+}
+
+/// DDP's gradients all-reduced after more than one forward of a step (feed
+/// `parallelism[].accumulation`): accumulation without `no_sync()`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Accumulation {
+    /// The most forwards of one step whose backward all-reduced gradients.
+    pub synced_microbatches: u32,
+    /// Steps with more than one.
+    pub steps: u32,
+    /// The all-reduces of every synced microbatch but each step's last: their kernel time, and
+    /// the part no other GPU work overlapped (summed over steps and ranks).
+    pub avoidable_ns: i64,
+    pub avoidable_exposed_ns: i64,
 }
 
 /// One rank's forward dispatches (feed `parallelism[].expert_load[]`).
@@ -243,9 +261,25 @@ pub(super) struct Group {
     /// The forward's all-to-alls with uneven splits, in order: (rows to each rank, rows from
     /// each rank).
     pub(super) uneven: Vec<(Vec<u64>, Vec<u64>)>,
+    /// Gradient all-reduces launched by the backward under DDP: per step, per DDP forward (its
+    /// index on the input), their (kernel ns, exposed ns).
+    pub(super) synced: BTreeMap<Option<u64>, BTreeMap<usize, (i64, i64)>>,
 }
 
 impl Group {
+    /// A backward's gradient all-reduce launched after DDP's forward `forward`.
+    fn synced_after(&mut self, call: &Call, forward: usize) {
+        let exposed = call.dur - covered(&call.busy, call.ts, call.ts + call.dur);
+        let e = self
+            .synced
+            .entry(call.step)
+            .or_default()
+            .entry(forward)
+            .or_default();
+        e.0 += call.dur;
+        e.1 += exposed;
+    }
+
     pub(super) fn traffic(&self, kinds: &[CollectiveKind]) -> Traffic {
         let mut out = Traffic::default();
         for t in kinds.iter().filter_map(|k| self.by_kind.get(k)) {
@@ -327,6 +361,15 @@ pub(crate) fn merge(ranks: &[Vec<Parallelism>]) -> Vec<Parallelism> {
                 have.implementation = have.implementation.take().or(row.implementation.clone());
                 have.mesh_dim = have.mesh_dim.take().or(row.mesh_dim.clone());
                 have.expert_load.extend(row.expert_load.iter().cloned());
+                have.accumulation = match (have.accumulation.take(), &row.accumulation) {
+                    (Some(a), Some(b)) => Some(Accumulation {
+                        synced_microbatches: a.synced_microbatches.max(b.synced_microbatches),
+                        steps: a.steps.max(b.steps),
+                        avoidable_ns: a.avoidable_ns + b.avoidable_ns,
+                        avoidable_exposed_ns: a.avoidable_exposed_ns + b.avoidable_exposed_ns,
+                    }),
+                    (a, b) => a.or(b.clone()),
+                };
             }
         }
     }
@@ -353,6 +396,45 @@ enum Mark {
 
 /// A mark's host span: (start, end, the mark).
 type MarkSpan = (i64, i64, Mark);
+
+/// Spans (start, end) sorted, those that overlap merged into one.
+fn merge_nested(v: &mut Vec<(i64, i64)>) {
+    v.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(v.len());
+    for &(s, e) in v.iter() {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    *v = merged;
+}
+
+/// Per input: its steps by start (the whole input as one step without steps), each with when
+/// its backward's last op ended.
+fn backward_ends(
+    backward_ops: &BTreeMap<u32, Vec<(i64, i64)>>,
+    step_spans: &BTreeMap<u32, Vec<(i64, i64)>>,
+) -> BTreeMap<u32, Vec<(i64, i64, Option<i64>)>> {
+    let mut last_ends = BTreeMap::new();
+    for (&input, ops) in backward_ops {
+        let mut steps: Vec<(i64, i64, Option<i64>)> = match step_spans.get(&input) {
+            Some(v) => v.iter().map(|&(s, e)| (s, e, None)).collect(),
+            None => vec![(i64::MIN, i64::MAX, None)],
+        };
+        steps.sort_unstable();
+        for &(o, end) in ops {
+            let k = steps.partition_point(|&(s, _, _)| s <= o);
+            if let Some(step) = k.checked_sub(1).map(|k| &mut steps[k]) {
+                if o <= step.1 {
+                    step.2 = Some(step.2.map_or(end, |x: i64| x.max(end)));
+                }
+            }
+        }
+        last_ends.insert(input, steps);
+    }
+    last_ends
+}
 
 fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
     let trace = src.trace;
@@ -383,6 +465,11 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
         .names
         .per_name(|n| n.starts_with("autograd::engine::evaluate_function"));
     let step_marker = trace.names.per_name(|n| n.starts_with("ProfilerStep#"));
+    let ddp_forward = trace
+        .names
+        .per_name(|n| n == "DistributedDataParallel.forward");
+    // Per input: DDP's forwards (start, end), merged where they nest (two threads record one).
+    let mut forwards: BTreeMap<u32, Vec<(i64, i64)>> = BTreeMap::new();
     // Per input: its steps' host spans, and the backward's ops (start, end).
     let mut step_spans: BTreeMap<u32, Vec<(i64, i64)>> = BTreeMap::new();
     let mut backward_ops: BTreeMap<u32, Vec<(i64, i64)>> = BTreeMap::new();
@@ -395,6 +482,12 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
         if engine[id] {
             autograd_threads.insert(key);
             backward_ops
+                .entry(host.input[h])
+                .or_default()
+                .push((host.ts_ns[h], host.end_ns(h)));
+        }
+        if ddp_forward[id] {
+            forwards
                 .entry(host.input[h])
                 .or_default()
                 .push((host.ts_ns[h], host.end_ns(h)));
@@ -418,26 +511,8 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
     for v in spans.values_mut() {
         v.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
     }
-    // Per input and step (the whole input without steps): when its backward's last op ended.
-    // Found once per input: its steps by start, each with its backward's last end (the
-    // whole input as one step without steps).
-    let mut last_ends: BTreeMap<u32, Vec<(i64, i64, Option<i64>)>> = BTreeMap::new();
-    for (&input, ops) in &backward_ops {
-        let mut steps: Vec<(i64, i64, Option<i64>)> = match step_spans.get(&input) {
-            Some(v) => v.iter().map(|&(s, e)| (s, e, None)).collect(),
-            None => vec![(i64::MIN, i64::MAX, None)],
-        };
-        steps.sort_unstable();
-        for &(o, end) in ops {
-            let k = steps.partition_point(|&(s, _, _)| s <= o);
-            if let Some(step) = k.checked_sub(1).map(|k| &mut steps[k]) {
-                if o <= step.1 {
-                    step.2 = Some(step.2.map_or(end, |x: i64| x.max(end)));
-                }
-            }
-        }
-        last_ends.insert(input, steps);
-    }
+    forwards.values_mut().for_each(merge_nested);
+    let last_ends = backward_ends(&backward_ops, &step_spans);
     let backward_end = |input: u32, t: i64| -> Option<i64> {
         let steps = last_ends.get(&input)?;
         let k = steps.partition_point(|&(s, _, _)| s <= t).checked_sub(1)?;
@@ -456,6 +531,8 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
             && src.activity_buckets[a] == Bucket::Communication
     });
     for (a, call) in kernels.zip(calls) {
+        // Which of its input's DDP forwards a backward's launch follows.
+        let mut after_forward = None;
         let site = src.links.launch[a].map_or(Site::default(), |h| {
             let h = h as usize;
             let key = (host.input[h], host.thread[h]);
@@ -465,6 +542,10 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
             site.backward = autograd_threads.contains(&key);
             site.after_backward = !site.backward
                 && backward_end(host.input[h], host.ts_ns[h]).is_some_and(|e| host.ts_ns[h] >= e);
+            after_forward = forwards.get(&host.input[h]).and_then(|f| {
+                f.partition_point(|&(s, _)| s <= host.ts_ns[h])
+                    .checked_sub(1)
+            });
             site
         });
         let kind = match call.kind {
@@ -492,6 +573,12 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
         }
         if let Some(b) = call.bytes {
             *t.bytes.entry(b).or_default() += 1;
+        }
+        let gradients = call.bytes.is_some_and(|b| b >= kinds::GRADIENT_BYTES);
+        if let (true, CollectiveKind::AllReduce, true, Some(f)) =
+            (site.backward, kind, gradients, after_forward)
+        {
+            group.synced_after(call, f);
         }
         let splits = args.and_then(|c| {
             Some((
