@@ -1,7 +1,7 @@
 //! Collectives that move their bytes slowly: messages large enough to run at link speed whose
 //! bus bandwidth over the transfer time stays far below the link, without a late rank to blame;
-//! pipelines whose ranks idle in the schedule's bubble or wait on an unequal stage; and DDP
-//! all-reducing every accumulation microbatch's gradients.
+//! pipelines whose ranks idle in the schedule's bubble or wait on an unequal stage; DDP
+//! all-reducing every accumulation microbatch's gradients; experts run as a loop of GEMMs.
 
 use super::evidence as ev;
 use super::{ms, pct, Detail, Finding, Severity};
@@ -282,6 +282,45 @@ pub fn ddp_accumulation_sync(analysis: &Analysis) -> Vec<Finding> {
                         steps: a.steps,
                         avoidable_ns: a.avoidable_ns,
                         avoidable_exposed_ns: stake,
+                    }),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The local experts run as a Python loop of GEMMs between the all-to-alls: one grouped GEMM
+/// per projection runs their work once.
+pub fn expert_gemm_loop(analysis: &Analysis) -> Vec<Finding> {
+    use crate::analysis::signals::parallelism::ParallelKind;
+    analysis
+        .parallelism
+        .iter()
+        .filter(|p| p.kind == ParallelKind::Expert)
+        .filter_map(|p| {
+            let l = p.expert_loop.as_ref()?;
+            let stake = l.avoidable_host_ns;
+            (stake > 0).then(|| {
+                Finding::new(
+                    severity(stake, analysis.summary.window_ns),
+                    format!(
+                        "the experts run as a Python loop: {} GEMM kernels between each dispatch and its combine (about {} local experts, three GEMMs each), none grouped; the host spends {} between the all-to-alls' launches over {} sections (ranks {:?}), {} of it repeating the loop for all but one expert ({:.1}% of the window)",
+                        l.gemms_per_section,
+                        l.gemms_per_section / 3,
+                        ms(l.host_ns),
+                        l.sections,
+                        p.ranks,
+                        ms(stake),
+                        pct(stake, analysis.summary.window_ns),
+                    ),
+                    stake,
+                    Detail::ExpertGemmLoop(ev::ExpertLoop {
+                        group: p.group.clone(),
+                        ranks: p.ranks.clone(),
+                        sections: l.sections,
+                        gemms_per_section: l.gemms_per_section,
+                        host_ns: l.host_ns,
+                        avoidable_host_ns: stake,
                     }),
                 )
             })

@@ -120,6 +120,8 @@ pub enum FindingId {
     PipelineImbalance,
     /// DDP all-reduces the gradients of every accumulation microbatch (no `no_sync()`).
     DdpAccumulationSync,
+    /// Expert parallel: the local experts run as a Python loop of GEMMs, not grouped GEMMs.
+    ExpertGemmLoop,
     /// A device's peak reserved memory is >= 90% of its memory (profile_memory traces).
     MemoryPressure,
     /// (low) Peak reserved memory under 50% while the GPU is busy >= 80%: raise the batch.
@@ -291,6 +293,7 @@ pub const DEFINITIONS: &[(FindingId, &str)] = &[
     (FindingId::SlowCollective, "several ranks matched: a collective type x size x process group of messages >= 1 MB whose bus bandwidth over the transfer time (after the last rank arrived) is under 50% of the device's link peak per direction (rules/devices.toml), with waiting <= 25% of its time. Time at stake: its transfer time above what 80% of the peak would take, times the share no other GPU work overlaps. Evidence: size, busbw, the peak, wait, transfer and how much other work ran alongside. One rank's trace alone never fires it (its bandwidth is a lower bound)."),
     (FindingId::PipelineBubble, "pipeline parallel jobs (pipeline.stages[]): the ranks idle >= 10% of the step on average (bubble = step - the rank's compute: its chunks' GPU spans and other kernels; recv kernels spinning count as bubble) and the best replay under another schedule (pipeline.replays[]: GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble, stages as measured) saves >= 1% of the step. Time at stake: that saving's share of the step times the window. Evidence: the schedule, each rank's compute and bubble, the best replay."),
     (FindingId::PipelineImbalance, "pipeline parallel jobs: the ranks' compute differs by more than 1.1x and the schedule replayed with layers moved off the slowest stage (whole layers where the trace shows them: one attention kernel per layer in a forward) saves >= 1% of the step. Time at stake: that saving's share of the step times the window. Evidence: each rank's compute and bubble, its layers now and after the move."),
+    (FindingId::ExpertGemmLoop, "expert parallel jobs (parallelism[].expert_loop): between each dispatch all-to-all and its combine (and their backwards) the GPU runs >= 6 GEMM kernels in the forward's median section, none of them grouped (no `group`/`moe` in the name): a Python loop over the local experts, three GEMMs each. Time at stake: the host's time between the two all-to-alls' launches, all but one expert's share of it (gemms / 3 experts), summed over sections and ranks; the recommendation caps it at the step's host and launch time. Evidence: the group, the GEMMs per section, the sections' host time."),
     (FindingId::DdpAccumulationSync, "DDP jobs (parallelism[].accumulation): in a step, the backwards after two or more of DDP's forwards launch gradient all-reduces (>= 64 KiB): gradient accumulation without no_sync(), every microbatch's gradients all-reduced where the last one's would do. Time at stake: the all-reduce kernel time of every synced microbatch but each step's last that no other GPU work overlapped, summed over the ranks. Evidence: the group, the microbatches synced per step, the avoidable all-reduce time and its exposed part."),
     (FindingId::MemoryPressure, "(traces with profile_memory=True) a device's peak reserved GPU memory (the caching allocator's Total Reserved) is >= 90% of its memory (deviceProperties' totalGlobalMem, else rules/devices.toml). Evidence: each such device's peak allocated and reserved bytes and its memory."),
     (FindingId::MemoryHeadroom, "(low; traces with profile_memory=True) every device's peak reserved GPU memory is under 50% of its memory while the GPU is busy >= 80% of the window: a larger batch raises throughput. Evidence: the busy share and each device's peaks."),
@@ -352,6 +355,7 @@ const JOB_DETECTORS: &[(FindingId, JobDetector)] = &[
     (FindingId::PipelineBubble, comms::pipeline_bubble),
     (FindingId::PipelineImbalance, comms::pipeline_imbalance),
     (FindingId::DdpAccumulationSync, comms::ddp_accumulation_sync),
+    (FindingId::ExpertGemmLoop, comms::expert_gemm_loop),
     (
         FindingId::LowBandwidthEfficiency,
         kernels::low_bandwidth_efficiency,

@@ -9,7 +9,7 @@ use crate::with_shared;
 use serde_json::Value;
 
 const PIPELINES: [&str; 4] = ["pp_gpipe", "pp_1f1b", "pp_interleaved", "pp_unequal"];
-const RUNS: [&str; 14] = [
+const RUNS: [&str; 15] = [
     "cp",
     "ddp_accum",
     "ddp_accum_nosync",
@@ -18,6 +18,7 @@ const RUNS: [&str; 14] = [
     "tp_compiled",
     "fsdp1",
     "moe_ep",
+    "moe_ep_grouped",
     "pp_1f1b",
     "pp_gpipe",
     "pp_interleaved",
@@ -457,6 +458,7 @@ fn every_capture_s_collectives_equal_the_flight_recorders_calls() {
         "fsdp1",
         "cp",
         "moe_ep",
+        "moe_ep_grouped",
         "ddp_accum",
         "ddp_accum_nosync",
         "tp_compiled",
@@ -537,7 +539,9 @@ fn the_experts_load_is_the_all_to_alls_split_sizes() {
     assert!((imbalance - most / mean).abs() < 1e-3, "{imbalance}");
     assert!(received[1] > 3.5 * received[0], "{received:?}");
     // The busiest rank's load is named, and advice to even it.
-    assert!(stdout_of_run("moe_ep").contains("the busiest rank's experts get 1.61x the mean rows"));
+    assert!(stdout_of_run("moe_ep").contains(&format!(
+        "the busiest rank's experts get {imbalance:.2}x the mean rows"
+    )));
     assert!(advice(&f).contains("Even the experts' load"));
 }
 
@@ -612,4 +616,56 @@ fn ddp_accumulation_without_no_sync_is_found_and_priced_below_what_no_sync_saved
             !crate::common::feed_ids(&f, "findings").contains(&"ddp_accumulation_sync".to_string())
         );
     }
+}
+
+#[test]
+fn experts_run_as_a_loop_are_found_and_priced_against_the_grouped_capture() {
+    let truth = truth();
+    let before = feed("moe_ep");
+    let expert = |f: &Value| {
+        f["parallelism"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "expert")
+            .unwrap()
+            .clone()
+    };
+    // Three GEMMs per local expert between each dispatch and its combine.
+    let per_rank = truth["moe_ep"]["experts_per_rank"].as_u64().unwrap();
+    let lp = &expert(&before)["expert_loop"];
+    assert_eq!(lp["gemms_per_section"].as_u64(), Some(3 * per_rank));
+    let rec = before["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "surgery.grouped-experts")
+        .expect("the rung");
+    // The change applied (torch._grouped_mm, the same weights: the same losses): no loop left,
+    // and the profiled step shorter by about the predicted share.
+    let after = feed("moe_ep_grouped");
+    assert_eq!(
+        truth["moe_ep_grouped"]["per_rank"]["0"]["losses"],
+        truth["moe_ep"]["per_rank"]["0"]["losses"]
+    );
+    assert!(expert(&after)["expert_loop"].is_null());
+    assert!(!crate::common::feed_ids(&after, "findings").contains(&"expert_gemm_loop".to_string()));
+    let step = |f: &Value| f["summary"]["step_ns"]["mean"].as_f64().unwrap();
+    let predicted =
+        rec["est_savings_ns"].as_f64().unwrap() / before["summary"]["window_ns"].as_f64().unwrap();
+    let measured = 1.0 - step(&after) / step(&before);
+    eprintln!(
+        "grouped experts: predicted {:.1}% of the step, measured {:.1}% ({:.2} -> {:.2} ms)",
+        predicted * 100.0,
+        measured * 100.0,
+        step(&before) / 1e6,
+        step(&after) / 1e6
+    );
+    assert!(
+        (predicted / measured - 1.0).abs() <= 0.5,
+        "{predicted} vs {measured}"
+    );
+    // Two experts a rank over four ranks: six GEMMs a section, still a loop.
+    let four = feed_of(&fixture("kineto/parallel4/moe_ep4"), &[]);
+    assert_eq!(expert(&four)["expert_loop"]["gemms_per_section"], 6);
 }

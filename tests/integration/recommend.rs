@@ -224,6 +224,8 @@ fn every_recommendation_fires_on_some_trace() {
     paths.push(fixture("kineto/parallel/pp_unequal"));
     // DDP with gradient accumulation, no no_sync().
     paths.push(fixture("kineto/parallel/ddp_accum"));
+    // Experts run as a Python loop of GEMMs.
+    paths.push(fixture("kineto/parallel/moe_ep"));
     // A per-parameter AdamW (foreach=False).
     paths.push(fixture("kineto/pairs/set1/gpt2_train/base.json.gz"));
     if let Some(shared) = crate::common::shared() {

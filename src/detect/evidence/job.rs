@@ -168,6 +168,18 @@ pub struct DdpAccumulation {
 }
 impl Shape for DdpAccumulation {}
 
+/// A loop over the local experts (`parallelism[].expert_loop`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExpertLoop {
+    pub group: Option<String>,
+    pub ranks: Vec<u32>,
+    pub sections: u32,
+    pub gemms_per_section: u32,
+    pub host_ns: i64,
+    pub avoidable_host_ns: i64,
+}
+impl Shape for ExpertLoop {}
+
 // ---- memory ----
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

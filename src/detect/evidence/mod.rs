@@ -293,6 +293,7 @@ details! {
     PipelineBubble(Pipeline),
     PipelineImbalance(Pipeline),
     DdpAccumulationSync(DdpAccumulation),
+    ExpertGemmLoop(ExpertLoop),
     MemoryPressure(MemoryPressure),
     MemoryHeadroom(MemoryHeadroom),
     LowBandwidthEfficiency(LowBandwidthEfficiency),

@@ -88,6 +88,9 @@ impl Rows<'_> {
             accumulation: (kind == ParallelKind::Ddp)
                 .then(|| accumulation(g))
                 .flatten(),
+            expert_loop: (kind == ParallelKind::Expert)
+                .then(|| expert_loop(g))
+                .flatten(),
         });
     }
 
@@ -265,6 +268,7 @@ impl Rows<'_> {
             expert_load: Vec::new(),
             expert_imbalance: None,
             accumulation: None,
+            expert_loop: None,
         });
     }
 }
@@ -311,6 +315,37 @@ fn accumulation(g: &Group) -> Option<super::Accumulation> {
         }
     }
     (out.steps > 0).then_some(out)
+}
+
+/// A loop over the local experts: at least this many GEMMs between a dispatch and its
+/// combine (three per expert: gate, up, down; a grouped implementation runs three in all).
+const LOOP_GEMMS: u32 = 6;
+
+/// The experts as a Python loop: the forward sections' median GEMM count reaches
+/// [`LOOP_GEMMS`] and none is a grouped GEMM. Its per-expert repetitions (all but one of the
+/// `gemms / 3` experts' share of the sections' host time) are what one grouped GEMM per
+/// projection leaves out.
+fn expert_loop(g: &Group) -> Option<super::ExpertLoop> {
+    let sections = &g.expert_sections;
+    if sections.is_empty() || sections.iter().any(|s| s.1) {
+        return None;
+    }
+    // The forward's sections come first (the backward's run after them); take the first half.
+    let forward = &sections[..sections.len().div_ceil(2)];
+    let mut counts: Vec<u32> = forward.iter().map(|s| s.0).collect();
+    counts.sort_unstable();
+    let median = counts[counts.len() / 2];
+    if median < LOOP_GEMMS {
+        return None;
+    }
+    let host: i64 = sections.iter().map(|s| s.2).sum();
+    let experts = f64::from(median / 3).max(1.0);
+    Some(super::ExpertLoop {
+        sections: sections.len() as u32,
+        gemms_per_section: median,
+        host_ns: host,
+        avoidable_host_ns: (host as f64 * (1.0 - 1.0 / experts)).round() as i64,
+    })
 }
 
 #[cfg(test)]

@@ -85,6 +85,25 @@ pub struct Parallelism {
     /// step's backward all-reduces once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accumulation: Option<Accumulation>,
+    /// Expert parallel: the local experts run as a Python loop of GEMMs (null: grouped, or not
+    /// measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_loop: Option<ExpertLoop>,
+}
+
+/// Between each dispatch and its combine (and their backwards), the GEMMs of a loop over the
+/// local experts (feed `parallelism[].expert_loop`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExpertLoop {
+    /// Sections between a dispatch and its combine measured (forward and backward).
+    pub sections: u32,
+    /// GEMM kernels in a forward section (the median): three per local expert in a loop.
+    pub gemms_per_section: u32,
+    /// The host's time from each section's first all-to-all launch to its second, summed over
+    /// sections and ranks.
+    pub host_ns: i64,
+    /// Of that, the loop's per-expert repetitions: all but one expert's share.
+    pub avoidable_host_ns: i64,
 }
 
 /// DDP's gradients all-reduced after more than one forward of a step (feed
@@ -264,9 +283,30 @@ pub(super) struct Group {
     /// Gradient all-reduces launched by the backward under DDP: per step, per DDP forward (its
     /// index on the input), their (kernel ns, exposed ns).
     pub(super) synced: BTreeMap<Option<u64>, BTreeMap<usize, (i64, i64)>>,
+    /// Its all-to-alls with uneven splits (both passes), as (kernel start, kernel end, launch
+    /// time on the host).
+    pub(super) uneven_kernels: Vec<(i64, i64, i64)>,
+    /// Between each pair of those: (GEMM kernels, any of them a grouped one, host time).
+    pub(super) expert_sections: Vec<(u32, bool, i64)>,
 }
 
 impl Group {
+    /// One call of `kind` launched at `site`.
+    fn count(&mut self, kind: CollectiveKind, site: Site, bytes: Option<u64>) {
+        let t = self.by_kind.entry(kind).or_default();
+        t.calls += 1;
+        t.backward += u64::from(site.backward);
+        t.after_backward += u64::from(site.after_backward);
+        for f in FAMILIES {
+            if site.has(f) {
+                *t.inside.entry(f).or_default() += 1;
+            }
+        }
+        if let Some(b) = bytes {
+            *t.bytes.entry(b).or_default() += 1;
+        }
+    }
+
     /// A backward's gradient all-reduce launched after DDP's forward `forward`.
     fn synced_after(&mut self, call: &Call, forward: usize) {
         let exposed = call.dur - covered(&call.busy, call.ts, call.ts + call.dur);
@@ -361,6 +401,15 @@ pub(crate) fn merge(ranks: &[Vec<Parallelism>]) -> Vec<Parallelism> {
                 have.implementation = have.implementation.take().or(row.implementation.clone());
                 have.mesh_dim = have.mesh_dim.take().or(row.mesh_dim.clone());
                 have.expert_load.extend(row.expert_load.iter().cloned());
+                have.expert_loop = match (have.expert_loop.take(), &row.expert_loop) {
+                    (Some(a), Some(b)) => Some(ExpertLoop {
+                        sections: a.sections + b.sections,
+                        gemms_per_section: a.gemms_per_section.max(b.gemms_per_section),
+                        host_ns: a.host_ns + b.host_ns,
+                        avoidable_host_ns: a.avoidable_host_ns + b.avoidable_host_ns,
+                    }),
+                    (a, b) => a.or(b.clone()),
+                };
                 have.accumulation = match (have.accumulation.take(), &row.accumulation) {
                     (Some(a), Some(b)) => Some(Accumulation {
                         synced_microbatches: a.synced_microbatches.max(b.synced_microbatches),
@@ -562,18 +611,7 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
             group.desc = group.desc.take().or(c.process_group_desc.clone());
             group.size = group.size.or(c.group_size.filter(|&n| n > 1));
         }
-        let t = group.by_kind.entry(kind).or_default();
-        t.calls += 1;
-        t.backward += u64::from(site.backward);
-        t.after_backward += u64::from(site.after_backward);
-        for f in FAMILIES {
-            if site.has(f) {
-                *t.inside.entry(f).or_default() += 1;
-            }
-        }
-        if let Some(b) = call.bytes {
-            *t.bytes.entry(b).or_default() += 1;
-        }
+        group.count(kind, site, call.bytes);
         let gradients = call.bytes.is_some_and(|b| b >= kinds::GRADIENT_BYTES);
         if let (true, CollectiveKind::AllReduce, true, Some(f)) =
             (site.backward, kind, gradients, after_forward)
@@ -586,11 +624,72 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
                 CommArgs::splits(c.out_splits.as_deref())?,
             ))
         });
+        if let (Some(_), Some(h)) = (splits.as_ref(), src.links.launch[a]) {
+            group
+                .uneven_kernels
+                .push((call.ts, call.ts + call.dur, host.ts_ns[h as usize]));
+        }
         if let (Some(s), false, false) = (splits, site.backward, site.after_backward) {
             group.uneven.push(s);
         }
     }
+    expert_sections(src, &mut out);
     out
+}
+
+/// Between each pair of a group's uneven all-to-alls on an input (a dispatch and its combine,
+/// or the combine's backward and the dispatch's), the GEMM kernels that ran on the GPU, whether
+/// one is a grouped GEMM (its name says `group` or `moe`), and the host's time between the two
+/// launches.
+fn expert_sections(src: &Sources, out: &mut [Evidence]) {
+    if out
+        .iter()
+        .all(|e| e.groups.values().all(|g| g.uneven_kernels.len() < 2))
+    {
+        return;
+    }
+    let acts = &src.trace.activities;
+    // Per input: its GEMM kernels (start, grouped?) by start.
+    let mut gemms: BTreeMap<u32, Vec<(i64, bool)>> = BTreeMap::new();
+    let grouped = src.trace.names.per_name(|n| {
+        let n = n.to_ascii_lowercase();
+        n.contains("group") || n.contains("moe")
+    });
+    for a in 0..acts.len() {
+        if src.in_scope[a]
+            && acts.kind[a] == ActivityKind::Kernel
+            && src.activity_buckets[a] == Bucket::Gemm
+        {
+            gemms
+                .entry(acts.input[a])
+                .or_default()
+                .push((acts.ts_ns[a], grouped[acts.name[a].index()]));
+        }
+    }
+    for v in gemms.values_mut() {
+        v.sort_unstable();
+    }
+    for (input, ev) in out.iter_mut().enumerate() {
+        let mine = gemms.get(&(input as u32)).map_or(&[][..], Vec::as_slice);
+        for g in ev.groups.values_mut() {
+            g.uneven_kernels.sort_unstable();
+            g.expert_sections = g
+                .uneven_kernels
+                .chunks_exact(2)
+                .map(|pair| {
+                    let (from, to) = (pair[0].1, pair[1].0);
+                    let lo = mine.partition_point(|&(t, _)| t < from);
+                    let hi = mine.partition_point(|&(t, _)| t < to);
+                    let inside = &mine[lo..hi.max(lo)];
+                    (
+                        inside.len() as u32,
+                        inside.iter().any(|&(_, grouped)| grouped),
+                        (pair[1].2 - pair[0].2).max(0),
+                    )
+                })
+                .collect();
+        }
+    }
 }
 
 const FAMILIES: [Family; 14] = [
