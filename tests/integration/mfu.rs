@@ -214,3 +214,25 @@ fn recomputation_found_in_the_corpus_checkpointing_trace() {
         }
     });
 }
+
+#[test]
+fn grouped_gemm_flops_equal_the_expert_loops_on_the_same_routing() {
+    // The same MoE, weights and batch (identical losses), its experts once as a Python loop
+    // of GEMMs and once as torch._grouped_mm: the grouped run counts the loop's FLOPs, plus
+    // the rows padding each expert's group to 16 (at most 15 x 4 experts of ~1,700 rows).
+    let flops = |run: &str| {
+        let f = feed_of(&fixture(&format!("kineto/parallel/{run}")), &[]);
+        assert_eq!(f["summary"]["mfu_lower_bound"], false, "{run}");
+        assert!(
+            f["summary"]["flops_missing"].as_array().unwrap().is_empty(),
+            "{run}"
+        );
+        num(&f["summary"], "model_flops_per_step")
+    };
+    let (looped, grouped) = (flops("moe_ep"), flops("moe_ep_grouped"));
+    eprintln!("loop {looped:.4e} vs grouped {grouped:.4e} FLOPs per step");
+    assert!(
+        grouped >= looped && grouped / looped - 1.0 < 0.035,
+        "{looped} vs {grouped}"
+    );
+}

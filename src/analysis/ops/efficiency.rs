@@ -52,6 +52,21 @@ pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {
         "aten::addmm" | "aten::baddbmm" | "aten::_addmm_activation" => {
             mm(dims.get(1)?, dims.get(2)?)
         }
+        // Grouped GEMMs (MoE experts): `offs` splits one operand's rows (or columns) among
+        // the groups, so the groups' FLOPs add up to the whole operand's.
+        "aten::_grouped_mm" | "aten::_scaled_grouped_mm" => {
+            let (a, b) = (dims.first()?, dims.get(1)?);
+            match (a.len(), b.len()) {
+                // [M, K] x [G, K, N]: each row meets one group's weight.
+                (2, 3) if a[1] == b[1] => Some(2.0 * fprod(&[a[0], a[1], b[2]])),
+                // [G, M, K] x [K, N]: each column block meets one group.
+                (3, 2) if a[2] == b[0] => Some(2.0 * fprod(&[a[1], a[2], b[1]])),
+                // [P, M] x [M, Q] split along M (the weight gradient), and [G, M, K] x
+                // [G, K, N]: as a plain (batched) matmul.
+                (2, 2) | (3, 3) => mm(a, b),
+                _ => None,
+            }
+        }
         "aten::linear" => {
             // input [..., K], weight [N, K]
             let (x, w) = (dims.first()?, dims.get(1)?);
@@ -357,6 +372,30 @@ mod tests {
             "NVIDIA A100 SXM"
         );
         assert!(device_for("AMD Radeon Graphics").is_none());
+    }
+
+    #[test]
+    fn grouped_gemm_flops_add_up_the_groups() {
+        // A captured MoE layer (torch._grouped_mm, 4 experts, 1776 routed rows): the forward
+        // and the input gradient are 2D x 3D, the weight gradient 2D x 2D.
+        let fwd = gemm_flops("aten::_grouped_mm", "[[1776,512],[4,512,1408],[4],[],[]]");
+        assert_eq!(fwd, Some(2.0 * 1776.0 * 512.0 * 1408.0));
+        let dgrad = gemm_flops("aten::_grouped_mm", "[[1776,1408],[4,1408,512],[4],[],[]]");
+        assert_eq!(dgrad, fwd);
+        let wgrad = gemm_flops("aten::_grouped_mm", "[[1408,1776],[1776,512],[4],[],[]]");
+        assert_eq!(wgrad, fwd);
+        assert_eq!(
+            gemm_flops("aten::_grouped_mm", "[[4,64,32],[4,32,16],[],[],[]]"),
+            Some(2.0 * 4.0 * 64.0 * 32.0 * 16.0)
+        );
+        assert_eq!(
+            gemm_flops("aten::_grouped_mm", "[[4,64,32],[32,16],[4],[],[]]"),
+            Some(2.0 * 64.0 * 32.0 * 16.0)
+        );
+        assert_eq!(
+            gemm_flops("aten::_grouped_mm", "[[1776,512],[4,256,1408]]"),
+            None
+        );
     }
 
     #[test]
