@@ -23,3 +23,16 @@ pub fn median(values: &[i64]) -> f64 {
         (v[v.len() / 2 - 1] as f64 + v[v.len() / 2] as f64) / 2.0
     }
 }
+
+/// Time spans (start, end) sorted, those that overlap or touch merged into one.
+pub fn merge_spans(v: &mut Vec<(i64, i64)>) {
+    v.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(v.len());
+    for &(s, e) in v.iter() {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    *v = merged;
+}

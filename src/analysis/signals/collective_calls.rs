@@ -163,17 +163,8 @@ impl Busy {
                     .push((acts.ts_ns[a], acts.end_ns(a)));
             }
         }
-        for v in per.values_mut() {
-            v.sort_unstable();
-            let mut merged: Vec<(i64, i64)> = Vec::with_capacity(v.len());
-            for &(s, e) in v.iter() {
-                match merged.last_mut() {
-                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                    _ => merged.push((s, e)),
-                }
-            }
-            *v = merged;
-        }
+        per.values_mut()
+            .for_each(crate::analysis::numbers::merge_spans);
         Busy(per)
     }
 

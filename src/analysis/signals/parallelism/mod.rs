@@ -446,19 +446,6 @@ enum Mark {
 /// A mark's host span: (start, end, the mark).
 type MarkSpan = (i64, i64, Mark);
 
-/// Spans (start, end) sorted, those that overlap merged into one.
-fn merge_nested(v: &mut Vec<(i64, i64)>) {
-    v.sort_unstable();
-    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(v.len());
-    for &(s, e) in v.iter() {
-        match merged.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => merged.push((s, e)),
-        }
-    }
-    *v = merged;
-}
-
 /// Per input: its steps by start (the whole input as one step without steps), each with when
 /// its backward's last op ended.
 fn backward_ends(
@@ -560,7 +547,9 @@ fn evidence(src: &Sources, calls: &[Call]) -> Vec<Evidence> {
     for v in spans.values_mut() {
         v.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
     }
-    forwards.values_mut().for_each(merge_nested);
+    forwards
+        .values_mut()
+        .for_each(crate::analysis::numbers::merge_spans);
     let last_ends = backward_ends(&backward_ops, &step_spans);
     let backward_end = |input: u32, t: i64| -> Option<i64> {
         let steps = last_ends.get(&input)?;

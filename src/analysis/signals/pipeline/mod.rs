@@ -393,15 +393,8 @@ fn chunks(src: &Sources, input: u32) -> Vec<Chunk> {
     kernels.sort_unstable();
     let (autograd, optimizer) = threads_and_optimizer(trace, input);
     // The optimizer's spans, merged and sorted: a launch inside one is no chunk's.
-    let mut optimizer = optimizer;
-    optimizer.sort_unstable();
-    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(optimizer.len());
-    for (s, e) in optimizer {
-        match merged.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => merged.push((s, e)),
-        }
-    }
+    let mut merged = optimizer;
+    crate::analysis::numbers::merge_spans(&mut merged);
     kernels.retain(|&(t, _)| {
         let k = merged.partition_point(|&(s, _)| s <= t);
         k == 0 || merged[k - 1].1 < t
