@@ -97,6 +97,7 @@ def _options(
     iteration_marker: Optional[str] = None,
     phase: Optional[str] = None,
     what_if: Union[str, Sequence[str], None] = None,
+    flex_density: Optional[float] = None,
 ) -> Dict[str, Any]:
     if what_if is None:
         what_if = []
@@ -118,6 +119,7 @@ def _options(
         "iteration_marker": None if iteration_marker is None else str(iteration_marker),
         "phase": None if phase is None else str(phase),
         "what_if": [str(w) for w in what_if],
+        "flex_density": None if flex_density is None else float(flex_density),
     }
 
 
@@ -150,6 +152,9 @@ _OPTIONS_DOC = """
     what_if: recommendation ids (a list, or one comma-separated string) whose changes are
         replayed together on the step model (``--what-if``): ``Report.what_if`` has the
         replayed steps and their critical path.
+    flex_density: the share (0 to 1] of query-key blocks flex attention's block masks keep
+        (``--flex-density``; ``1 - BlockMask.sparsity() / 100``). The trace does not record it:
+        without it flex attention counts dense and ``summary.mfu_upper_bound`` is true.
 """
 
 

@@ -49,6 +49,7 @@ class _Options(TypedDict, total=False):
     iteration_marker: Optional[str]
     phase: Optional[str]
     what_if: Union[str, Sequence[str], None]
+    flex_density: Optional[float]
 
 class Report:
     def __init__(self, native: Any) -> None: ...

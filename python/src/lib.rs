@@ -64,6 +64,7 @@ struct Options {
     iteration_marker: Option<String>,
     phase: Option<String>,
     what_if: Vec<String>,
+    flex_density: Option<f64>,
 }
 
 /// A step range argument (`"2..10"`), or None.
@@ -111,6 +112,13 @@ impl Options {
             ),
             None => None,
         };
+        if let Some(d) = self.flex_density {
+            if !(d > 0.0 && d <= 1.0) {
+                return Err(PyValueError::new_err(format!(
+                    "flex_density={d}: the share of blocks the mask keeps, in (0, 1]"
+                )));
+            }
+        }
         if self.threads == Some(0) {
             return Err(PyValueError::new_err("threads must be at least 1"));
         }
@@ -127,6 +135,7 @@ impl Options {
                 op_series: false,
                 what_if: Vec::new(),
                 replay_profiled: false,
+                flex_density: self.flex_density,
             },
             strict: self.strict,
             force_format,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,24 @@ def test_regions_and_mfu_reach_python() -> None:
     seconds = summary["step_ns"]["mean"] / 1e9
     expect = summary["model_flops_per_step"] / (seconds * summary["peak_flops"]) * 100
     assert abs(summary["mfu_pct"] - expect) < 1e-3
+
+
+def test_flex_density_reaches_the_flop_count() -> None:
+    # Compiled flex_attention with a causal BlockMask (H200): the trace has no density, so flex
+    # counts dense and MFU is an upper bound until the mask's density is given.
+    trace = "fixtures/kineto/h200_kernels/flex_train.json.gz"
+    truth = json.loads((FIXTURES / "kineto" / "h200_kernels" / "truth.json").read_text())
+    t = truth["flex_train"]
+    dense = rc.analyze(trace)["summary"]
+    assert dense["mfu_upper_bound"] is True
+    assert dense["model_flops_per_step"] == t["hand_flops_per_step_dense"]
+    density = t["block_mask_density"]
+    masked = rc.analyze(trace, flex_density=density)
+    assert canonical(masked) == canonical(cli_feed(["--flex-density", str(density), trace]))
+    assert masked["summary"]["mfu_upper_bound"] is False
+    assert abs(masked["summary"]["model_flops_per_step"] - t["hand_flops_per_step_masked"]) < 1
+    with pytest.raises(ValueError, match="flex_density"):
+        rc.analyze(trace, flex_density=0)
 
 
 def test_diff_applied_equals_the_cli() -> None:

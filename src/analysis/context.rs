@@ -52,6 +52,9 @@ pub struct AnalysisOptions {
     /// Replays keep the profiler's own cost: they predict the step as a profile shows it (a
     /// `diff` of two profiles compares such steps).
     pub replay_profiled: bool,
+    /// The share of query-key blocks flex attention's block masks keep (`--flex-density`):
+    /// not in the trace, so flex attention counts dense (an upper bound) without it.
+    pub flex_density: Option<f64>,
 }
 
 impl Default for AnalysisOptions {
@@ -68,6 +71,7 @@ impl Default for AnalysisOptions {
             iteration_marker: None,
             phase: None,
             op_series: false,
+            flex_density: None,
         }
     }
 }
@@ -325,6 +329,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
             &classified,
             &activity_buckets,
             &in_scope,
+            opts.flex_density,
         )
     } else {
         Default::default()
@@ -340,6 +345,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         (&op_tables.flops, &steps_per_input),
         (summary.step_ns.as_ref().map(|s| s.mean), summary.window_ns),
         &tables.buckets,
+        &parts.phases,
     );
     let analysis = Analysis {
         inputs: inputs_with_warnings(

@@ -370,6 +370,7 @@ fn summary(
         (&p.flops, &p.steps_per_input),
         (summary.step_ns.as_ref().map(|s| s.mean), summary.window_ns),
         &tables.buckets,
+        &p.phases,
     );
     summary
 }

@@ -18,6 +18,12 @@ pub struct DevicePeaks {
     pub bf16: Option<f64>,
     pub fp16: Option<f64>,
     pub fp8: Option<f64>,
+    /// The microscaling (OCP MX) FP6 and FP4 peaks, where the device has them (CDNA 4,
+    /// Blackwell); none on Hopper or CDNA 3.
+    #[serde(default)]
+    pub fp6: Option<f64>,
+    #[serde(default)]
+    pub fp4: Option<f64>,
     pub hbm_gbps: Option<f64>,
     /// Strides that are multiples of this many bytes hotspot memory channels (MI300).
     #[serde(default)]
@@ -97,7 +103,8 @@ pub fn peaks_of<'t>(
         .or_else(|| device.arch.as_deref().and_then(|a| find_device(table, a)))
 }
 
-/// The data type a GEMM computes in.
+/// The data type a GEMM computes in. New variants go last: the FLOP tallies of partial files
+/// are keyed by it, and their order is the tie-break of the dominant type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Dtype {
     Fp32,
@@ -105,6 +112,9 @@ pub enum Dtype {
     Bf16,
     Fp16,
     Fp8,
+    /// OCP MX FP6 (`e2m3` / `e3m2`) and FP4 (`e2m1`, packed two a byte in torch).
+    Fp6,
+    Fp4,
 }
 
 impl Dtype {
@@ -117,15 +127,23 @@ impl Dtype {
             Dtype::Bf16 => "bf16",
             Dtype::Fp16 => "fp16",
             Dtype::Fp8 => "fp8",
+            Dtype::Fp6 => "fp6",
+            Dtype::Fp4 => "fp4",
         }
     }
-    /// Bytes per element of the operands.
-    pub fn bytes(self) -> i64 {
+    /// Bits per element of the operands.
+    pub fn bits(self) -> i64 {
         match self {
-            Dtype::Fp8 => 1,
-            Dtype::Bf16 | Dtype::Fp16 => 2,
-            Dtype::Fp32 | Dtype::Tf32 => 4,
+            Dtype::Fp4 => 4,
+            Dtype::Fp6 => 6,
+            Dtype::Fp8 => 8,
+            Dtype::Bf16 | Dtype::Fp16 => 16,
+            Dtype::Fp32 | Dtype::Tf32 => 32,
         }
+    }
+    /// Bytes per element, rounded up (strides and rows are whole bytes).
+    pub fn bytes(self) -> i64 {
+        (self.bits() + 7) / 8
     }
 }
 
@@ -137,6 +155,8 @@ impl DevicePeaks {
             Dtype::Bf16 => self.bf16,
             Dtype::Fp16 => self.fp16,
             Dtype::Fp8 => self.fp8,
+            Dtype::Fp6 => self.fp6,
+            Dtype::Fp4 => self.fp4,
         }
     }
 }

@@ -120,6 +120,12 @@ pub struct ComputeArgs {
     #[arg(long, value_enum)]
     pub phase: Option<PhaseArg>,
 
+    /// The share (0 to 1] of query-key blocks that flex attention's block masks keep (a
+    /// causal mask: about 0.5; `BlockMask.sparsity()` gives 100 x (1 - density)). The trace
+    /// does not record it: without it flex attention counts dense and MFU is an upper bound.
+    #[arg(long, value_name = "F")]
+    pub flex_density: Option<f64>,
+
     /// Skip attributing GPU time to ops, modules and source lines (kernel-name buckets only;
     /// no op view, no GEMM efficiency): a little faster on huge traces.
     #[arg(long)]
@@ -410,6 +416,11 @@ pub(super) fn config(
     if !(c.dispatch_threshold_us >= 0.0 && c.dispatch_threshold_us.is_finite()) {
         bail!("--dispatch-threshold-us must be a non-negative number");
     }
+    if let Some(d) = c.flex_density {
+        if !(d > 0.0 && d <= 1.0) {
+            bail!("--flex-density must be in (0, 1], the share of blocks the mask keeps; got {d}");
+        }
+    }
     Ok(Config {
         analysis: AnalysisOptions {
             top: args.top,
@@ -423,6 +434,7 @@ pub(super) fn config(
             op_series: false,
             what_if: Vec::new(),
             replay_profiled: false,
+            flex_density: c.flex_density,
         },
         strict: c.strict,
         force_format: c.input_format.format(),

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 /// What every partial says it is.
 pub const PARTIAL_FORMAT: &str = "rocprof-classify-partial";
 /// Bumped on any change of a field or of what a number means.
-pub const PARTIAL_VERSION: u32 = 8;
+pub const PARTIAL_VERSION: u32 = 9;
 
 /// The options a rank was analyzed with: partials merge only with the same.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,6 +32,9 @@ pub struct Settings {
     /// `--iteration-marker` and `--phase`.
     pub iteration_marker: Option<String>,
     pub phase: Option<crate::analysis::time::phases::Phase>,
+    /// `--flex-density` as given (a string: settings compare exactly).
+    #[serde(default)]
+    pub flex_density: Option<String>,
     /// FNV-1a over the loaded rules: classification, op and library rules, device table.
     pub rules: String,
 }
@@ -61,6 +64,7 @@ impl Settings {
             attribution: opts.attribution,
             iteration_marker: opts.iteration_marker.clone(),
             phase: opts.phase,
+            flex_density: opts.flex_density.map(|d| d.to_string()),
             rules: format!("{h:016x}"),
         }
     }

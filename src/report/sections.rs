@@ -693,6 +693,25 @@ pub fn mfu_line(run: &Run) -> Option<String> {
             ops.join(", ")
         ));
     }
+    if m.mfu_upper_bound {
+        line.push_str(
+            "; an upper bound: flex attention counted dense (its block mask's density is not \
+             in the trace: --flex-density)",
+        );
+    }
+    if let (Some(mixed), Some(pct)) = (m.mfu_mixed_pct, m.mfu_pct) {
+        if (mixed - pct).abs() >= 0.05 {
+            line.push_str(&format!("; {mixed:.1}% with each type at its own peak"));
+        }
+    }
+    if let Some(ceiling) = m.mfu_ceiling_pct {
+        line.push_str(&format!(
+            "; the best GEMM shape ran at {ceiling:.0}% of peak"
+        ));
+    }
+    if let Some(hbm) = m.hbm_util_pct {
+        line.push_str(&format!("; decode: {hbm:.1}% of the HBM bandwidth peak"));
+    }
     Some(line)
 }
 

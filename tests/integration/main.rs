@@ -43,6 +43,7 @@ mod fuzz_regressions;
 mod graphs;
 mod h100;
 mod invariants;
+mod kernel_flops;
 mod layers;
 mod memory;
 mod mfu;

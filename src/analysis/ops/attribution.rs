@@ -57,6 +57,7 @@ pub fn ops(
     classified: &Classified,
     buckets: &[Bucket],
     in_scope: &[bool],
+    flex_density: Option<f64>,
 ) -> OpTables {
     let host = &trace.host;
     let threads = &index.threads;
@@ -181,7 +182,7 @@ pub fn ops(
                 nested: false,
             };
             if calls.add_composite((outer, execution), at, span, || {
-                composite_call(trace, outer, peaks)
+                composite_call(trace, outer, peaks, flex_density)
             }) {
                 in_composite = true;
                 break;
@@ -213,7 +214,7 @@ pub fn ops(
             calls.add_memory((h, execution), at, span, || memory_call(trace, h, peaks));
         }
     }
-    let (by_shape, memory_shapes) = calls.rates(trace, &mut acc, &mut tallies);
+    let (by_shape, memory_shapes) = calls.rates(trace, &mut acc, &mut tallies, flex_density);
     add_missing(trace, missing, &mut tallies);
     let (totals, shapes) = totals(trace, acc, no_op, by_shape);
     OpTables {
@@ -584,6 +585,7 @@ impl Calls {
         trace: &Trace,
         acc: &mut BTreeMap<NameId, Acc>,
         tallies: &mut [FlopTally],
+        flex_density: Option<f64>,
     ) -> (BTreeMap<(NameId, NameId), ShapeAcc>, MemoryByShape) {
         let mut by_shape: BTreeMap<(NameId, NameId), ShapeAcc> = BTreeMap::new();
         let mut memory_shapes = MemoryByShape::new();
@@ -607,7 +609,9 @@ impl Calls {
             .into_sorted()
             .map(timed)
             .collect();
-        for (c, ns, _) in memory {
+        for (c, ns, rec) in memory {
+            let input = trace.host.input[rec.key.0 as usize] as usize;
+            tallies[input].add_bytes(c.bytes(), ns);
             acc.entry(c.op).or_default().add_bytes(&c, ns);
             let m = memory_shapes
                 .entry((c.op, c.dims, c.types, c.inductor))
@@ -615,16 +619,33 @@ impl Calls {
             m.0 += 1;
             m.1.add_call(&c, ns);
         }
-        for (c, ns, rec) in self
-            .gemm
-            .into_sorted()
-            .chain(self.composite.into_sorted())
-            .map(timed)
-        {
+        // Per (input, op, shapes) of GEMM calls: time, FLOPs and FLOPs at peak, for the best
+        // rate the input's GEMMs reached.
+        let mut gemm_rates: BTreeMap<(u32, NameId, NameId), (i64, f64, f64)> = BTreeMap::new();
+        let gemms = self.gemm.into_sorted().map(|c| (c, true));
+        let composites = self.composite.into_sorted().map(|c| (c, false));
+        for ((c, ns, rec), is_gemm) in gemms.chain(composites).map(|(c, g)| (timed(c), g)) {
+            let input = trace.host.input[rec.key.0 as usize];
+            let op_name = trace.names.get(c.op);
+            if !is_gemm && efficiency::is_attention_op(op_name) {
+                let dims = trace.names.get(c.dims);
+                tallies[input as usize].add_attention(op_name, dims, c.dtype, ns, rec.at.nested);
+            }
+            if is_gemm && !rec.at.nested {
+                if let Some(p) = c.peak_tflops() {
+                    let r = gemm_rates.entry((input, c.op, c.dims)).or_default();
+                    r.0 += ns;
+                    r.1 += c.flops;
+                    r.2 += ns as f64 * p * 1e3;
+                }
+            }
             // The step's FLOPs count every call its shapes describe, however fast it looked.
             if !rec.at.nested && c.model_flops.is_finite() {
-                let input = trace.host.input[rec.key.0 as usize];
                 let t = &mut tallies[input as usize];
+                t.add_bytes(c.bytes(), ns);
+                if flex_density.is_none() && efficiency::flex_attention_factor(op_name).is_some() {
+                    t.dense_flex_flops += c.model_flops;
+                }
                 t.executed += c.model_flops;
                 *t.by_dtype.entry(c.dtype).or_default() += c.model_flops;
                 if rec.at.phase == CallPhase::ForwardInBackward
@@ -660,6 +681,7 @@ impl Calls {
                 e.peak_flops += ns as f64 * p * 1e3;
             }
         }
+        super::calls::best_gemm_rates(gemm_rates, tallies);
         (by_shape, memory_shapes)
     }
 }

@@ -64,9 +64,12 @@ pub(crate) fn gemm_call(
         .filter(|i| i.flop.is_some_and(|f| f > 0.0));
     let flops = match &template {
         Some(t) => t.flop?,
-        None => (dims != NameId::NONE)
-            .then(|| efficiency::gemm_flops(name, trace.names.get(dims)))
-            .flatten()?,
+        None => {
+            (dims != NameId::NONE)
+                .then(|| efficiency::gemm_flops(name, trace.names.get(dims)))
+                .flatten()?
+                * efficiency::packed_k_factor(trace.names.get(host.input_types(h)))
+        }
     };
     let dtype = efficiency::compute_dtype(
         efficiency::dtype_of(trace.names.get(host.input_types(h)))?,
@@ -136,19 +139,26 @@ pub(crate) fn composite_call(
     trace: &Trace,
     outer: usize,
     peaks: Option<&efficiency::DevicePeaks>,
+    flex_density: Option<f64>,
 ) -> Option<Call> {
     let host = &trace.host;
     let name = host.name[outer];
     let dims = host.input_dims(outer);
-    let flops = (dims != NameId::NONE)
-        .then(|| {
-            efficiency::composite_flops(
-                trace.names.get(name),
-                trace.names.get(dims),
-                trace.names.get(host.concrete_inputs(outer)),
-            )
-        })
-        .flatten()?;
+    // Flex attention computes only the blocks its mask keeps: the user's density, else dense.
+    let density = match efficiency::flex_attention_factor(trace.names.get(name)) {
+        Some(_) => flex_density.unwrap_or(1.0),
+        None => 1.0,
+    };
+    let flops = density
+        * (dims != NameId::NONE)
+            .then(|| {
+                efficiency::composite_flops(
+                    trace.names.get(name),
+                    trace.names.get(dims),
+                    trace.names.get(host.concrete_inputs(outer)),
+                )
+            })
+            .flatten()?;
     let dtype = efficiency::compute_dtype(
         efficiency::dtype_of(trace.names.get(host.input_types(outer)))?,
         peaks,
@@ -165,7 +175,7 @@ pub(crate) fn composite_call(
             trace.names.get(name),
             trace.names.get(dims),
         )
-        .unwrap_or(flops),
+        .map_or(flops, |f| f * density),
         peak_gbps: hbm_gbps(peaks),
         types: NameId::NONE,
         inductor: NameId::NONE,
@@ -323,9 +333,59 @@ pub struct FlopTally {
     pub recomputed_calls: u64,
     /// FLOPs per compute type (the type with the most picks the peak).
     pub by_dtype: BTreeMap<efficiency::Dtype, f64>,
+    /// FLOPs of flex attention counted dense, its block mask's density not given: the step's
+    /// FLOPs, and MFU, are then an upper bound.
+    #[serde(default)]
+    pub dense_flex_flops: f64,
+    /// Bytes the counted calls (GEMM, attention, memory-bound ops) moved, where known: HBM
+    /// traffic at least once per operand, for the bandwidth utilization of decode.
+    #[serde(default)]
+    pub bytes: f64,
+    /// The GPU time of the calls whose bytes are known (how much of the step they describe).
+    #[serde(default)]
+    pub bytes_ns: i64,
+    /// The best rate a GEMM shape holding at least 1% of the GEMM time reached, as a fraction
+    /// of its device's dense peak for its type: what the step's FLOPs could run at.
+    #[serde(default)]
+    pub best_gemm_fraction: Option<f64>,
+    /// Attention calls whose query is one token a sequence (decode) against a longer key, and
+    /// all attention calls with shapes.
+    #[serde(default)]
+    pub decode_attention_calls: u64,
+    #[serde(default)]
+    pub attention_calls: u64,
     /// GEMM, attention and convolution GPU time whose op gave no FLOPs (no recorded shapes, an
     /// op the counter does not know, a Triton template), by the launching op's name.
     pub missing_ns: BTreeMap<String, i64>,
+}
+
+impl FlopTally {
+    /// A call's bytes, when known, and its time.
+    pub(crate) fn add_bytes(&mut self, bytes: Option<f64>, ns: i64) {
+        if let Some(b) = bytes {
+            self.bytes += b;
+            self.bytes_ns += ns;
+        }
+    }
+
+    /// An attention call: whether it decodes, and its bytes for the step's HBM traffic only
+    /// (attention rows keep their FLOP roof); a call nested in a counted one adds no bytes.
+    pub(crate) fn add_attention(
+        &mut self,
+        op: &str,
+        dims: &str,
+        dtype: efficiency::Dtype,
+        ns: i64,
+        nested: bool,
+    ) {
+        if !nested {
+            self.add_bytes(efficiency::attention_bytes(op, dims, dtype), ns);
+        }
+        self.attention_calls += 1;
+        if efficiency::attention_is_decode(op, dims) {
+            self.decode_attention_calls += 1;
+        }
+    }
 }
 
 /// Bytes moved by an op's calls whose bytes are known, their time, and the time weighted by
@@ -374,6 +434,28 @@ impl Bandwidth {
             // GB/s = bytes per ns.
             self.peak_bytes += ns as f64 * c.peak_gbps;
             self.ns_at_known_peak += ns;
+        }
+    }
+}
+
+/// Each input's best GEMM rate as a fraction of peak, among the (op, shapes) holding at least
+/// 1% of its GEMM time (a tiny shape's rate says little), into its tally.
+pub(crate) fn best_gemm_rates(
+    rates: BTreeMap<(u32, NameId, NameId), (i64, f64, f64)>,
+    tallies: &mut [FlopTally],
+) {
+    let mut total: BTreeMap<u32, i64> = BTreeMap::new();
+    for (&(input, ..), r) in &rates {
+        *total.entry(input).or_default() += r.0;
+    }
+    for ((input, ..), (ns, flops, at_peak)) in rates {
+        if ns * 100 < total[&input] || at_peak <= 0.0 {
+            continue;
+        }
+        let fraction = (flops / at_peak).min(1.0);
+        let best = &mut tallies[input as usize].best_gemm_fraction;
+        if best.is_none_or(|b| fraction > b) {
+            *best = Some(fraction);
         }
     }
 }

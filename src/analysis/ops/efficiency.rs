@@ -2,6 +2,12 @@
 //! from `Input type`, and the peak of the device it ran on from `rules/devices.toml` (datasheet
 //! figures, matched on the trace's device name or arch).
 
+pub use super::attention_flops::{
+    attention_bytes, attention_is_decode, attention_model_flops, flex_attention_factor,
+    is_attention_op,
+};
+pub use super::shapes::dims_of;
+use super::shapes::{concrete_of, fprod, int_list};
 pub use crate::classify::devices::{find_device, DevicePeaks, Dtype};
 pub use crate::model::ops::is_gemm_op;
 
@@ -23,18 +29,18 @@ pub fn dtype_of(input_types: &str) -> Option<Dtype> {
         "c10::BFloat16" => Dtype::Bf16,
         "c10::Half" => Dtype::Fp16,
         "float" => Dtype::Fp32,
+        // e8m0 is a scale type (MX block scales), never an operand's.
+        t if t.starts_with("c10::Float8_e8m0") => return None,
         t if t.starts_with("c10::Float8") => Dtype::Fp8,
+        t if t.starts_with("c10::Float6") => Dtype::Fp6,
+        t if t.starts_with("c10::Float4") => Dtype::Fp4,
         _ => return None,
     })
 }
 
-/// The product of dimensions in f64: shapes are input, and an i64 product can overflow.
-fn fprod(dims: &[i64]) -> f64 {
-    dims.iter().map(|&d| d as f64).product()
-}
-
 /// FLOPs of one call of a GEMM op from its `Input Dims` (a multiply-add counts 2), or None for
-/// another op or shapes that do not fit.
+/// another op or shapes that do not fit. Scaled GEMMs of packed FP4 (`float4_e2m1fn_x2`: two
+/// values a byte, so K is twice the recorded size) are doubled by [`packed_k_factor`].
 pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {
     let dims = dims_of(input_dims)?;
     let mm = |a: &[i64], b: &[i64]| -> Option<f64> {
@@ -48,8 +54,11 @@ pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {
         Some(2.0 * b * (m as f64) * (k as f64) * (n as f64))
     };
     match op {
-        "aten::mm" | "aten::bmm" | "aten::matmul" => mm(dims.first()?, dims.get(1)?),
-        "aten::addmm" | "aten::baddbmm" | "aten::_addmm_activation" => {
+        // `_scaled_mm(self [M, K], mat2 [K, N], scale_a, scale_b, …)`: FP8 / MX GEMMs.
+        "aten::mm" | "aten::bmm" | "aten::matmul" | "aten::_scaled_mm" => {
+            mm(dims.first()?, dims.get(1)?)
+        }
+        "aten::addmm" | "aten::addmm_" | "aten::baddbmm" | "aten::_addmm_activation" => {
             mm(dims.get(1)?, dims.get(2)?)
         }
         // Grouped GEMMs (MoE experts): `offs` splits one operand's rows (or columns) among
@@ -81,41 +90,23 @@ pub fn gemm_flops(op: &str, input_dims: &str) -> Option<f64> {
     }
 }
 
-/// `Input Dims` as lists of sizes (empty for non-tensors).
-pub fn dims_of(input_dims: &str) -> Option<Vec<Vec<i64>>> {
-    Some(
-        serde_json::from_str::<Vec<serde_json::Value>>(input_dims)
-            .ok()?
-            .iter()
-            .map(|d| {
-                d.as_array()
-                    .map(|a| a.iter().filter_map(|x| x.as_i64()).collect())
-                    .unwrap_or_default()
-            })
-            .collect(),
-    )
-}
-
-/// `Concrete Inputs` as strings (`"[2, 2]"`, `"True"`, `""` for tensors).
-fn concrete_of(concrete: &str) -> Vec<String> {
-    serde_json::from_str(concrete).unwrap_or_default()
-}
-
-/// `"[2, 2]"` → [2, 2].
-fn int_list(s: &str) -> Option<Vec<i64>> {
-    s.trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .split(',')
-        .map(|x| x.trim().parse().ok())
-        .collect()
+/// How many values one recorded element of a scaled GEMM's operands holds: 2 for torch's
+/// packed FP4 (`c10::Float4_e2m1fn_x2`), 1 otherwise.
+pub fn packed_k_factor(input_types: &str) -> f64 {
+    if input_types.contains("Float4_e2m1fn_x2") {
+        2.0
+    } else {
+        1.0
+    }
 }
 
 /// Bytes a GEMM call moves at least once: both operands read, the result written.
 pub fn gemm_bytes(op: &str, input_dims: &str, dtype: Dtype) -> Option<f64> {
     let dims = dims_of(input_dims)?;
     let (a, b) = match op {
-        "aten::addmm" | "aten::baddbmm" | "aten::_addmm_activation" => (dims.get(1)?, dims.get(2)?),
+        "aten::addmm" | "aten::addmm_" | "aten::baddbmm" | "aten::_addmm_activation" => {
+            (dims.get(1)?, dims.get(2)?)
+        }
         _ => (dims.first()?, dims.get(1)?),
     };
     let (k, n) = (
@@ -128,42 +119,14 @@ pub fn gemm_bytes(op: &str, input_dims: &str, dtype: Dtype) -> Option<f64> {
     );
     let rows = fprod(&a[..a.len().checked_sub(1)?]);
     let weights = fprod(b);
-    Some(dtype.bytes() as f64 * (rows * k as f64 + weights + rows * n as f64))
-}
-
-/// The attention ops whose FLOPs their shapes give: (name, index of the query among the
-/// inputs, index of `is_causal`, FLOPs as a multiple of the forward's). Compiled code calls
-/// the `_scaled_dot_product_*` ops without the public one around them, so both are listed.
-/// Backward counts 2.5 forwards (dV, dP, dQ, dK and the recomputed scores: five matmuls to
-/// the forward's two), the convention of FlashAttention's own benchmarks.
-const ATTENTION_OPS: &[(&str, usize, usize, f64)] = &[
-    ("aten::scaled_dot_product_attention", 0, 5, 1.0),
-    ("aten::_scaled_dot_product_flash_attention", 0, 4, 1.0),
-    ("aten::_scaled_dot_product_efficient_attention", 0, 6, 1.0),
-    ("aten::_scaled_dot_product_cudnn_attention", 0, 6, 1.0),
-    (
-        "aten::_scaled_dot_product_flash_attention_backward",
-        1,
-        11,
-        2.5,
-    ),
-    (
-        "aten::_scaled_dot_product_efficient_attention_backward",
-        1,
-        11,
-        2.5,
-    ),
-    (
-        "aten::_scaled_dot_product_cudnn_attention_backward",
-        1,
-        14,
-        2.5,
-    ),
-];
-
-/// Attention ops whose FLOPs [`composite_flops`] computes (`aten::_scaled_dot_product_*`, …).
-pub fn is_attention_op(op: &str) -> bool {
-    ATTENTION_OPS.iter().any(|(name, ..)| *name == op)
+    // Recorded sizes are storage elements: packed FP4 stores two values in one, so its bytes
+    // are the recorded count at one byte each.
+    let bytes = if dtype == Dtype::Fp4 {
+        1.0
+    } else {
+        dtype.bits() as f64 / 8.0
+    };
+    Some(bytes * (rows * k as f64 + weights + rows * n as f64))
 }
 
 /// Counted ops that only forward runs (backward calls `aten::mm`, `aten::bmm` and the
@@ -176,71 +139,39 @@ pub fn is_forward_only_op(op: &str) -> bool {
             | "aten::baddbmm"
             | "aten::linear"
             | "aten::convolution"
-    ) || ATTENTION_OPS
-        .iter()
-        .any(|(name, _, _, factor)| *name == op && *factor == 1.0)
-}
-
-/// FLOPs of one attention call as torch's FlopCounterMode counts them: every query-key pair,
-/// causal or not (as PaLM's `12·L·H·Q·T` does); backward, its five matmuls (scores
-/// again, dV, dP, dQ, dK: `2·L·S·(3·E + 2·Ev)` per head, 2.5 forwards when E = Ev). MFU reads
-/// these; the op's achieved rate reads [`composite_flops`]'s, which skips the masked half.
-pub fn attention_model_flops(op: &str, input_dims: &str) -> Option<f64> {
-    let &(_, q_at, _, factor) = ATTENTION_OPS.iter().find(|(n, ..)| *n == op)?;
-    let dims = dims_of(input_dims)?;
-    let (q, k, v) = (dims.get(q_at)?, dims.get(q_at + 1)?, dims.get(q_at + 2)?);
-    if q.len() < 3 || k.len() < 3 || v.len() < 3 {
-        return None;
-    }
-    let (l, e) = (q[q.len() - 2] as f64, q[q.len() - 1] as f64);
-    let (s, ev) = (k[k.len() - 2] as f64, v[v.len() - 1] as f64);
-    let per_pair = if factor == 1.0 {
-        e + ev
-    } else {
-        3.0 * e + 2.0 * ev
-    };
-    Some(2.0 * fprod(&q[..q.len() - 2]) * l * s * per_pair)
+    ) || super::attention_flops::is_forward_attention(op)
 }
 
 /// Ops [`composite_flops`] knows.
 pub fn is_composite(op: &str) -> bool {
-    matches!(op, "aten::convolution" | "aten::convolution_backward") || is_attention_op(op)
+    matches!(
+        op,
+        "aten::convolution" | "aten::convolution_backward" | "torchvision::deform_conv2d"
+    ) || is_attention_op(op)
 }
 
 /// FLOPs of one call of a composite op whose kernels its children launch: attention
 /// ([`ATTENTION_OPS`]: QKᵀ and PV; causal masking halves the pairs; grouped K/V heads count
-/// the query heads) and convolution, forward and backward (not transposed).
+/// the query heads; flex attention dense, its block mask unknown) and convolution, forward
+/// (transposed too) and backward (not transposed).
 pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64> {
     let dims = dims_of(input_dims)?;
     let args = concrete_of(concrete);
-    if let Some(&(_, q_at, causal_at, factor)) = ATTENTION_OPS.iter().find(|(n, ..)| *n == op) {
-        // (…, query [B,H,L,E], key [B,Hk,S,E], value [B,Hk,S,Ev], …, is_causal, …)
-        let (q, k, v) = (dims.get(q_at)?, dims.get(q_at + 1)?, dims.get(q_at + 2)?);
-        if q.len() < 3 || k.len() < 3 || v.len() < 3 {
-            return None;
-        }
-        let (l, e) = (q[q.len() - 2], q[q.len() - 1]);
-        let (s, ev) = (k[k.len() - 2], v[v.len() - 1]);
-        let heads = fprod(&q[..q.len() - 2]);
-        // Without `Concrete Inputs` (older traces) causality is unknown: no number.
-        let causal = args.get(causal_at)? == "True";
-        let (l, s) = (l as f64, s as f64);
-        let pairs = if causal && l == s {
-            l * (l + 1.0) / 2.0
-        } else if causal {
-            l * s / 2.0
-        } else {
-            l * s
-        };
-        return Some(factor * 2.0 * heads * pairs * (e as f64 + ev as f64));
+    if is_attention_op(op) {
+        return super::attention_flops::executed_flops(op, &dims, &args);
     }
     match op {
         "aten::convolution" => {
             // (input [N,C,*in], weight [K,C/g,*kernel], bias, stride, padding, dilation,
             //  transposed, output_padding, groups)
             let (x, w) = (dims.first()?, dims.get(1)?);
-            if args.get(6).is_some_and(|t| t == "True") || x.len() < 3 || w.len() != x.len() {
+            if x.len() < 3 || w.len() != x.len() {
                 return None;
+            }
+            if args.get(6).is_some_and(|t| t == "True") {
+                // Transposed (weight [C_in, C_out/g, *kernel]): every input pixel meets the
+                // whole kernel, as FlopCounterMode counts it.
+                return Some(2.0 * x[0] as f64 * w[0] as f64 * fprod(&x[2..]) * fprod(&w[1..]));
             }
             let spatial = x.len() - 2;
             // Strides and padding come from `Concrete Inputs`; older traces lack them, and a
@@ -270,6 +201,29 @@ pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64
             }
             let kernel = fprod(&w[1..]); // C/g · R · S
             Some(2.0 * x[0] as f64 * w[0] as f64 * outputs * kernel)
+        }
+        "torchvision::deform_conv2d" => {
+            // (input [N,C,H,W], weight [K,C/g,kh,kw], offset, mask, bias, stride_h, stride_w,
+            //  pad_h, pad_w, dilation_h, dilation_w, groups, offset_groups, use_mask): the GEMM
+            // over its sampled columns, as a convolution of the same shapes counts.
+            let (x, w) = (dims.first()?, dims.get(1)?);
+            if x.len() != 4 || w.len() != 4 {
+                return None;
+            }
+            let int = |i: usize| -> Option<i64> { args.get(i)?.parse().ok() };
+            let mut outputs = 1.0;
+            for (i, (stride, pad, dil)) in [(5, 7, 9), (6, 8, 10)].into_iter().enumerate() {
+                let (xi, k) = (i128::from(x[2 + i]), i128::from(w[2 + i]));
+                let (s, p, d) = (int(stride)?, int(pad)?, int(dil)?);
+                let o = (xi + 2 * i128::from(p) - i128::from(d) * (k - 1) - 1)
+                    / i128::from(s.max(1))
+                    + 1;
+                if o <= 0 {
+                    return None;
+                }
+                outputs *= o as f64;
+            }
+            Some(2.0 * x[0] as f64 * w[0] as f64 * outputs * fprod(&w[1..]))
         }
         "aten::convolution_backward" => {
             // (grad_output [N,K,*out], input [N,C,*in], weight [K,C/g,*kernel], bias_sizes,
@@ -302,7 +256,9 @@ pub fn gemm_mkn(op: &str, shapes: &str) -> Option<Mkn> {
     let dims = dims_of(shapes)?;
     // (a, b) = the two matrix operands.
     let (a, b) = match op {
-        "aten::addmm" | "aten::baddbmm" | "aten::_addmm_activation" => (dims.get(1)?, dims.get(2)?),
+        "aten::addmm" | "aten::addmm_" | "aten::baddbmm" | "aten::_addmm_activation" => {
+            (dims.get(1)?, dims.get(2)?)
+        }
         _ => (dims.first()?, dims.get(1)?),
     };
     let k = *a.last()?;
@@ -372,6 +328,128 @@ mod tests {
             "NVIDIA A100 SXM"
         );
         assert!(device_for("AMD Radeon Graphics").is_none());
+    }
+
+    #[test]
+    fn mx_and_fp4_peaks_where_devices_have_them() {
+        // No GPU here runs FP4 or FP6: the table's entries are checked as data.
+        let devices = crate::classify::devices::load_devices(&[]).unwrap();
+        let d = |name: &str| find_device(&devices, name).unwrap();
+        for name in ["AMD Instinct MI355X", "AMD Instinct MI350X"] {
+            let p = d(name);
+            assert_eq!(p.fp4, p.fp6, "{name}: MXFP4 and MXFP6 run at one rate");
+            assert_eq!(
+                p.fp4,
+                p.fp8.map(|f| (2.0 * f * 10.0).round() / 10.0),
+                "{name}"
+            );
+            assert_eq!(p.tf32, None, "{name}: CDNA 4 has no TF32");
+            assert_eq!(p.peak_tflops(Dtype::Fp4), p.fp4);
+        }
+        assert_eq!(d("gfx950").tf32, None);
+        assert_eq!(d("NVIDIA B200").fp4, Some(9000.0));
+        assert_eq!(d("NVIDIA B200").fp6, None);
+        for name in [
+            "NVIDIA H100 80GB HBM3",
+            "NVIDIA H200",
+            "AMD Instinct MI300X",
+            "gfx942",
+        ] {
+            assert_eq!((d(name).fp4, d(name).fp6), (None, None), "{name}");
+        }
+        assert_eq!(Dtype::Fp4.bits(), 4);
+        assert_eq!(Dtype::Fp6.bytes(), 1);
+    }
+
+    #[test]
+    fn scaled_gemms_take_their_operands_type() {
+        // The captured FP8 MLP: e4m3 operands, fp32 scales (tensorwise, then rowwise).
+        let dims = "[[8192,4096],[4096,14336],[],[],[],[],[],[]]";
+        let types = r#"["c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float", "", "", "Scalar", "Scalar"]"#;
+        assert_eq!(
+            gemm_flops("aten::_scaled_mm", dims),
+            Some(2.0 * 8192.0 * 4096.0 * 14336.0)
+        );
+        assert_eq!(dtype_of(types), Some(Dtype::Fp8));
+        assert_eq!(packed_k_factor(types), 1.0);
+        // MXFP4: packed e2m1 (two values a byte: K = 2 x 2048) with e8m0 block scales.
+        let types = r#"["c10::Float4_e2m1fn_x2", "c10::Float4_e2m1fn_x2", "c10::Float8_e8m0fnu", "c10::Float8_e8m0fnu"]"#;
+        assert_eq!(dtype_of(types), Some(Dtype::Fp4));
+        assert_eq!(packed_k_factor(types), 2.0);
+        // A scale type never names the operands' type.
+        assert_eq!(dtype_of(r#"["", "c10::Float8_e8m0fnu"]"#), None);
+        assert_eq!(
+            gemm_flops("aten::addmm_", "[[64,4096],[64,576],[576,4096]]"),
+            Some(2.0 * 64.0 * 576.0 * 4096.0)
+        );
+    }
+
+    #[test]
+    fn attention_packages_and_flex_attention() {
+        // flash_attn and aiter take [B, S, H, D]: B·H = 2·8, L = S = 1024, D = 128.
+        let bshd = "[[2,1024,8,128],[2,1024,2,128],[2,1024,2,128],[],[],[]]";
+        let dense = 2.0 * 16.0 * 1024.0 * 1024.0 * 256.0;
+        for op in [
+            "flash_attn::_flash_attn_forward",
+            "aiter::mha_fwd",
+            "aiter::fmha_v3_fwd",
+        ] {
+            assert_eq!(attention_model_flops(op, bshd), Some(dense), "{op}");
+            let causal = composite_flops(op, bshd, r#"["", "", "", "0.", "0.088", "True"]"#);
+            assert_eq!(causal, Some(dense / 1024.0 * 1025.0 / 2.0), "{op}");
+        }
+        let bwd = "[[2,1024,8,128],[2,1024,8,128],[2,1024,2,128],[2,1024,2,128]]";
+        assert_eq!(
+            attention_model_flops("flash_attn::_flash_attn_backward", bwd),
+            Some(2.5 * dense)
+        );
+        assert!(is_attention_op("aiter::mha_bwd"));
+        // Variable-length forms pack sequences of unrecorded lengths: no number.
+        assert_eq!(
+            attention_model_flops("flash_attn::_flash_attn_varlen_forward", bshd),
+            None
+        );
+        // The captured flex attention templates: q, k, v [4, 16, 4096, 64] first.
+        let flex = "[[4,16,4096,64],[4,16,4096,64],[4,16,4096,64],[4,16,4096],[4,16,4096]]";
+        let fwd = 2.0 * 64.0 * 4096.0 * 4096.0 * 128.0;
+        assert_eq!(
+            attention_model_flops("triton_tem_fused_flex_attention_0", flex),
+            Some(fwd)
+        );
+        assert_eq!(
+            composite_flops("triton_tem_fused_flex_attention_backward_1", flex, "[]"),
+            Some(2.5 * fwd)
+        );
+        assert_eq!(
+            flex_attention_factor("triton_per_fused_flex_attention_backward_0"),
+            None
+        );
+        assert_eq!(flex_attention_factor("triton_tem_fused_mm_0"), None);
+        assert!(attention_is_decode(
+            "aten::_scaled_dot_product_cudnn_attention",
+            "[[8,16,1,128],[8,4,520,128],[8,4,520,128]]"
+        ));
+        assert!(!attention_is_decode(
+            "aten::_scaled_dot_product_cudnn_attention",
+            flex
+        ));
+    }
+
+    #[test]
+    fn transposed_and_deformable_convolutions() {
+        // Mask R-CNN's mask head: ConvTranspose2d 256 -> 256, 2x2, stride 2 on 14x14.
+        let t = composite_flops(
+            "aten::convolution",
+            "[[200,256,14,14],[256,256,2,2],[256],[],[],[],[],[],[]]",
+            r#"["", "", "", "[2, 2]", "[0, 0]", "[1, 1]", "True", "[0, 0]", "1"]"#,
+        );
+        assert_eq!(t, Some(2.0 * 200.0 * 256.0 * 196.0 * 256.0 * 4.0));
+        let d = composite_flops(
+            "torchvision::deform_conv2d",
+            "[[4,64,64,64],[64,64,3,3],[4,18,64,64],[4,1],[64],[],[],[],[],[],[],[],[],[]]",
+            r#"["", "", "", "", "", "1", "1", "1", "1", "1", "1", "1", "1", "False"]"#,
+        );
+        assert_eq!(d, Some(2.0 * 4.0 * 64.0 * 4096.0 * 64.0 * 9.0));
     }
 
     #[test]

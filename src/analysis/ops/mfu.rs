@@ -37,6 +37,19 @@ pub struct Mfu {
     pub mfu_lower_bound: bool,
     /// That time by op, largest first (at most 10).
     pub flops_missing: Vec<MissingFlops>,
+    /// Flex attention counted dense (its block mask's density not given): MFU is an upper
+    /// bound.
+    pub mfu_upper_bound: bool,
+    /// Each type's FLOPs at its own type's dense peak, over the step time: the share of the
+    /// step the work would take at peak (mixed precision: an FP8 GEMM counts at the FP8 peak).
+    pub mfu_mixed_pct: Option<f64>,
+    /// The best rate the trace's GEMMs reached as a share of their peak (shapes holding at
+    /// least 1% of the GEMM time): the MFU the step's FLOPs would reach at that rate.
+    pub mfu_ceiling_pct: Option<f64>,
+    /// Bytes per step the counted calls moved over the step time x the devices' HBM peak,
+    /// when decode is over half the window (decode is bandwidth-bound: MFU says little) and
+    /// the calls whose bytes are known hold at least half of the GPU time.
+    pub hbm_util_pct: Option<f64>,
 }
 
 /// Missing time below this share of the GEMM/attention/conv time leaves MFU exact enough.
@@ -53,6 +66,10 @@ pub struct Timing {
     pub devices: usize,
     /// GEMM + attention + conv GPU time in scope.
     pub compute_ns: i64,
+    /// The decode iterations' share of the window, when iterations have phases.
+    pub decode_share: Option<f64>,
+    /// All GPU activity time in scope.
+    pub kernel_ns: i64,
 }
 
 pub fn compute(
@@ -63,6 +80,9 @@ pub fn compute(
 ) -> Mfu {
     let mut by_dtype: BTreeMap<Dtype, f64> = BTreeMap::new();
     let (mut executed, mut recomputed) = (0.0f64, 0.0f64);
+    let (mut dense_flex, mut bytes, mut best_gemm) = (0.0f64, 0.0f64, None::<f64>);
+    let mut bytes_ns = 0i64;
+    let (mut decode_calls, mut attention_calls) = (0u64, 0u64);
     let mut missing: BTreeMap<&str, i64> = BTreeMap::new();
     // With steps, an input without any (a rank cut before its first) has no step to divide by.
     let any_steps = timing.steps_per_input.iter().any(|&s| s > 0);
@@ -80,6 +100,15 @@ pub fn compute(
             .max(1) as f64;
         executed += t.executed / per;
         recomputed += t.recomputed / per;
+        dense_flex += t.dense_flex_flops;
+        bytes += t.bytes / per;
+        bytes_ns += t.bytes_ns;
+        best_gemm = match (best_gemm, t.best_gemm_fraction) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        decode_calls += t.decode_attention_calls;
+        attention_calls += t.attention_calls;
         for (&d, &f) in &t.by_dtype {
             *by_dtype.entry(d).or_default() += f / per;
         }
@@ -103,6 +132,7 @@ pub fn compute(
     let mut out = Mfu {
         mfu_lower_bound,
         flops_missing,
+        mfu_upper_bound: dense_flex > 0.0,
         ..Default::default()
     };
     if executed <= 0.0 {
@@ -126,29 +156,65 @@ pub fn compute(
         ),
     };
     out.mfu_basis = Some(basis.to_string());
+    let round = |x: f64| (x * 1e4).round() / 1e4;
+    if seconds <= 0.0 {
+        return out;
+    }
+    // Decode moves bytes, not FLOPs: bandwidth beside MFU when it is most of the window (the
+    // iterations' phases say, else most attention calls decode).
+    let decoding = match timing.decode_share {
+        Some(share) => share > 0.5,
+        None => decode_calls * 2 > attention_calls,
+    };
+    let hbm = sum_peaks(inputs, &counts, |d| {
+        crate::classify::devices::peaks_of(peaks, d)?.hbm_gbps
+    });
+    // Only where the calls whose bytes are known hold most of the GPU time: kernels without
+    // shapes (CUDA graph replays, custom ops) would leave the number far too low.
+    if decoding && bytes > 0.0 && bytes_ns * 2 >= timing.kernel_ns {
+        out.hbm_util_pct = hbm.map(|gbps| round(bytes / (seconds * gbps * 1e9) * 100.0));
+    }
     // Every device with activity, at its dense peak for the dominant type.
-    let mut peak = 0.0f64;
+    let peak_of = |dt: Dtype| {
+        sum_peaks(inputs, &counts, |d| {
+            crate::classify::devices::peaks_of(peaks, d)?.peak_tflops(dt)
+        })
+        .map(|tflops| tflops * 1e12)
+    };
+    let Some(peak) = dtype.and_then(peak_of).filter(|&p| p > 0.0) else {
+        return out;
+    };
+    out.peak_flops = Some(peak);
+    out.mfu_pct = Some(round(model / (seconds * peak) * 100.0));
+    out.hfu_pct = Some(round(executed / (seconds * peak) * 100.0));
+    // Each type at its own peak, the model's share of every type's FLOPs (recomputation out).
+    let model_share = model / executed;
+    let at_peak: Option<f64> = by_dtype
+        .iter()
+        .map(|(&dt, &f)| Some(f * model_share / peak_of(dt).filter(|&p| p > 0.0)?))
+        .sum();
+    out.mfu_mixed_pct = at_peak.map(|s| round(s / seconds * 100.0));
+    out.mfu_ceiling_pct = best_gemm.map(|b| round(b * 100.0));
+    out
+}
+
+/// A peak summed over every device with activity of the inputs that count, or None when a
+/// device's is unknown.
+fn sum_peaks(
+    inputs: &[InputMeta],
+    counts: &dyn Fn(usize) -> bool,
+    peak: impl Fn(&crate::model::Device) -> Option<f64>,
+) -> Option<f64> {
+    let mut sum = 0.0;
     for (input, meta) in inputs.iter().enumerate() {
         if !counts(input) {
             continue;
         }
         for d in &meta.devices {
-            let p =
-                dtype.and_then(|dt| crate::classify::devices::peaks_of(peaks, d)?.peak_tflops(dt));
-            match p {
-                Some(tflops) => peak += tflops * 1e12,
-                None => return out,
-            }
+            sum += peak(d)?;
         }
     }
-    if peak <= 0.0 || seconds <= 0.0 {
-        return out;
-    }
-    out.peak_flops = Some(peak);
-    let round = |x: f64| (x * 1e4).round() / 1e4;
-    out.mfu_pct = Some(round(model / (seconds * peak) * 100.0));
-    out.hfu_pct = Some(round(executed / (seconds * peak) * 100.0));
-    out
+    Some(sum)
 }
 
 /// MFU from the inputs' FLOP tallies and kept steps per input, the mean step time and the
@@ -159,7 +225,17 @@ pub(crate) fn mfu_of(
     (flops, steps_per_input): (&[FlopTally], &[usize]),
     (step_ns, window_ns): (Option<f64>, i64),
     buckets: &[crate::analysis::kernels::BucketRow],
+    phases: &[crate::analysis::time::phases::PhaseTotals],
 ) -> Mfu {
+    let phase_window: i64 = phases.iter().map(|p| p.window_ns).sum();
+    let decode_share = (phase_window > 0).then(|| {
+        phases
+            .iter()
+            .filter(|p| p.phase == crate::analysis::time::phases::Phase::Decode)
+            .map(|p| p.window_ns)
+            .sum::<i64>() as f64
+            / phase_window as f64
+    });
     compute(
         inputs,
         devices,
@@ -181,6 +257,8 @@ pub(crate) fn mfu_of(
                 })
                 .map(|b| b.kernel_ns)
                 .sum(),
+            decode_share,
+            kernel_ns: buckets.iter().map(|b| b.kernel_ns).sum(),
         },
     )
 }
