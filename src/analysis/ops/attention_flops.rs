@@ -6,6 +6,7 @@ use super::shapes::{dims_of, fprod};
 use crate::classify::devices::Dtype;
 
 /// An attention op whose FLOPs its shapes give.
+#[derive(Clone, Copy)]
 struct AttentionOp {
     name: &'static str,
     /// Index of the query among the inputs (key and value follow it).
@@ -83,7 +84,8 @@ fn attention_op(name: &str) -> Option<&'static AttentionOp> {
     ATTENTION_OPS.iter().find(|a| a.name == name)
 }
 
-/// Attention ops whose FLOPs [`composite_flops`] computes (`aten::_scaled_dot_product_*`, …).
+/// Attention ops whose FLOPs [`super::efficiency::composite_flops`] computes
+/// (`aten::_scaled_dot_product_*`, …).
 pub fn is_attention_op(op: &str) -> bool {
     attention_op(op).is_some() || flex_attention_factor(op).is_some()
 }
@@ -127,19 +129,13 @@ fn attention_sizes(a: &AttentionOp, dims: &[Vec<i64>]) -> Option<(f64, f64, f64,
 /// FLOPs of one attention call as torch's FlopCounterMode counts them: every query-key pair,
 /// causal or not (as PaLM's `12·L·H·Q·T` does); backward, its five matmuls (scores
 /// again, dV, dP, dQ, dK: `2·L·S·(3·E + 2·Ev)` per head, 2.5 forwards when E = Ev). MFU reads
-/// these; the op's achieved rate reads [`composite_flops`]'s, which skips the masked half.
+/// these; the op's achieved rate reads [`super::efficiency::composite_flops`]'s, which skips
+/// the masked half.
 /// Grouped-query attention counts the query heads. Flex attention counts dense.
 pub fn attention_model_flops(op: &str, input_dims: &str) -> Option<f64> {
     let dims = dims_of(input_dims)?;
-    let a = match (attention_op(op), flex_attention_factor(op)) {
-        (Some(a), _) => a,
-        (None, Some(factor)) => &AttentionOp {
-            factor,
-            ..op_flex()
-        },
-        (None, None) => return None,
-    };
-    let (heads, l, s, e, ev) = attention_sizes(a, &dims)?;
+    let a = resolve(op)?;
+    let (heads, l, s, e, ev) = attention_sizes(&a, &dims)?;
     let per_pair = if a.factor == 1.0 {
         e + ev
     } else {
@@ -153,23 +149,17 @@ pub fn attention_is_decode(op: &str, input_dims: &str) -> bool {
     let Some(dims) = dims_of(input_dims) else {
         return false;
     };
-    let a = match (attention_op(op), flex_attention_factor(op)) {
-        (Some(a), _) => a,
-        (None, Some(_)) => &op_flex(),
-        (None, None) => return false,
+    let Some(a) = resolve(op) else {
+        return false;
     };
-    attention_sizes(a, &dims).is_some_and(|(_, l, s, ..)| l == 1.0 && s > 1.0)
+    attention_sizes(&a, &dims).is_some_and(|(_, l, s, ..)| l == 1.0 && s > 1.0)
 }
 
 /// Bytes an attention call moves at least once: q, k and v read, the output written (q's
 /// size), each element of `dtype`. Decode reads the whole KV cache for one query a sequence.
 pub fn attention_bytes(op: &str, input_dims: &str, dtype: Dtype) -> Option<f64> {
     let dims = dims_of(input_dims)?;
-    let a = match (attention_op(op), flex_attention_factor(op)) {
-        (Some(a), _) => a,
-        (None, Some(_)) => &op_flex(),
-        (None, None) => return None,
-    };
+    let a = resolve(op)?;
     let (q, k, v) = (
         dims.get(a.q_at)?,
         dims.get(a.q_at + 1)?,
@@ -177,6 +167,18 @@ pub fn attention_bytes(op: &str, input_dims: &str, dtype: Dtype) -> Option<f64> 
     );
     let elements = 2.0 * fprod(q) + fprod(k) + fprod(v);
     Some(elements * dtype.bits() as f64 / 8.0)
+}
+
+/// A listed attention op, or a flex attention template as one (with its factor).
+fn resolve(op: &str) -> Option<AttentionOp> {
+    match (attention_op(op), flex_attention_factor(op)) {
+        (Some(a), _) => Some(*a),
+        (None, Some(factor)) => Some(AttentionOp {
+            factor,
+            ..op_flex()
+        }),
+        (None, None) => None,
+    }
 }
 
 /// Flex attention's layout: q, k, v first, `[B, H, L, E]`; no causal flag.

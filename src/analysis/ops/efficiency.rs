@@ -151,7 +151,7 @@ pub fn is_composite(op: &str) -> bool {
 }
 
 /// FLOPs of one call of a composite op whose kernels its children launch: attention
-/// ([`ATTENTION_OPS`]: QKᵀ and PV; causal masking halves the pairs; grouped K/V heads count
+/// (`attention_flops`: QKᵀ and PV; causal masking halves the pairs; grouped K/V heads count
 /// the query heads; flex attention dense, its block mask unknown) and convolution, forward
 /// (transposed too) and backward (not transposed).
 pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64> {
