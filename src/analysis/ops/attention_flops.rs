@@ -195,13 +195,10 @@ pub(crate) fn is_forward_attention(op: &str) -> bool {
 /// K/V heads count the query heads); flex attention dense. None without the shapes or, for the
 /// ops with an `is_causal` argument, without `Concrete Inputs` (older traces).
 pub(crate) fn executed_flops(op: &str, dims: &[Vec<i64>], args: &[String]) -> Option<f64> {
-    if let Some(factor) = flex_attention_factor(op) {
-        let (heads, l, s, e, ev) = attention_sizes(&op_flex(), dims)?;
-        return Some(factor * 2.0 * heads * l * s * (e + ev));
-    }
-    let a = attention_op(op)?;
-    let (heads, l, s, e, ev) = attention_sizes(a, dims)?;
-    let causal = args.get(a.causal_at)? == "True";
+    let a = resolve(op)?;
+    let (heads, l, s, e, ev) = attention_sizes(&a, dims)?;
+    // Flex has no causal flag: its mask is the block mask, counted dense.
+    let causal = flex_attention_factor(op).is_none() && args.get(a.causal_at)? == "True";
     let pairs = if causal && l == s {
         l * (l + 1.0) / 2.0
     } else if causal {

@@ -150,6 +150,19 @@ pub fn is_composite(op: &str) -> bool {
     ) || is_attention_op(op)
 }
 
+/// A convolution's output size along one dimension, or None when nothing is left. In i128:
+/// shapes and strides are input, and must not overflow.
+fn conv_output(input: i64, kernel: i64, stride: i64, padding: i64, dilation: i64) -> Option<f64> {
+    let (x, k, p, d) = (
+        i128::from(input),
+        i128::from(kernel),
+        i128::from(padding),
+        i128::from(dilation),
+    );
+    let o = (x + 2 * p - d * (k - 1) - 1) / i128::from(stride.max(1)) + 1;
+    (o > 0).then_some(o as f64)
+}
+
 /// FLOPs of one call of a composite op whose kernels its children launch: attention
 /// (`attention_flops`: QKᵀ and PV; causal masking halves the pairs; grouped K/V heads count
 /// the query heads; flex attention dense, its block mask unknown) and convolution, forward
@@ -186,18 +199,7 @@ pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64
             }
             let mut outputs = 1.0;
             for i in 0..spatial {
-                // i128: shapes and strides are input, and must not overflow.
-                let (xi, p, d, k) = (
-                    i128::from(x[2 + i]),
-                    i128::from(padding[i]),
-                    i128::from(dilation[i]),
-                    i128::from(w[2 + i]),
-                );
-                let o = (xi + 2 * p - d * (k - 1) - 1) / i128::from(stride[i].max(1)) + 1;
-                if o <= 0 {
-                    return None;
-                }
-                outputs *= o as f64;
+                outputs *= conv_output(x[2 + i], w[2 + i], stride[i], padding[i], dilation[i])?;
             }
             let kernel = fprod(&w[1..]); // C/g · R · S
             Some(2.0 * x[0] as f64 * w[0] as f64 * outputs * kernel)
@@ -213,15 +215,7 @@ pub fn composite_flops(op: &str, input_dims: &str, concrete: &str) -> Option<f64
             let int = |i: usize| -> Option<i64> { args.get(i)?.parse().ok() };
             let mut outputs = 1.0;
             for (i, (stride, pad, dil)) in [(5, 7, 9), (6, 8, 10)].into_iter().enumerate() {
-                let (xi, k) = (i128::from(x[2 + i]), i128::from(w[2 + i]));
-                let (s, p, d) = (int(stride)?, int(pad)?, int(dil)?);
-                let o = (xi + 2 * i128::from(p) - i128::from(d) * (k - 1) - 1)
-                    / i128::from(s.max(1))
-                    + 1;
-                if o <= 0 {
-                    return None;
-                }
-                outputs *= o as f64;
+                outputs *= conv_output(x[2 + i], w[2 + i], int(stride)?, int(pad)?, int(dil)?)?;
             }
             Some(2.0 * x[0] as f64 * w[0] as f64 * outputs * fprod(&w[1..]))
         }
