@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 /// What every partial says it is.
 pub const PARTIAL_FORMAT: &str = "rocprof-classify-partial";
 /// Bumped on any change of a field or of what a number means.
-pub const PARTIAL_VERSION: u32 = 9;
+pub const PARTIAL_VERSION: u32 = 10;
 
 /// The options a rank was analyzed with: partials merge only with the same.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

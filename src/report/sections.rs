@@ -676,10 +676,19 @@ pub fn mfu_line(run: &Run) -> Option<String> {
         ),
         _ => format!("{} {per}; the device's peak is unknown", tflop(model)),
     };
-    if let (Some(r), Some(hfu)) = (m.recompute_flops_per_step, m.hfu_pct) {
-        if r > 0.0 {
-            line.push_str(&format!("; HFU {hfu:.1}% with {} recomputed", tflop(r)));
-        }
+    // Executed beyond the model's FLOPs: recomputation, MoE groups' alignment padding.
+    let beyond: Vec<String> = [
+        (m.recompute_flops_per_step, "recomputed"),
+        (m.padding_flops_per_step, "padding expert groups"),
+    ]
+    .into_iter()
+    .filter_map(|(f, what)| {
+        f.filter(|&f| f > 0.0)
+            .map(|f| format!("{} {what}", tflop(f)))
+    })
+    .collect();
+    if let (false, Some(hfu)) = (beyond.is_empty(), m.hfu_pct) {
+        line.push_str(&format!("; HFU {hfu:.1}% with {}", beyond.join(" and ")));
     }
     if m.mfu_lower_bound {
         let ops: Vec<String> = m

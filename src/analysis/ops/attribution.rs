@@ -214,7 +214,9 @@ pub fn ops(
             calls.add_memory((h, execution), at, span, || memory_call(trace, h, peaks));
         }
     }
-    let (by_shape, memory_shapes) = calls.rates(trace, &mut acc, &mut tallies, flex_density);
+    let routed = super::routing::RoutedRows::find(trace);
+    let (by_shape, memory_shapes) =
+        calls.rates(trace, &mut acc, &mut tallies, flex_density, &routed);
     add_missing(trace, missing, &mut tallies);
     let (totals, shapes) = totals(trace, acc, no_op, by_shape);
     OpTables {
@@ -586,6 +588,7 @@ impl Calls {
         acc: &mut BTreeMap<NameId, Acc>,
         tallies: &mut [FlopTally],
         flex_density: Option<f64>,
+        routed: &super::routing::RoutedRows,
     ) -> (BTreeMap<(NameId, NameId), ShapeAcc>, MemoryByShape) {
         let mut by_shape: BTreeMap<(NameId, NameId), ShapeAcc> = BTreeMap::new();
         let mut memory_shapes = MemoryByShape::new();
@@ -647,6 +650,10 @@ impl Calls {
                     t.dense_flex_flops += c.model_flops;
                 }
                 t.executed += c.model_flops;
+                if is_gemm && !routed.is_empty() {
+                    let dims = trace.names.get(c.dims);
+                    t.padding += c.model_flops * routed.padding_share(input, op_name, dims);
+                }
                 *t.by_dtype.entry(c.dtype).or_default() += c.model_flops;
                 if rec.at.phase == CallPhase::ForwardInBackward
                     && forward.contains(&(input, c.op, c.dims))

@@ -331,6 +331,10 @@ pub struct FlopTally {
     /// Forward calls run again inside backward (activation checkpointing).
     pub recomputed: f64,
     pub recomputed_calls: u64,
+    /// Grouped GEMMs' alignment padding (rows that hold no routed token): executed work, not
+    /// the model's.
+    #[serde(default)]
+    pub padding: f64,
     /// FLOPs per compute type (the type with the most picks the peak).
     pub by_dtype: BTreeMap<efficiency::Dtype, f64>,
     /// FLOPs of flex attention counted dense, its block mask's density not given: the step's

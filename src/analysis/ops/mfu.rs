@@ -20,11 +20,14 @@ pub struct MissingFlops {
 /// The MFU numbers of one analysis (the whole job, or one rank's view).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Mfu {
-    /// FLOPs per step the model needs: executed minus recomputed (summed over ranks).
+    /// FLOPs per step the model needs: executed minus recomputed and padding (summed over ranks).
     pub model_flops_per_step: Option<f64>,
     /// FLOPs per step the hardware ran, recomputation included.
     pub executed_flops_per_step: Option<f64>,
     pub recompute_flops_per_step: Option<f64>,
+    /// Grouped GEMMs' alignment padding per step (MoE rows that hold no token): executed, not
+    /// the model's.
+    pub padding_flops_per_step: Option<f64>,
     /// Dense peak FLOP/s of the devices for `mfu_dtype`, summed over devices.
     pub peak_flops: Option<f64>,
     pub mfu_pct: Option<f64>,
@@ -79,7 +82,7 @@ pub fn compute(
     timing: &Timing,
 ) -> Mfu {
     let mut by_dtype: BTreeMap<Dtype, f64> = BTreeMap::new();
-    let (mut executed, mut recomputed) = (0.0f64, 0.0f64);
+    let (mut executed, mut recomputed, mut padding) = (0.0f64, 0.0f64, 0.0f64);
     let (mut dense_flex, mut bytes, mut best_gemm) = (0.0f64, 0.0f64, None::<f64>);
     let mut bytes_ns = 0i64;
     let (mut decode_calls, mut attention_calls) = (0u64, 0u64);
@@ -100,6 +103,7 @@ pub fn compute(
             .max(1) as f64;
         executed += t.executed / per;
         recomputed += t.recomputed / per;
+        padding += t.padding / per;
         dense_flex += t.dense_flex_flops;
         bytes += t.bytes / per;
         bytes_ns += t.bytes_ns;
@@ -142,10 +146,11 @@ pub fn compute(
         .iter()
         .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
         .map(|(&d, _)| d);
-    let model = executed - recomputed;
+    let model = executed - recomputed - padding;
     out.model_flops_per_step = Some(model.round());
     out.executed_flops_per_step = Some(executed.round());
     out.recompute_flops_per_step = Some(recomputed.round());
+    out.padding_flops_per_step = Some(padding.round());
     out.mfu_dtype = dtype.map(|d| d.as_str().to_string());
     // Seconds per step: the mean step, or without steps each device's share of the window.
     let (seconds, basis) = match timing.step_ns {
