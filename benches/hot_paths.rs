@@ -181,13 +181,26 @@ fn simd_tape_batch(doc: &[u8], ranges: &[(usize, usize)]) -> usize {
     rows
 }
 
-/// The reader's parse of each element (serde_json, the end found while parsing): rows kept.
+/// The reader's parse of each element with serde_json alone (the end found while parsing):
+/// rows kept.
 struct SerdePieces;
 
 impl PieceParser for SerdePieces {
     type Piece = usize;
     fn element(&self, rows: &mut usize, input: &PieceInput<'_>, s: usize) -> Option<usize> {
-        let (e, kept) = kineto::element_for_bench(input, s)?;
+        let (e, kept) = kineto::element_for_bench(input, s, true)?;
+        *rows += usize::from(kept);
+        Some(e)
+    }
+}
+
+/// The reader's parse of each element by its event scanner (serde for what it declines).
+struct ScannerPieces;
+
+impl PieceParser for ScannerPieces {
+    type Piece = usize;
+    fn element(&self, rows: &mut usize, input: &PieceInput<'_>, s: usize) -> Option<usize> {
+        let (e, kept) = kineto::element_for_bench(input, s, false)?;
         *rows += usize::from(kept);
         Some(e)
     }
@@ -260,6 +273,7 @@ fn benches(c: &mut Criterion) {
     assert_eq!(simd_tape_batch(&doc, &ranges), gpu + host);
     for parallel in [false, true] {
         assert_eq!(walk_pieces(&doc, &SerdePieces, parallel), gpu + host);
+        assert_eq!(walk_pieces(&doc, &ScannerPieces, parallel), gpu + host);
         assert_eq!(walk_pieces(&doc, &SimdPieces, parallel), gpu + host);
     }
 
@@ -291,6 +305,9 @@ fn benches(c: &mut Criterion) {
     for (parallel, how) in [(false, "one_thread"), (true, "pool")] {
         pieces.bench_function(format!("serde_json/{how}"), |b| {
             b.iter(|| walk_pieces(&doc, &SerdePieces, parallel))
+        });
+        pieces.bench_function(format!("scanner/{how}"), |b| {
+            b.iter(|| walk_pieces(&doc, &ScannerPieces, parallel))
         });
         pieces.bench_function(format!("simd_json_tape/{how}"), |b| {
             b.iter(|| walk_pieces(&doc, &SimdPieces, parallel))

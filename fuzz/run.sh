@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 secs=${1:?seconds per target}; shift
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(kineto kineto_pieces rocprof_csv rocprof_json rocpd rocpd_rows rocprof_compute torch_logs torch_trace rules)
+[[ ${#targets[@]} -eq 0 ]] && targets=(kineto kineto_pieces scanner rocprof_csv rocprof_json rocpd rocpd_rows rocprof_compute torch_logs torch_trace rules)
 jobs=${JOBS:-2}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/rocprof-classify-fuzz-target}
 [[ -d corpus ]] || ./seed.sh

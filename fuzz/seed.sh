@@ -9,7 +9,7 @@ root=..
 shared=../../shared/corpus
 out=corpus
 rm -rf "$out"
-mkdir -p "$out"/{kineto,kineto_pieces,rocprof_csv,rocprof_json,rocpd,rocpd_rows,rocprof_compute,torch_logs,torch_trace,rules}
+mkdir -p "$out"/{kineto,kineto_pieces,scanner,rocprof_csv,rocprof_json,rocpd,rocpd_rows,rocprof_compute,torch_logs,torch_trace,rules}
 head_of() { # FILE BYTES DEST
   if [[ $1 == *.gz ]]; then (zcat -f "$1" || true) | head -c "$2" > "$3"; else head -c "$2" "$1" > "$3"; fi
 }
@@ -20,6 +20,17 @@ seed() { # TARGET FILE BYTES
 for f in "$root"/fixtures/kineto/*/*.json.gz "$root"/fixtures/kineto/h100x2/*/*.json.gz "$root"/fixtures/bad/*; do
   seed kineto "$f" 65536
 done
+# scanner: every Kineto trace of the fixtures and of the corpus (the scanner against serde).
+for f in "$root"/fixtures/kineto/*/*.json.gz "$root"/fixtures/kineto/*/*/*.json.gz "$root"/fixtures/bad/*; do
+  seed scanner "$f" 65536
+done
+if [[ -d $shared ]]; then
+  while IFS= read -r f; do
+    if (zcat -f "$f" 2>/dev/null || true) | head -c 4096 | grep -q '"traceEvents"\|"ph"'; then
+      seed scanner "$f" 65536
+    fi
+  done < <(find "$shared" -name '*.json' -o -name '*.json.gz' | sort)
+fi
 # kineto_pieces: the same traces behind a piece-size byte (some of 40 bytes, some of 200).
 for f in "$out"/kineto/seed_*; do
   n=$((n + 1)); { if (( n % 2 )); then printf '\x27'; else printf '\xc7'; fi; cat "$f"; } > "$out/kineto_pieces/seed_$n"

@@ -37,6 +37,31 @@ pub fn file(name: &str, data: &[u8]) {
     read_and_analyze(&[path]);
 }
 
+/// `data` as a Kineto file read with the event scanner and with serde alone: the same table or
+/// the same error (and its first event, as text, the same fields or declined by the scanner).
+pub fn scanner(data: &[u8]) {
+    use rocprof_classify::ingest::{kineto, read_all, ReadOptions};
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Err(e) = kineto::check_scanner_against_serde(text.trim_start()) {
+            panic!("{e}");
+        }
+    }
+    let dir = scratch("scanner");
+    let path = dir.join("trace.json");
+    std::fs::write(&path, data).expect("write input");
+    let read = |serde_events: bool| {
+        let opts = ReadOptions {
+            serde_events,
+            force: Some(rocprof_classify::model::Format::Kineto),
+            ..Default::default()
+        };
+        read_all(std::slice::from_ref(&path), &opts)
+            .map(|t| format!("{t:?}"))
+            .map_err(|e| e.to_string())
+    };
+    assert!(read(false) == read(true), "the scanner and serde read this file differently");
+}
+
 /// `data` split at NUL bytes into the files of a rocprof-compute workload directory:
 /// `sysinfo.csv`, `pmc_perf.csv`, `timestamps.csv` (missing parts stay missing).
 pub fn workload(data: &[u8]) {

@@ -221,6 +221,11 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "BYTES", global = true, hide = true)]
     pub piece_bytes: Option<usize>,
 
+    /// Read every Kineto event with serde, the scanner's referee (benches and tests: output
+    /// never depends on it).
+    #[arg(long, global = true, hide = true)]
+    pub serde_events: bool,
+
     /// When to color the terminal output.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
@@ -446,6 +451,7 @@ pub(super) fn config(
         cancel: None,
         keep_python_frames: false,
         piece_bytes: global.piece_bytes,
+        serde_events: global.serde_events,
         what_if: args.what_if.clone(),
         applied: Vec::new(),
     })

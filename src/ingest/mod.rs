@@ -59,6 +59,10 @@ pub struct ReadOptions {
     /// Leave out Python frames (`python_function` events, `with_stack=True`): only the module
     /// and source views read them, and they can be most of a trace's host events.
     pub skip_python_frames: bool,
+    /// Read every Kineto event with serde, the scanner's referee (tests and benches; the
+    /// output never depends on it).
+    #[doc(hidden)]
+    pub serde_events: bool,
 }
 
 impl ReadOptions {

@@ -51,6 +51,9 @@ pub struct Config {
     /// Bytes of a file parsed as one piece in parallel (None: the default). Output never
     /// depends on it; tests vary it.
     pub piece_bytes: Option<usize>,
+    /// Read every Kineto event with serde, the scanner's referee (benches; output never
+    /// depends on it).
+    pub serde_events: bool,
     /// Recommendation ids whose changes to replay together (`--what-if`).
     pub what_if: Vec<String>,
     /// `diff --applied`: the recommendation ids applied between the two runs.
@@ -357,6 +360,7 @@ fn read_traces(paths: &[PathBuf], config: &Config) -> Result<Trace, RunError> {
         // Without attribution nothing reads the Python frames: dropped as they are read.
         skip_python_frames: !config.analysis.attribution && !config.keep_python_frames,
         piece_bytes: config.piece_bytes,
+        serde_events: config.serde_events,
         ..Default::default()
     };
     Ok(ingest::read_all(paths, &opts)?)

@@ -5,7 +5,7 @@
 //!
 //! | what it checks | modules |
 //! |---|---|
-//! | reading inputs, by format | `rocprof`, `amd`, `compile_logs`, `corpus` (every corpus trace) |
+//! | reading inputs, by format | `rocprof`, `amd`, `compile_logs`, `corpus` (every corpus trace), `scanner` (the Kineto scanner against serde) |
 //! | bad and hostile input | `bad_input`, `bad_input_matrix`, `fuzz_regressions` |
 //! | the numbers: steps, partition, attribution | `diagnosis`, `invariants`, `trust`, `peers`, `h100`, `zoo` |
 //! | what bounds each step: the critical path, the dependency model | `critical_path` |
@@ -58,6 +58,7 @@ mod regions;
 mod replays;
 mod review;
 mod rocprof;
+mod scanner;
 mod serving;
 mod snapshots;
 mod trust;

@@ -1,0 +1,398 @@
+//! The Kineto event scanner: reads one event object into a [`RawEvent`] without serde. It walks
+//! the object's keys, matches the ones the model reads, takes their values' text as written
+//! (numbers are converted later, exactly, by `micros_to_ns` / `to_u64`), and skips the rest
+//! while checking them as strictly as serde_json does (string escapes and control characters,
+//! number grammar, literals, nesting). Whatever it is not sure of (an escape in a key or in a
+//! string the model reads, a repeated key, a value of an unexpected type, deep nesting, the
+//! end of the text) makes it decline, and the serde path reads that event: an event gives the
+//! same [`RawEvent`], or the same error, whichever path read it.
+
+use super::raw::{Raw, RawArgs, RawEvent, Text};
+use std::borrow::Cow;
+
+/// Deepest nesting the scanner walks (serde_json stops at 128; deeper events go to it).
+const MAX_DEPTH: u32 = 100;
+
+/// The event object at the start of `text`: its end (the byte after its `}`) and its fields,
+/// or None when serde must decide.
+pub(super) fn scan_event(text: &str) -> Option<(usize, RawEvent<'_>)> {
+    let mut s = Scanner {
+        b: text.as_bytes(),
+        text,
+        i: 0,
+    };
+    let ev = s.event()?;
+    Some((s.i, ev))
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    text: &'a str,
+    i: usize,
+}
+
+/// Keys of an event object the model reads, by bit.
+const PH: u32 = 1;
+const CAT: u32 = 2;
+const NAME: u32 = 4;
+const PID: u32 = 8;
+const TID: u32 = 16;
+const TS: u32 = 32;
+const DUR: u32 = 64;
+const ARGS: u32 = 128;
+
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    /// Consumes `c` after blanks.
+    fn expect(&mut self, c: u8) -> Option<()> {
+        self.skip_ws();
+        (self.peek()? == c).then(|| self.i += 1)
+    }
+
+    fn event(&mut self) -> Option<RawEvent<'a>> {
+        let mut ev = RawEvent::default();
+        let mut seen = 0u32;
+        self.object(|sc, key| {
+            let bit = match key {
+                "ph" => PH,
+                "cat" => CAT,
+                "name" => NAME,
+                "pid" => PID,
+                "tid" => TID,
+                "ts" => TS,
+                "dur" => DUR,
+                "args" => ARGS,
+                _ => return sc.skip_value(1),
+            };
+            // A repeated key is an error for serde: it says which.
+            if seen & bit != 0 {
+                return None;
+            }
+            seen |= bit;
+            match bit {
+                PH => ev.ph = sc.text_value()?,
+                CAT => ev.cat = sc.text_value()?,
+                NAME => ev.name = sc.text_value()?,
+                PID => ev.pid = sc.raw_value(1)?,
+                TID => ev.tid = sc.raw_value(1)?,
+                TS => ev.ts = sc.raw_value(1)?,
+                DUR => ev.dur = sc.raw_value(1)?,
+                _ => ev.args = sc.args()?,
+            }
+            Some(())
+        })?;
+        Some(ev)
+    }
+
+    /// `args`: an object of the keys [`RawArgs`] reads (null: none).
+    fn args(&mut self) -> Option<Option<RawArgs<'a>>> {
+        self.skip_ws();
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Some(None);
+        }
+        let mut args = RawArgs::default();
+        let mut seen = 0u64;
+        self.object(|sc, key| {
+            let (bit, slot): (u64, &mut Option<Raw<'a>>) = match key {
+                "External id" => (1, &mut args.external_id),
+                "external id" => (1 << 1, &mut args.external_id_old),
+                "correlation" => (1 << 2, &mut args.correlation),
+                "device" => (1 << 3, &mut args.device),
+                "stream" => (1 << 4, &mut args.stream),
+                "grid" => (1 << 5, &mut args.grid),
+                "block" => (1 << 6, &mut args.block),
+                "Input Dims" => (1 << 7, &mut args.input_dims),
+                "Input type" => (1 << 8, &mut args.input_types),
+                "Concrete Inputs" => (1 << 9, &mut args.concrete_inputs),
+                "Input Strides" => (1 << 10, &mut args.input_strides),
+                "rank" => (1 << 11, &mut args.rank),
+                "Call stack" => (1 << 12, &mut args.call_stack),
+                "Collective name" => (1 << 13, &mut args.collective),
+                "In msg nelems" => (1 << 14, &mut args.in_nelems),
+                "Out msg nelems" => (1 << 15, &mut args.out_nelems),
+                "In msg size" => (1 << 16, &mut args.in_nelems_old),
+                "Out msg size" => (1 << 17, &mut args.out_nelems_old),
+                "dtype" => (1 << 18, &mut args.dtype),
+                "Group size" => (1 << 19, &mut args.group_size),
+                "Process Group Name" => (1 << 20, &mut args.pg_name),
+                "Process Group Description" => (1 << 21, &mut args.pg_desc),
+                "Process Group Ranks" => (1 << 22, &mut args.pg_ranks),
+                "Seq" => (1 << 23, &mut args.seq),
+                "In split size" => (1 << 24, &mut args.in_splits),
+                "Out split size" => (1 << 25, &mut args.out_splits),
+                "Dst Rank" => (1 << 26, &mut args.dst_rank),
+                "Src Rank" => (1 << 27, &mut args.src_rank),
+                "Total Allocated" => (1 << 28, &mut args.total_allocated),
+                "Total Reserved" => (1 << 29, &mut args.total_reserved),
+                "Device Id" => (1 << 30, &mut args.device_id),
+                "Device Type" => (1 << 31, &mut args.device_type),
+                "kernel_file" => (1 << 32, &mut args.kernel_file),
+                "kernel_num_gb" => (1 << 33, &mut args.kernel_num_gb),
+                "kernel_flop" => (1 << 34, &mut args.kernel_flop),
+                "wait_on_stream" => (1 << 35, &mut args.wait_on_stream),
+                "wait_on_cuda_event_record_corr_id" => {
+                    (1 << 36, &mut args.wait_on_cuda_event_record_corr_id)
+                }
+                _ => return sc.skip_value(2),
+            };
+            if seen & bit != 0 {
+                return None;
+            }
+            seen |= bit;
+            *slot = sc.raw_value(2)?;
+            Some(())
+        })?;
+        Some(Some(args))
+    }
+
+    /// Walks an object: `field` reads each key's value (its key has no escapes).
+    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.expect(b'{')?;
+        self.skip_ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.expect(b'"')?;
+            let start = self.i;
+            let end = self.plain_string_end()?;
+            let key = self.text.get(start..end)?;
+            self.expect(b':')?;
+            self.skip_ws();
+            field(self, key)?;
+            self.skip_ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string the model reads as text: borrowed when it has no escapes (else serde decides),
+    /// None for null.
+    fn text_value(&mut self) -> Option<Option<Text<'a>>> {
+        match self.peek()? {
+            b'"' => {
+                self.i += 1;
+                let start = self.i;
+                let end = self.plain_string_end()?;
+                Some(Some(Text(Cow::Borrowed(self.text.get(start..end)?))))
+            }
+            b'n' => self.literal(b"null").map(|_| None),
+            _ => None,
+        }
+    }
+
+    /// A value's text as written (null: None), checked as serde checks it.
+    fn raw_value(&mut self, depth: u32) -> Option<Option<Raw<'a>>> {
+        let start = self.i;
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Some(None);
+        }
+        self.skip_value(depth)?;
+        Some(Some(Raw(self.text.get(start..self.i)?)))
+    }
+
+    /// The end of a string without escapes or control characters whose opening quote is
+    /// behind `i`; `i` moves past its closing quote.
+    fn plain_string_end(&mut self) -> Option<usize> {
+        let rest = &self.b[self.i..];
+        let q = memchr::memchr2(b'"', b'\\', rest)?;
+        if rest[q] != b'"' || rest[..q].iter().any(|&c| c < 0x20) {
+            return None;
+        }
+        let end = self.i + q;
+        self.i = end + 1;
+        Some(end)
+    }
+
+    /// Skips any string whose opening quote is behind `i`, escapes checked as serde_json
+    /// checks a string it ignores (a `\u` needs four hex digits, whatever they encode).
+    fn skip_string(&mut self) -> Option<()> {
+        loop {
+            let rest = &self.b[self.i..];
+            let q = memchr::memchr2(b'"', b'\\', rest)?;
+            if rest[..q].iter().any(|&c| c < 0x20) {
+                return None;
+            }
+            self.i += q + 1;
+            if rest[q] == b'"' {
+                return Some(());
+            }
+            match self.peek()? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 1,
+                b'u' => {
+                    let hex = self.b.get(self.i + 1..self.i + 5)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
+                    }
+                    self.i += 5;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        if self.b.get(self.i..self.i + word.len())? != word {
+            return None;
+        }
+        self.i += word.len();
+        Some(())
+    }
+
+    /// Skips a number, checked against JSON's grammar (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`).
+    fn number(&mut self) -> Option<()> {
+        if self.peek()? == b'-' {
+            self.i += 1;
+        }
+        match self.peek()? {
+            b'0' => {
+                self.i += 1;
+                if self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                    return None;
+                }
+            }
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if !self.peek()?.is_ascii_digit() {
+                return None;
+            }
+            self.digits();
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            if !self.peek()?.is_ascii_digit() {
+                return None;
+            }
+            self.digits();
+        }
+        // A number must be followed by something (the text may end mid-number).
+        self.peek().map(|_| ())
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+    }
+
+    /// Skips the value at `i`, at nesting `depth`.
+    fn skip_value(&mut self, depth: u32) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match self.peek()? {
+            b'"' => {
+                self.i += 1;
+                self.skip_string()
+            }
+            b'{' => self.object(|sc, _| sc.skip_value(depth + 1)),
+            b'[' => {
+                self.i += 1;
+                self.skip_ws();
+                if self.peek()? == b']' {
+                    self.i += 1;
+                    return Some(());
+                }
+                loop {
+                    self.skip_ws();
+                    self.skip_value(depth + 1)?;
+                    self.skip_ws();
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b']' => {
+                            self.i += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::event::check_scanner_against_serde;
+    use super::scan_event;
+
+    const KERNEL: &str = r#"{"ph": "X", "cat": "kernel", "name": "void gemm<128>(float*)", "pid": 0, "tid": 7, "ts": 1712867402367756.123, "dur": 4.5, "args": {"External id": 31, "device": 0, "stream": 7, "correlation": 88, "grid": [240, 1, 1], "block": [256, 1, 1], "shared memory": 0, "est. achieved occupancy %": 12.5, "Call stack": "a.py(3): f;\u00e9 \"q\""}}, {"next": 1}"#;
+
+    #[test]
+    fn reads_an_event_as_serde_does() {
+        let (end, ev) = scan_event(KERNEL).expect("a plain event is the scanner's");
+        assert_eq!(&KERNEL[end - 2..end], "}}");
+        assert_eq!(ev.ts.unwrap().get(), "1712867402367756.123");
+        assert_eq!(ev.args.as_ref().unwrap().grid.unwrap().get(), "[240, 1, 1]");
+        assert_eq!(ev.name.as_ref().unwrap().0, "void gemm<128>(float*)");
+        check_scanner_against_serde(KERNEL).unwrap();
+    }
+
+    #[test]
+    fn declines_what_serde_must_decide() {
+        for text in [
+            // An escape in a string the model reads, or in a key.
+            r#"{"ph":"X","name":"a\"b"}"#,
+            r#"{"p\u0068":"X"}"#,
+            // A repeated key (serde: "duplicate field").
+            r#"{"ph":"X","ph":"i"}"#,
+            r#"{"args":{"device":1,"device":2}}"#,
+            // Values serde rejects: a leading zero, a bare dot, a control character, a bad escape.
+            r#"{"ts":01}"#,
+            r#"{"ts":1.}"#,
+            "{\"x\":\"a\u{1}b\"}",
+            r#"{"x":"\q"}"#,
+            r#"{"x":tru}"#,
+            // Types the model does not expect: args as a list, a number as a name.
+            r#"{"args":[1,2]}"#,
+            r#"{"name":5}"#,
+            // Not an object, or cut short.
+            r#"["X","kernel"]"#,
+            r#"{"ph":"X","ts":12"#,
+        ] {
+            assert!(scan_event(text).is_none(), "{text}");
+            check_scanner_against_serde(text).unwrap();
+        }
+    }
+
+    #[test]
+    fn nulls_and_skipped_values_read_as_serde_reads_them() {
+        for text in [
+            r#"{"ph":null,"ts":null,"args":null}"#,
+            r#"{"x":{"y":[true,false,null,-0.5e+3,{"z":"\u00e9\\"}]},"ph":"X"}"#,
+            r#"{ "ph" : "X" , "args" : { } }"#,
+            r#"{}"#,
+        ] {
+            assert!(scan_event(text).is_some(), "{text}");
+            check_scanner_against_serde(text).unwrap();
+        }
+    }
+}
