@@ -447,15 +447,18 @@ fn against_baseline(rev: &str, old: &Path, (big, ranks): (&Path, &Path), runs: u
     };
     let pair = |args: &[&str]| pair_on(big, args);
     let (ow, nw, orss, nrss) = pair(&["-q", "--json", "/dev/null"]);
-    let (_, _, orss1, nrss1) = pair(&["-q", "--threads", "1", "--json", "/dev/null"]);
+    let (ow1, nw1, orss1, nrss1) = pair(&["-q", "--threads", "1", "--json", "/dev/null"]);
     println!(
-        "baseline {rev} vs this build on big_eager ({runs} runs each, alternating, medians): wall {:.3} s vs {:.3} s, old/new wall {:.3}; peak RSS {:.1} MB vs {:.1} MB (new/old {:.3}); one thread {:.1} MB vs {:.1} MB (new/old {:.3})",
+        "baseline {rev} vs this build on big_eager ({runs} runs each, alternating, medians): wall {:.3} s vs {:.3} s, old/new wall {:.3}; peak RSS {:.1} MB vs {:.1} MB (new/old {:.3}); one thread: wall {:.3} s vs {:.3} s, old/new wall {:.3}, peak RSS {:.1} MB vs {:.1} MB (new/old {:.3})",
         ow.as_secs_f64(),
         nw.as_secs_f64(),
         ow.as_secs_f64() / nw.as_secs_f64(),
         orss as f64 / 1e6,
         nrss as f64 / 1e6,
         nrss as f64 / orss as f64,
+        ow1.as_secs_f64(),
+        nw1.as_secs_f64(),
+        ow1.as_secs_f64() / nw1.as_secs_f64(),
         orss1 as f64 / 1e6,
         nrss1 as f64 / 1e6,
         nrss1 as f64 / orss1 as f64

@@ -138,7 +138,7 @@ fn parse_event<'a>(bytes: &'a [u8], text: Option<&'a str>, at: usize) -> Parsed<
         None => serde_json::from_slice(bytes),
     };
     match parsed {
-        Ok(ev) => interpret(ev, at),
+        Ok(ev) => interpret(&ev, at),
         Err(e) => Parsed::Bad {
             at: at + offset_in(bytes, &e),
             why: e.to_string(),
@@ -163,13 +163,14 @@ pub(super) fn parse_element<'a>(
 ) -> Option<(usize, Parsed<'a>)> {
     if let Some(text) = input.text_from(s) {
         if path == EventPath::Scanner {
-            if let Some((e, ev)) = super::scan::scan_event(text) {
-                return Some((s + e, interpret(ev, s)));
+            let mut ev = RawEvent::default();
+            if let Some(e) = super::scan::scan_event(text, &mut ev) {
+                return Some((s + e, interpret(&ev, s)));
             }
         }
         let mut stream = serde_json::Deserializer::from_str(text).into_iter::<RawEvent<'a>>();
         if let Some(Ok(ev)) = stream.next() {
-            return Some((s + stream.byte_offset(), interpret(ev, s)));
+            return Some((s + stream.byte_offset(), interpret(&ev, s)));
         }
     }
     let e = input.value_end(s)?;
@@ -177,11 +178,11 @@ pub(super) fn parse_element<'a>(
 }
 
 /// What a parsed event becomes; `at` is its offset, for the reasons it may be unreadable.
-fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
+fn interpret<'a>(ev: &RawEvent<'a>, at: usize) -> Parsed<'a> {
     match ev.ph.as_ref().map(|t| t.0.as_ref()) {
         Some("X") => {}
         Some("i" | "I") if ev.name.as_ref().is_some_and(|n| n.0 == "[memory]") => {
-            return memory_event(&ev);
+            return memory_event(ev);
         }
         Some(_) => return Parsed::Skip,
         None => {
@@ -193,7 +194,7 @@ fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
     }
     let cat = match ev.cat.as_ref().map(|t| category(&t.0)) {
         Some(c @ (Category::Gpu(_) | Category::Host(_))) => c,
-        Some(Category::Sync) => return sync_event(&ev),
+        Some(Category::Sync) => return sync_event(ev),
         _ => return Parsed::Skip,
     };
     let is_old_operator = ev
@@ -233,7 +234,7 @@ fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
             }
         }
     };
-    let args = ev.args.unwrap_or_default();
+    let args = &ev.args;
     let num = |r: Option<Raw<'_>>| r.and_then(|r| to_u64(r.get()));
     let external_id = num(args.external_id)
         .or_else(|| num(args.external_id_old))
@@ -241,7 +242,10 @@ fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
     let correlation = num(args.correlation).unwrap_or(0);
     let rank = num(args.rank).map(|r| r as u32);
     // A nameless event keeps its time under a name that says so.
-    let name = ev.name.map_or(Cow::Borrowed("(unnamed)"), |t| t.0);
+    let name = ev
+        .name
+        .as_ref()
+        .map_or(Cow::Borrowed("(unnamed)"), |t| t.0.clone());
     match cat {
         Category::Gpu(kind) => {
             let device = num(args.device)
@@ -294,9 +298,7 @@ fn interpret<'a>(ev: RawEvent<'a>, at: usize) -> Parsed<'a> {
 /// A `cuda_sync` record; one without a kind we know, a stream or a correlation is skipped (it
 /// only refines what the runtime calls say).
 fn sync_event<'a>(ev: &RawEvent<'a>) -> Parsed<'a> {
-    let Some(args) = ev.args.as_ref() else {
-        return Parsed::Skip;
-    };
+    let args = &ev.args;
     let num = |r: Option<Raw<'_>>| r.and_then(|r| to_u64(r.get()));
     let Some(kind) = ev.name.as_ref().and_then(|n| SyncKind::of_name(&n.0)) else {
         return Parsed::Skip;
@@ -326,9 +328,7 @@ fn sync_event<'a>(ev: &RawEvent<'a>) -> Parsed<'a> {
 /// A `[memory]` event of a GPU allocation or free; host memory (`Device Type` 0) and events
 /// without the allocator's totals (2021's, with `Bytes` alone) are skipped.
 fn memory_event<'a>(ev: &RawEvent<'a>) -> Parsed<'a> {
-    let Some(args) = ev.args.as_ref() else {
-        return Parsed::Skip;
-    };
+    let args = &ev.args;
     let int = |r: Option<Raw<'_>>| r.and_then(|r| r.get().trim().parse::<i64>().ok());
     let (Some(allocated), Some(reserved), Some(ts_ns)) = (
         int(args.total_allocated),
@@ -456,7 +456,8 @@ fn offset_in(bytes: &[u8], e: &serde_json::Error) -> usize {
 /// does (the same fields, the same end), or declines it. Not an API.
 #[doc(hidden)]
 pub fn check_scanner_against_serde(text: &str) -> Result<(), String> {
-    let Some((end, scanned)) = super::scan::scan_event(text) else {
+    let mut scanned = RawEvent::default();
+    let Some(end) = super::scan::scan_event(text, &mut scanned) else {
         return Ok(());
     };
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<RawEvent<'_>>();

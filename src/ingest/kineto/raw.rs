@@ -25,8 +25,14 @@ pub(super) struct RawEvent<'a> {
     pub(super) ts: Option<Raw<'a>>,
     #[serde(borrow, default)]
     pub(super) dur: Option<Raw<'a>>,
-    #[serde(borrow, default)]
-    pub(super) args: Option<RawArgs<'a>>,
+    /// Absent or null: no field (every reader of it treats the two alike).
+    #[serde(borrow, default, deserialize_with = "args_or_none")]
+    pub(super) args: RawArgs<'a>,
+}
+
+/// `args` as an object, or none of its fields for `null`.
+fn args_or_none<'de: 'a, 'a, D: serde::Deserializer<'de>>(d: D) -> Result<RawArgs<'a>, D::Error> {
+    Option::<RawArgs<'a>>::deserialize(d).map(Option::unwrap_or_default)
 }
 
 /// A JSON value's text as written (a number's lexeme, a string with its quotes, a list), borrowed

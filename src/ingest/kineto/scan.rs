@@ -13,16 +13,17 @@ use std::borrow::Cow;
 /// Deepest nesting the scanner walks (serde_json stops at 128; deeper events go to it).
 const MAX_DEPTH: u32 = 100;
 
-/// The event object at the start of `text`: its end (the byte after its `}`) and its fields,
-/// or None when serde must decide.
-pub(super) fn scan_event(text: &str) -> Option<(usize, RawEvent<'_>)> {
+/// Reads the event object at the start of `text` into `ev` (as it comes from
+/// `RawEvent::default()`, filled in place: the fields are most of a kilobyte) and returns its
+/// end (the byte after its `}`), or None when serde must decide (`ev` is then partly filled).
+pub(super) fn scan_event<'a>(text: &'a str, ev: &mut RawEvent<'a>) -> Option<usize> {
     let mut s = Scanner {
         b: text.as_bytes(),
         text,
         i: 0,
     };
-    let ev = s.event()?;
-    Some((s.i, ev))
+    s.event(ev)?;
+    Some(s.i)
 }
 
 struct Scanner<'a> {
@@ -58,8 +59,7 @@ impl<'a> Scanner<'a> {
         (self.peek()? == c).then(|| self.i += 1)
     }
 
-    fn event(&mut self) -> Option<RawEvent<'a>> {
-        let mut ev = RawEvent::default();
+    fn event(&mut self, ev: &mut RawEvent<'a>) -> Option<()> {
         let mut seen = 0u32;
         self.object(|sc, key| {
             let bit = match key {
@@ -86,21 +86,18 @@ impl<'a> Scanner<'a> {
                 TID => ev.tid = sc.raw_value(1)?,
                 TS => ev.ts = sc.raw_value(1)?,
                 DUR => ev.dur = sc.raw_value(1)?,
-                _ => ev.args = sc.args()?,
+                _ => sc.args(&mut ev.args)?,
             }
             Some(())
-        })?;
-        Some(ev)
+        })
     }
 
-    /// `args`: an object of the keys [`RawArgs`] reads (null: none).
-    fn args(&mut self) -> Option<Option<RawArgs<'a>>> {
+    /// `args`: an object of the keys [`RawArgs`] reads (null: none of them).
+    fn args(&mut self, args: &mut RawArgs<'a>) -> Option<()> {
         self.skip_ws();
         if self.peek()? == b'n' {
-            self.literal(b"null")?;
-            return Some(None);
+            return self.literal(b"null");
         }
-        let mut args = RawArgs::default();
         let mut seen = 0u64;
         self.object(|sc, key| {
             let (bit, slot): (u64, &mut Option<Raw<'a>>) = match key {
@@ -151,8 +148,7 @@ impl<'a> Scanner<'a> {
             seen |= bit;
             *slot = sc.raw_value(2)?;
             Some(())
-        })?;
-        Some(Some(args))
+        })
     }
 
     /// Walks an object: `field` reads each key's value (its key has no escapes).
@@ -212,28 +208,24 @@ impl<'a> Scanner<'a> {
     /// The end of a string without escapes or control characters whose opening quote is
     /// behind `i`; `i` moves past its closing quote.
     fn plain_string_end(&mut self) -> Option<usize> {
-        let rest = &self.b[self.i..];
-        let q = memchr::memchr2(b'"', b'\\', rest)?;
-        if rest[q] != b'"' || rest[..q].iter().any(|&c| c < 0x20) {
+        let q = special_byte(self.b, self.i)?;
+        if self.b[q] != b'"' {
             return None;
         }
-        let end = self.i + q;
-        self.i = end + 1;
-        Some(end)
+        self.i = q + 1;
+        Some(q)
     }
 
     /// Skips any string whose opening quote is behind `i`, escapes checked as serde_json
     /// checks a string it ignores (a `\u` needs four hex digits, whatever they encode).
     fn skip_string(&mut self) -> Option<()> {
         loop {
-            let rest = &self.b[self.i..];
-            let q = memchr::memchr2(b'"', b'\\', rest)?;
-            if rest[..q].iter().any(|&c| c < 0x20) {
-                return None;
-            }
-            self.i += q + 1;
-            if rest[q] == b'"' {
-                return Some(());
+            let q = special_byte(self.b, self.i)?;
+            self.i = q + 1;
+            match self.b[q] {
+                b'"' => return Some(()),
+                b'\\' => {}
+                _ => return None,
             }
             match self.peek()? {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 1,
@@ -339,19 +331,43 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The first byte at or after `i` that ends a plain run of string bytes: a quote, a
+/// backslash or a control character (serde_json's errors inside strings). Eight bytes at a
+/// time: a byte is zero in `w ^ c` where it equals `c`, and `x - 0x01..01` borrows into a
+/// byte's high bit exactly where the byte is below 1 (below 0x20 for the control test), the
+/// lowest such byte exactly.
+fn special_byte(b: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().ok()?);
+        let hits = below(w ^ (ONES * u64::from(b'"')), 1)
+            | below(w ^ (ONES * u64::from(b'\\')), 1)
+            | below(w, 0x20);
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    (i..b.len()).find(|&k| matches!(b[k], b'"' | b'\\' | 0..=0x1f))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::event::check_scanner_against_serde;
+    use super::super::raw::RawEvent;
     use super::scan_event;
 
     const KERNEL: &str = r#"{"ph": "X", "cat": "kernel", "name": "void gemm<128>(float*)", "pid": 0, "tid": 7, "ts": 1712867402367756.123, "dur": 4.5, "args": {"External id": 31, "device": 0, "stream": 7, "correlation": 88, "grid": [240, 1, 1], "block": [256, 1, 1], "shared memory": 0, "est. achieved occupancy %": 12.5, "Call stack": "a.py(3): f;\u00e9 \"q\""}}, {"next": 1}"#;
 
     #[test]
     fn reads_an_event_as_serde_does() {
-        let (end, ev) = scan_event(KERNEL).expect("a plain event is the scanner's");
+        let mut ev = RawEvent::default();
+        let end = scan_event(KERNEL, &mut ev).expect("a plain event is the scanner's");
         assert_eq!(&KERNEL[end - 2..end], "}}");
         assert_eq!(ev.ts.unwrap().get(), "1712867402367756.123");
-        assert_eq!(ev.args.as_ref().unwrap().grid.unwrap().get(), "[240, 1, 1]");
+        assert_eq!(ev.args.grid.unwrap().get(), "[240, 1, 1]");
         assert_eq!(ev.name.as_ref().unwrap().0, "void gemm<128>(float*)");
         check_scanner_against_serde(KERNEL).unwrap();
     }
@@ -378,9 +394,31 @@ mod tests {
             r#"["X","kernel"]"#,
             r#"{"ph":"X","ts":12"#,
         ] {
-            assert!(scan_event(text).is_none(), "{text}");
+            assert!(
+                scan_event(text, &mut RawEvent::default()).is_none(),
+                "{text}"
+            );
             check_scanner_against_serde(text).unwrap();
         }
+    }
+
+    #[test]
+    fn special_bytes_are_found_first_wherever_they_sit() {
+        let text = "abcdefghijklmnopqrstuvwxyz\u{e9}\u{e9}\u{e9}ABCDEFGH";
+        for at in 0..text.len() {
+            for c in [b'"', b'\\', 0x01, 0x1f] {
+                let mut b = text.as_bytes().to_vec();
+                b[at] = c;
+                let want = b.iter().position(|&x| matches!(x, b'"' | b'\\' | 0..=0x1f));
+                for from in 0..=at {
+                    assert_eq!(super::special_byte(&b, from), want, "{at} {c}");
+                }
+            }
+        }
+        assert_eq!(
+            super::special_byte(b"no special byte here, at all", 0),
+            None
+        );
     }
 
     #[test]
@@ -391,7 +429,10 @@ mod tests {
             r#"{ "ph" : "X" , "args" : { } }"#,
             r#"{}"#,
         ] {
-            assert!(scan_event(text).is_some(), "{text}");
+            assert!(
+                scan_event(text, &mut RawEvent::default()).is_some(),
+                "{text}"
+            );
             check_scanner_against_serde(text).unwrap();
         }
     }
