@@ -144,8 +144,10 @@ impl StallWindows {
         let mut compiling: Vec<Vec<(i64, i64)>> = vec![Vec::new(); trace.inputs.len()];
         for i in 0..host.len() {
             if crate::analysis::time::links::is_compile_event(trace.names.get(host.name[i])) {
-                compiling[host.input[i] as usize]
-                    .push((host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i])));
+                compiling[host.input[i] as usize].push((
+                    host.ts_ns[i],
+                    host.ts_ns[i].saturating_add(host.dur_ns.get(i)),
+                ));
             }
         }
         StallWindows { ranges, compiling }
@@ -319,9 +321,12 @@ pub fn sync_stalls(ctx: &Context) -> Vec<Finding> {
         if is_sync_call(name) && inside(host.input[i], host.ts_ns[i]) {
             let e = by_api.entry(name).or_default();
             e.0 += 1;
-            e.1 += host.dur_ns[i];
-            blocked_ns += host.dur_ns[i];
-            idle_ns += idle_after.of(host.input[i], host.ts_ns[i].saturating_add(host.dur_ns[i]));
+            e.1 += host.dur_ns.get(i);
+            blocked_ns += host.dur_ns.get(i);
+            idle_ns += idle_after.of(
+                host.input[i],
+                host.ts_ns[i].saturating_add(host.dur_ns.get(i)),
+            );
         }
     }
     // Device-to-host copies launched inside steps: the host waits for them (`.item()`, `.cpu()`).
@@ -386,7 +391,7 @@ pub fn allocator_churn(ctx: &Context) -> Vec<Finding> {
         if is_allocator_call(name) && windows.inside(host.input[i], host.ts_ns[i]) {
             let e = by_api.entry(name).or_default();
             e.0 += 1;
-            e.1 += host.dur_ns[i];
+            e.1 += host.dur_ns.get(i);
         }
     }
     let calls: u64 = by_api.values().map(|v| v.0).sum();
@@ -456,10 +461,13 @@ pub fn unrepresentative_profile(ctx: &Context) -> Vec<Finding> {
     // can reach it.
     let shortest = (window as f64 * ONE_CALL_IDLE_PCT / 100.0).ceil() as i64;
     for i in 0..host.len() {
-        if host.dur_ns[i] < shortest {
+        if host.dur_ns.get(i) < shortest {
             continue;
         }
-        let (s, e) = (host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i]));
+        let (s, e) = (
+            host.ts_ns[i],
+            host.ts_ns[i].saturating_add(host.dur_ns.get(i)),
+        );
         if !matches!(
             host.kind[i],
             HostKind::Runtime | HostKind::Driver | HostKind::CpuOp

@@ -312,7 +312,7 @@ fn convolution_layouts(ctx: &Context) -> ConvSpans {
                 },
             )
             .flatten();
-        let end = host.ts_ns[h].saturating_add(host.dur_ns[h]);
+        let end = host.ts_ns[h].saturating_add(host.dur_ns.get(h));
         out.entry((host.input[h], host.pid(h), host.tid(h)))
             .or_default()
             .push((host.ts_ns[h], end, channels_last));

@@ -204,7 +204,10 @@ impl<'c> LaunchedTime<'c> {
         let Some(calls) = self.calls.get(&key) else {
             return 0;
         };
-        let (s, e) = (host.ts_ns[h], host.ts_ns[h].saturating_add(host.dur_ns[h]));
+        let (s, e) = (
+            host.ts_ns[h],
+            host.ts_ns[h].saturating_add(host.dur_ns.get(h)),
+        );
         let lo = calls.partition_point(|&c| host.ts_ns[c as usize] < s);
         calls[lo..]
             .iter()
@@ -230,7 +233,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
         (
             thread_key(h),
             host.ts_ns[h],
-            std::cmp::Reverse(host.dur_ns[h]),
+            std::cmp::Reverse(host.dur_ns.get(h)),
         )
     });
     let priced = LaunchedTime::new(ctx);
@@ -273,7 +276,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
         for h in ops.iter().map(|&h| h as usize) {
             let start = host.ts_ns[h];
             while let Some(&(top, _)) = stack.last() {
-                if host.ts_ns[top].saturating_add(host.dur_ns[top]) <= start {
+                if host.ts_ns[top].saturating_add(host.dur_ns.get(top)) <= start {
                     stack.pop();
                     // The runs under an op end with it (keeps the map as deep as the stack).
                     if let Some((run, _, _)) = current.remove(&Some(top)) {

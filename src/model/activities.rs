@@ -76,7 +76,12 @@ impl GpuActivities {
     /// Drops the activities whose times cannot be real ([`MAX_ACTIVITY_NS`], `MAX_TS_NS`);
     /// returns how many, per input.
     pub fn drop_implausible(&mut self) -> std::collections::BTreeMap<u32, u64> {
-        let (keep, dropped) = plausible(&self.ts_ns, &self.dur_ns, &self.input, MAX_ACTIVITY_NS);
+        let (keep, dropped) = plausible(
+            &self.ts_ns,
+            self.dur_ns.iter().copied(),
+            &self.input,
+            MAX_ACTIVITY_NS,
+        );
         if !dropped.is_empty() {
             retain_by(&mut self.kind, &keep);
             retain_by(&mut self.name, &keep);

@@ -64,6 +64,70 @@ impl Ids {
     }
 }
 
+/// Host event durations in ns: 4 bytes each below 2^31 ns (2.1 s, nearly every op and call),
+/// longer ones (steps, whole-run ranges) and negative ones in a side list. Millions of rows in
+/// large traces.
+#[derive(Default, Debug, Clone)]
+pub struct Durations {
+    short: Vec<u32>,
+    long: Vec<i64>,
+}
+
+/// Values from here up are indices into [`Durations::long`].
+const LONG_DUR: u32 = 1 << 31;
+
+impl Durations {
+    /// Appends `v` as the last row.
+    pub fn push(&mut self, v: i64) {
+        match u32::try_from(v) {
+            Ok(short) if short < LONG_DUR => self.short.push(short),
+            _ => {
+                self.short.push(LONG_DUR + self.long.len() as u32);
+                self.long.push(v);
+            }
+        }
+    }
+    /// The duration of row `i`.
+    pub fn get(&self, i: usize) -> i64 {
+        match self.short[i] {
+            v if v < LONG_DUR => i64::from(v),
+            v => self.long[(v - LONG_DUR) as usize],
+        }
+    }
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.short.len()
+    }
+    /// Whether it has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.short.is_empty()
+    }
+    /// The durations in row order.
+    pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+    pub(crate) fn retain_by(&mut self, keep: &[bool]) {
+        retain_by(&mut self.short, keep);
+    }
+    /// Appends another column's rows (its long values after this one's).
+    pub(crate) fn append(&mut self, o: Durations) {
+        let base = self.long.len() as u32;
+        self.short.extend(
+            o.short
+                .into_iter()
+                .map(|v| if v < LONG_DUR { v } else { v + base }),
+        );
+        self.long.extend(o.long);
+    }
+    pub(crate) fn reserve_exact(&mut self, more: usize) {
+        self.short.reserve_exact(more);
+    }
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.short.shrink_to_fit();
+        self.long.shrink_to_fit();
+    }
+}
+
 /// Keeps the elements of `column` whose index `keep` marks.
 pub(crate) fn retain_by<T>(column: &mut Vec<T>, keep: &[bool]) {
     let mut i = 0;
@@ -77,14 +141,14 @@ pub(crate) fn retain_by<T>(column: &mut Vec<T>, keep: &[bool]) {
 /// [`MAX_TS_NS`]), and how many rows per input do not.
 pub(crate) fn plausible(
     ts: &[i64],
-    dur: &[i64],
+    dur: impl IntoIterator<Item = i64>,
     input: &[u32],
     max_dur: i64,
 ) -> (Vec<bool>, std::collections::BTreeMap<u32, u64>) {
     let keep: Vec<bool> = ts
         .iter()
         .zip(dur)
-        .map(|(t, d)| (0..=max_dur).contains(d) && (0..=MAX_TS_NS).contains(t))
+        .map(|(t, d)| (0..=max_dur).contains(&d) && (0..=MAX_TS_NS).contains(t))
         .collect();
     let mut dropped = std::collections::BTreeMap::new();
     for (i, _) in keep.iter().enumerate().filter(|(_, k)| !**k) {
@@ -103,7 +167,35 @@ pub const MAX_HOST_EVENT_NS: i64 = 86_400_000_000_000;
 
 #[cfg(test)]
 mod tests {
-    use super::Ids;
+    use super::{Durations, Ids};
+
+    #[test]
+    fn durations_keep_long_and_negative_values_through_append_and_retain() {
+        let values = [0i64, 9, (1 << 31) - 1, 1 << 31, 86_400_000_000_000, -5, 7];
+        let mut a = Durations::default();
+        for v in values {
+            a.push(v);
+        }
+        assert_eq!(a.iter().collect::<Vec<_>>(), values);
+        let mut b = Durations::default();
+        b.push(1 << 40);
+        b.push(3);
+        a.append(b);
+        assert_eq!((a.get(7), a.get(8)), (1 << 40, 3));
+        a.retain_by(&[false, true, true, true, true, true, false, true, true]);
+        assert_eq!(
+            a.iter().collect::<Vec<_>>(),
+            [
+                9,
+                (1 << 31) - 1,
+                1 << 31,
+                86_400_000_000_000,
+                -5,
+                1 << 40,
+                3
+            ]
+        );
+    }
 
     #[test]
     fn ids_keep_wide_values_through_append_and_retain() {

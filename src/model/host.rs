@@ -82,7 +82,7 @@ pub struct HostEvents {
     /// Start on the trace's clock, in ns.
     pub ts_ns: Vec<i64>,
     /// Duration, in ns.
-    pub dur_ns: Vec<i64>,
+    pub dur_ns: super::columns::Durations,
     /// Correlation id of a runtime/driver call (0 when absent). (No host `External id`: the
     /// ops own their kernels by time nesting on their thread, and launches by correlation.)
     pub correlation: Ids,
@@ -162,14 +162,19 @@ impl HostEvents {
     /// Drops the host events whose times cannot be real ([`MAX_HOST_EVENT_NS`],
     /// `MAX_TS_NS`); returns how many, per input.
     pub fn drop_implausible(&mut self) -> std::collections::BTreeMap<u32, u64> {
-        let (keep, dropped) = plausible(&self.ts_ns, &self.dur_ns, &self.input, MAX_HOST_EVENT_NS);
+        let (keep, dropped) = plausible(
+            &self.ts_ns,
+            self.dur_ns.iter(),
+            &self.input,
+            MAX_HOST_EVENT_NS,
+        );
         if !dropped.is_empty() {
             retain_by(&mut self.kind, &keep);
             retain_by(&mut self.name, &keep);
             retain_by(&mut self.input, &keep);
             retain_by(&mut self.thread, &keep);
             retain_by(&mut self.ts_ns, &keep);
-            retain_by(&mut self.dur_ns, &keep);
+            self.dur_ns.retain_by(&keep);
             self.correlation.retain_by(&keep);
             retain_by(&mut self.op_args_of, &keep);
         }
@@ -220,7 +225,7 @@ impl HostEvents {
     }
     /// When event `i` ends.
     pub fn end_ns(&self, i: usize) -> i64 {
-        self.ts_ns[i].saturating_add(self.dur_ns[i])
+        self.ts_ns[i].saturating_add(self.dur_ns.get(i))
     }
     /// The process of event `i`.
     pub fn pid(&self, i: usize) -> u64 {
@@ -254,7 +259,7 @@ impl HostEvents {
         self.thread
             .extend(o.thread.into_iter().map(|t| threads[t as usize]));
         self.ts_ns.extend(o.ts_ns);
-        self.dur_ns.extend(o.dur_ns);
+        self.dur_ns.append(o.dur_ns);
         self.correlation.append(o.correlation);
         let args: Vec<u32> = o
             .op_args
@@ -297,7 +302,7 @@ impl HostEvents {
             pid: self.pid(i),
             tid: self.tid(i),
             ts_ns: self.ts_ns[i],
-            dur_ns: self.dur_ns[i],
+            dur_ns: self.dur_ns.get(i),
             correlation: self.correlation.get(i),
             input_dims: self.input_dims(i),
             input_types: self.input_types(i),

@@ -676,7 +676,7 @@ fn the_dependency_fixtures_agree_with_their_truth() {
                 .get(host.name[h])
                 .starts_with("enumerate(DataLoader)#")
         })
-        .map(|h| host.dur_ns[h] as f64 / 1e6)
+        .map(|h| host.dur_ns.get(h) as f64 / 1e6)
         .collect();
     spans.sort_by(f64::total_cmp);
     let mut timed: Vec<f64> = truth["resnet18_loader"]["steps"]

@@ -120,7 +120,7 @@ fn trace_window(trace: &Trace) -> Option<(i64, i64)> {
     let t0 = starts.min()?;
     let t1 = (0..acts.len())
         .map(|a| acts.end_ns(a))
-        .chain((0..host.len()).map(|h| host.ts_ns[h].saturating_add(host.dur_ns[h])))
+        .chain((0..host.len()).map(|h| host.ts_ns[h].saturating_add(host.dur_ns.get(h))))
         .max()?;
     Some((base.saturating_add(t0), base.saturating_add(t1)))
 }

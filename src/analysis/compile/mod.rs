@@ -260,7 +260,7 @@ pub fn facts(trace: &Trace, links: &Links, steps: &Steps, windows: &[(i64, i64)]
                 }
                 if let Some(slot) = slot_of(input, ts) {
                     region_rows.push((ts, slot, id));
-                    region_spans[slot].push((ts, ts.saturating_add(host.dur_ns[i])));
+                    region_spans[slot].push((ts, ts.saturating_add(host.dur_ns.get(i))));
                 }
                 continue;
             }
@@ -274,7 +274,7 @@ pub fn facts(trace: &Trace, links: &Links, steps: &Steps, windows: &[(i64, i64)]
             }
         }
         if compiling[n] {
-            let (s, e) = (ts.max(w0), ts.saturating_add(host.dur_ns[i]).min(w1));
+            let (s, e) = (ts.max(w0), ts.saturating_add(host.dur_ns.get(i)).min(w1));
             if e > s {
                 compile_iv[input as usize].push((s, e));
                 facts.compile_events_in_window += 1;
@@ -428,7 +428,10 @@ pub fn compiled_activities(
             spans
                 .entry((host.input[i], host.tid(i)))
                 .or_default()
-                .push((host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i])));
+                .push((
+                    host.ts_ns[i],
+                    host.ts_ns[i].saturating_add(host.dur_ns.get(i)),
+                ));
         }
     }
     // Regions nest only within a frame's own call: merge each thread's spans for a binary search.

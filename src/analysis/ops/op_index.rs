@@ -42,7 +42,7 @@ pub(crate) fn innermost(trace: &Trace, t: &Thread, time: i64) -> Option<usize> {
         let h = t.op(cur);
         if time
             < host.ts_ns[h]
-                .saturating_add(host.dur_ns[h])
+                .saturating_add(host.dur_ns.get(h))
                 .max(host.ts_ns[h] + 1)
         {
             return Some(cur);
@@ -153,7 +153,7 @@ pub(crate) fn threads_of(trace: &Trace, kind: HostKind, keep: impl Fn(&str) -> b
     for t in &mut threads.list {
         t.ops.sort_by_key(|&h| {
             let h = h as usize;
-            (host.ts_ns[h], std::cmp::Reverse(host.dur_ns[h]), h)
+            (host.ts_ns[h], std::cmp::Reverse(host.dur_ns.get(h)), h)
         });
         let mut stack: Vec<usize> = Vec::new();
         t.parent = Vec::with_capacity(t.ops.len());
@@ -161,7 +161,7 @@ pub(crate) fn threads_of(trace: &Trace, kind: HostKind, keep: impl Fn(&str) -> b
             let h = h as usize;
             while let Some(&top) = stack.last() {
                 let th = t.ops[top] as usize;
-                if host.ts_ns[th].saturating_add(host.dur_ns[th]) <= host.ts_ns[h] {
+                if host.ts_ns[th].saturating_add(host.dur_ns.get(th)) <= host.ts_ns[h] {
                     stack.pop();
                 } else {
                     break;

@@ -316,7 +316,7 @@ impl ParamComms {
                     .or_default()
                     .push((
                         host.ts_ns[i],
-                        host.ts_ns[i].saturating_add(host.dur_ns[i]),
+                        host.ts_ns[i].saturating_add(host.dur_ns.get(i)),
                         comm,
                     ));
             }

@@ -190,7 +190,7 @@ pub fn find(
                 grp.hosts.sort_unstable_by_key(|&h| {
                     (
                         host.ts_ns[h as usize],
-                        std::cmp::Reverse(host.dur_ns[h as usize]),
+                        std::cmp::Reverse(host.dur_ns.get(h as usize)),
                         h,
                     )
                 });

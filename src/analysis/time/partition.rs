@@ -256,12 +256,17 @@ impl HostTimeline {
             // Dispatch is "inside a cpu_op or runtime call" (FEED.md): ranges and Python frames are not.
             if matches!(host.kind[i], HostKind::Annotation | HostKind::Python) {
                 if host.kind[i] == HostKind::Annotation && loads[host.name[i].index()] {
-                    loading[host.input[i] as usize]
-                        .push((host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i])));
+                    loading[host.input[i] as usize].push((
+                        host.ts_ns[i],
+                        host.ts_ns[i].saturating_add(host.dur_ns.get(i)),
+                    ));
                 }
                 continue;
             }
-            let iv = (host.ts_ns[i], host.ts_ns[i].saturating_add(host.dur_ns[i]));
+            let iv = (
+                host.ts_ns[i],
+                host.ts_ns[i].saturating_add(host.dur_ns.get(i)),
+            );
             let input = host.input[i];
             let kind = usize::from(blocks[host.name[i].index()]);
             let thread = &mut last[host.thread[i] as usize];

@@ -196,7 +196,7 @@ fn occurrences(
     let mut out = Vec::new();
     let mut user_marks = (false, false); // the user marked forward, backward
     for &i in rows {
-        if host.kind[i] != HostKind::Annotation || host.dur_ns[i] <= 0 {
+        if host.kind[i] != HostKind::Annotation || host.dur_ns.get(i) <= 0 {
             continue;
         }
         let name = names.get(host.name[i]);
@@ -213,7 +213,7 @@ fn occurrences(
         };
         out.push(Occurrence {
             start: host.ts_ns[i],
-            end: host.ts_ns[i].saturating_add(host.dur_ns[i]),
+            end: host.ts_ns[i].saturating_add(host.dur_ns.get(i)),
             thread: host.thread[i],
             name: name.to_string(),
             kind,
@@ -270,7 +270,7 @@ fn main_outermost(
         .filter(|&&i| host.kind[i] == HostKind::CpuOp && host.thread[i] == main)
         .map(|&i| {
             let s = host.ts_ns[i];
-            (s, s.saturating_add(host.dur_ns[i].max(0)), host.name[i])
+            (s, s.saturating_add(host.dur_ns.get(i).max(0)), host.name[i])
         })
         .collect();
     main_ops.sort_unstable_by_key(|&(s, e, n)| (s, std::cmp::Reverse(e), n));
@@ -303,7 +303,11 @@ fn backward_runs(
         .filter(|&&i| in_step(host.ts_ns[i]))
         .map(|&i| {
             let s = host.ts_ns[i];
-            (s, s.saturating_add(host.dur_ns[i].max(0)), host.thread[i])
+            (
+                s,
+                s.saturating_add(host.dur_ns.get(i).max(0)),
+                host.thread[i],
+            )
         })
         .collect();
     backward_ops.sort_unstable();

@@ -153,7 +153,7 @@ impl Steps {
             for i in 0..host.len() {
                 if host.kind[i] == HostKind::Annotation {
                     if let Some(n) = step_number(trace.names.get(host.name[i])) {
-                        let end = host.ts_ns[i].saturating_add(host.dur_ns[i]);
+                        let end = host.ts_ns[i].saturating_add(host.dur_ns.get(i));
                         per_input[host.input[i] as usize].push(StepWindow {
                             number: n,
                             cpu_start_ns: host.ts_ns[i],

@@ -1,34 +1,41 @@
 //! PyTorch profiler (Kineto) Chrome traces, from CUDA (CUPTI) and ROCm (roctracer) builds, 2021
 //! to now. See <https://pytorch.org/docs/stable/profiler.html> and `reference/formats.md` §1.
 //!
-//! The file is streamed (`json_stream::scan_parallel`):
-//! each window of it is cut into pieces at likely event boundaries, and every piece is parsed on
-//! a worker thread with serde into borrowed skeletons (only the fields we use; serde skips the
-//! rest, and finds each event's end in the same pass) and then into a `Chunk` of columns with
-//! names, ranks and string ids of its own. The chunks are appended in file order, renumbered as
-//! if read one event at a time, so the table is the same for any thread count and piece size.
+//! The file is streamed (`json_stream::scan_parallel`): each window of it is cut into pieces at
+//! likely event boundaries, and every piece is read on a worker thread, event by event, into
+//! the fields the model uses (`raw`: text as written, borrowed from the window) and then into
+//! a `Chunk` of columns with names, ranks and string ids of its own. The chunks are appended in
+//! file order, renumbered as if read one event at a time, so the table is the same for any
+//! thread count and piece size.
 //!
-//! **Why serde_json and not simd-json.** simd-json parses whole documents only, so it needs the
-//! scanner to find each event's end first; serde_json finds it while parsing (a streaming
-//! deserializer over the rest of the window). On the parallel path, `cargo bench --bench
-//! hot_paths -- "pieces|parse|scan"` (the 41k events of
-//! `fixtures/kineto/h100/eager_launch_bound.json.gz`, criterion medians of one run, 2 cores,
-//! 2026-11-26):
+//! **Who reads an event.** Our own scanner (`scan`) walks the event's keys, takes the values
+//! the model reads as written and skips the rest, checking what it skips as strictly as
+//! serde_json would (escapes, control characters, number grammar, literals, nesting), and finds
+//! the event's end in the same pass. Whatever it is not sure of (an escape in a key or in a name,
+//! a repeated key, a value of an unexpected type, deep nesting, the end of the piece) it leaves
+//! to serde_json, which reads that event as it always did: a streaming deserializer into the
+//! same fields. So an event gives the same fields or the same error whichever path reads it;
+//! `ReadOptions::serde_events` (`--serde-events`, hidden) reads every event with serde, and the
+//! tests (every fixture and corpus trace reads to the same table either way) and the `scanner`
+//! fuzz target hold the two to that. Numbers stay text until `micros_to_ns` / `to_u64` convert
+//! them exactly: Kineto's timestamps are microseconds with nanosecond decimals
+//! (`1712867402367756.123` has 19 digits; an `f64` keeps 16, hence no simd-json: its tape
+//! parses every number to `f64`, and it needs each event's end found first).
+//!
+//! `cargo bench --bench hot_paths -- pieces` (the walk over the 41k events of
+//! `fixtures/kineto/h100/eager_launch_bound.json.gz` as the reader runs it, criterion medians of
+//! one run, 2 cores, 2026-11-28):
 //!
 //! | walk over the events | one thread | pool (2 threads) |
 //! |---|---|---|
-//! | serde_json, ends found while parsing (the reader) | 32.9 ms | 20.3 ms |
-//! | scanner, then simd-json's tape per event (buffers reused per thread) | 44.0 ms | 26.3 ms |
+//! | the scanner (serde for what it declines) | 12.1 ms | 7.0 ms |
+//! | serde_json alone, ends found while parsing (the reader until now) | 22.7 ms | 13.3 ms |
+//! | the scan for ends, then simd-json's tape per event | 27.4 ms | 15.8 ms |
 //!
-//! Apart, in the same run: the scan alone 13.5 ms, serde_json per scanned event 38.4 ms,
-//! simd-json's tape per scanned event 29.8 ms. simd-json's tape parses faster, but the scan it
-//! needs costs more than it saves; and it parses every number to `f64`, while Kineto's
-//! timestamps are microseconds with nanosecond decimals (`1712867402367756.123` has 19 digits;
-//! `f64` keeps 16): the table's integer nanoseconds would be off by up to hundreds of ns on
-//! epoch-based traces. serde_json hands over the number's text (`RawValue`), which
-//! `micros_to_ns` converts exactly. (An earlier run, one thread on scanned events: serde_json
-//! 14.5 ms, simd-json serde mode 16.5 ms, tape per event 12.3 ms, tape per batch of 10k events
-//! 23.0 ms.)
+//! The scanner's first version ran 16.3 ms on one thread: it built the fields (most of a
+//! kilobyte) and moved them per event, and looked for a string's end with `memchr2` and then for
+//! control characters in a second pass; filling them in place and testing eight bytes at a time
+//! for a quote, a backslash or a control character gave the rest.
 
 mod event;
 mod raw;

@@ -313,7 +313,7 @@ fn rebuild<W: Write>(run: &Run, out: &mut Out<W>) -> u64 {
             1_000_000 + u64::from(host.input[h]),
             host.tid(h),
             micros(host.ts_ns[h]),
-            micros(host.dur_ns[h]),
+            micros(host.dur_ns.get(h)),
             host.correlation.get(h),
         );
         out.event(ev.as_bytes());

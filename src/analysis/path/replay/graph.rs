@@ -601,7 +601,7 @@ fn split_queued(ctx: &Context, input: u32, pieces: Vec<Piece>, acts: &[Act]) -> 
     if calls.is_empty() {
         return pieces;
     }
-    let mut durs: Vec<i64> = calls.iter().map(|&h| host.dur_ns[h as usize]).collect();
+    let mut durs: Vec<i64> = calls.iter().map(|&h| host.dur_ns.get(h as usize)).collect();
     durs.sort_unstable();
     let long = (durs[durs.len() / 2] * 4).max(MIN_BLOCK_NS);
     let mut ends: Vec<(i64, u32)> = acts
@@ -613,7 +613,7 @@ fn split_queued(ctx: &Context, input: u32, pieces: Vec<Piece>, acts: &[Act]) -> 
     // (start, end, the activity it waited for) of each blocked call, by start.
     let mut blocked: Vec<(i64, i64, u32)> = calls
         .iter()
-        .filter(|&&h| host.dur_ns[h as usize] > long)
+        .filter(|&&h| host.dur_ns.get(h as usize) > long)
         .filter_map(|&h| {
             let (s, e) = (host.ts_ns[h as usize], host.end_ns(h as usize));
             let k = ends.partition_point(|x| x.0 <= e);
