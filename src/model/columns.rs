@@ -1,33 +1,39 @@
 //! What the activity and host-event tables share: a compact column of ids, row filtering, and
 //! the times a profiler can write.
 
-/// A column of ids (correlation, External id) that are nearly always below 2^31: 4 bytes each,
-/// the rare wider one kept in a side list and its index stored above 2^31.
+/// A column of values nearly always in 0..2^31: 4 bytes each, the rare other one kept in a
+/// side list and its index stored above 2^31. Millions of rows in large traces.
 #[derive(Default, Debug, Clone)]
-pub struct Ids {
+pub struct Compact<T> {
     small: Vec<u32>,
-    wide: Vec<u64>,
+    wide: Vec<T>,
 }
 
-/// Values from here up are indices into [`Ids::wide`].
-const WIDE_ID: u32 = 1 << 31;
+/// Ids (correlation, External id).
+pub type Ids = Compact<u64>;
+/// Host event durations in ns: nearly every op and call is under 2^31 ns (2.1 s); steps,
+/// whole-run ranges and negative durations go to the side list.
+pub type Durations = Compact<i64>;
 
-impl Ids {
+/// Values from here up are indices into [`Compact::wide`].
+const WIDE: u32 = 1 << 31;
+
+impl<T: Copy + TryInto<u32> + From<u32>> Compact<T> {
     /// Appends `v` as the last row.
-    pub fn push(&mut self, v: u64) {
-        match u32::try_from(v) {
-            Ok(small) if small < WIDE_ID => self.small.push(small),
+    pub fn push(&mut self, v: T) {
+        match v.try_into() {
+            Ok(small) if small < WIDE => self.small.push(small),
             _ => {
-                self.small.push(WIDE_ID + self.wide.len() as u32);
+                self.small.push(WIDE + self.wide.len() as u32);
                 self.wide.push(v);
             }
         }
     }
-    /// The id of row `i`.
-    pub fn get(&self, i: usize) -> u64 {
+    /// The value of row `i`.
+    pub fn get(&self, i: usize) -> T {
         match self.small[i] {
-            v if v < WIDE_ID => u64::from(v),
-            v => self.wide[(v - WIDE_ID) as usize],
+            v if v < WIDE => T::from(v),
+            v => self.wide[(v - WIDE) as usize],
         }
     }
     /// Number of rows.
@@ -38,20 +44,20 @@ impl Ids {
     pub fn is_empty(&self) -> bool {
         self.small.is_empty()
     }
-    /// The ids in row order.
-    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+    /// The values in row order.
+    pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
         (0..self.len()).map(|i| self.get(i))
     }
     pub(crate) fn retain_by(&mut self, keep: &[bool]) {
         retain_by(&mut self.small, keep);
     }
-    /// Appends another column's rows (its wide ids after this one's).
-    pub(crate) fn append(&mut self, o: Ids) {
+    /// Appends another column's rows (its wide values after this one's).
+    pub(crate) fn append(&mut self, o: Compact<T>) {
         let base = self.wide.len() as u32;
         self.small.extend(
             o.small
                 .into_iter()
-                .map(|v| if v < WIDE_ID { v } else { v + base }),
+                .map(|v| if v < WIDE { v } else { v + base }),
         );
         self.wide.extend(o.wide);
     }
@@ -61,70 +67,6 @@ impl Ids {
     pub(crate) fn shrink_to_fit(&mut self) {
         self.small.shrink_to_fit();
         self.wide.shrink_to_fit();
-    }
-}
-
-/// Host event durations in ns: 4 bytes each below 2^31 ns (2.1 s, nearly every op and call),
-/// longer ones (steps, whole-run ranges) and negative ones in a side list. Millions of rows in
-/// large traces.
-#[derive(Default, Debug, Clone)]
-pub struct Durations {
-    short: Vec<u32>,
-    long: Vec<i64>,
-}
-
-/// Values from here up are indices into [`Durations::long`].
-const LONG_DUR: u32 = 1 << 31;
-
-impl Durations {
-    /// Appends `v` as the last row.
-    pub fn push(&mut self, v: i64) {
-        match u32::try_from(v) {
-            Ok(short) if short < LONG_DUR => self.short.push(short),
-            _ => {
-                self.short.push(LONG_DUR + self.long.len() as u32);
-                self.long.push(v);
-            }
-        }
-    }
-    /// The duration of row `i`.
-    pub fn get(&self, i: usize) -> i64 {
-        match self.short[i] {
-            v if v < LONG_DUR => i64::from(v),
-            v => self.long[(v - LONG_DUR) as usize],
-        }
-    }
-    /// Number of rows.
-    pub fn len(&self) -> usize {
-        self.short.len()
-    }
-    /// Whether it has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.short.is_empty()
-    }
-    /// The durations in row order.
-    pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
-        (0..self.len()).map(|i| self.get(i))
-    }
-    pub(crate) fn retain_by(&mut self, keep: &[bool]) {
-        retain_by(&mut self.short, keep);
-    }
-    /// Appends another column's rows (its long values after this one's).
-    pub(crate) fn append(&mut self, o: Durations) {
-        let base = self.long.len() as u32;
-        self.short.extend(
-            o.short
-                .into_iter()
-                .map(|v| if v < LONG_DUR { v } else { v + base }),
-        );
-        self.long.extend(o.long);
-    }
-    pub(crate) fn reserve_exact(&mut self, more: usize) {
-        self.short.reserve_exact(more);
-    }
-    pub(crate) fn shrink_to_fit(&mut self) {
-        self.short.shrink_to_fit();
-        self.long.shrink_to_fit();
     }
 }
 

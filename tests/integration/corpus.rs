@@ -24,7 +24,8 @@ const NO_KERNELS: &[(&str, &str)] = &[
 
 const MAX_UNCLASSIFIED_PCT: f64 = 2.0;
 
-fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The `.json` and `.json.gz` files under `dir`, depth first, in name order.
+pub(crate) fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

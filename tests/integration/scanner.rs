@@ -4,26 +4,11 @@
 //! byte for byte too.
 
 use crate::common::{fixture, run_trace};
+use crate::corpus::json_files;
 use crate::with_shared;
 use rocprof_classify::analysis::AnalysisOptions;
 use rocprof_classify::ingest::{read_all, ReadOptions};
-use std::path::{Path, PathBuf};
-
-fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        let name = p.to_string_lossy();
-        if p.is_dir() {
-            json_files(&p, out);
-        } else if name.ends_with(".json") || name.ends_with(".json.gz") {
-            out.push(p);
-        }
-    }
-}
+use std::path::Path;
 
 /// A file read with the scanner or with serde alone: its table as text, or its error.
 fn read(path: &Path, serde_events: bool) -> Result<String, String> {

@@ -58,99 +58,91 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
 #[derive(Deserialize, Debug)]
 pub(super) struct Text<'a>(#[serde(borrow)] pub(super) Cow<'a, str>);
 
-/// The `args` fields we read, in the same serde pass as the event.
-#[derive(Deserialize, Default, Debug)]
-pub(super) struct RawArgs<'a> {
-    #[serde(rename = "External id", borrow, default)]
-    pub(super) external_id: Option<Raw<'a>>,
+/// The `args` fields we read, each named once: the struct serde fills in the same pass as the
+/// event, and [`RawArgs::slot`], the scanner's lookup of the same keys.
+macro_rules! raw_args {
+    ($($(#[doc = $doc:expr])* $field:ident = $key:literal,)*) => {
+        #[derive(Deserialize, Default, Debug)]
+        pub(super) struct RawArgs<'a> {
+            $(
+                $(#[doc = $doc])*
+                #[serde(rename = $key, borrow, default)]
+                pub(super) $field: Option<Raw<'a>>,
+            )*
+        }
+
+        impl<'a> RawArgs<'a> {
+            /// The field `key` names and a bit of its own (the scanner's repeated-key check);
+            /// None for a key the model does not read.
+            #[allow(unused_assignments)]
+            pub(super) fn slot(&mut self, key: &str) -> Option<(u64, &mut Option<Raw<'a>>)> {
+                let mut bit = 1u64;
+                $(
+                    if key == $key {
+                        return Some((bit, &mut self.$field));
+                    }
+                    bit <<= 1;
+                )*
+                None
+            }
+        }
+    };
+}
+
+raw_args! {
+    external_id = "External id",
     /// 2021 traces spell it in lower case.
-    #[serde(rename = "external id", borrow, default)]
-    pub(super) external_id_old: Option<Raw<'a>>,
-    #[serde(borrow, default)]
-    pub(super) correlation: Option<Raw<'a>>,
-    #[serde(borrow, default)]
-    pub(super) device: Option<Raw<'a>>,
-    #[serde(borrow, default)]
-    pub(super) stream: Option<Raw<'a>>,
+    external_id_old = "external id",
+    correlation = "correlation",
+    device = "device",
+    stream = "stream",
     /// A kernel's grid, `[x, y, z]`: in workgroups (thread blocks), except for kernels
     /// `hipExtModuleLaunchKernel` launched (Tensile, hipBLASLt), where it is in work-items.
-    #[serde(borrow, default)]
-    pub(super) grid: Option<Raw<'a>>,
-    #[serde(borrow, default)]
-    pub(super) block: Option<Raw<'a>>,
-    #[serde(rename = "Input Dims", borrow, default)]
-    pub(super) input_dims: Option<Raw<'a>>,
-    #[serde(rename = "Input type", borrow, default)]
-    pub(super) input_types: Option<Raw<'a>>,
-    #[serde(rename = "Concrete Inputs", borrow, default)]
-    pub(super) concrete_inputs: Option<Raw<'a>>,
-    #[serde(rename = "Input Strides", borrow, default)]
-    pub(super) input_strides: Option<Raw<'a>>,
+    grid = "grid",
+    block = "block",
+    input_dims = "Input Dims",
+    input_types = "Input type",
+    concrete_inputs = "Concrete Inputs",
+    input_strides = "Input Strides",
     /// Set per event by TraceLens when it merges ranks into one file.
-    #[serde(borrow, default)]
-    pub(super) rank: Option<Raw<'a>>,
+    rank = "rank",
     /// `with_stack` frames, innermost first: tells a 2021 `record_function` range from an op.
-    #[serde(rename = "Call stack", borrow, default)]
-    pub(super) call_stack: Option<Raw<'a>>,
+    call_stack = "Call stack",
     /// A collective's arguments, on `record_param_comms` and (since late 2023) on the NCCL/RCCL
     /// kernel it launched (see [`crate::model::comms`]).
     /// Raw values, not strings: a number or list under these common keys must not make the
     /// event unreadable.
-    #[serde(rename = "Collective name", borrow, default)]
-    pub(super) collective: Option<Raw<'a>>,
-    #[serde(rename = "In msg nelems", borrow, default)]
-    pub(super) in_nelems: Option<Raw<'a>>,
-    #[serde(rename = "Out msg nelems", borrow, default)]
-    pub(super) out_nelems: Option<Raw<'a>>,
+    collective = "Collective name",
+    in_nelems = "In msg nelems",
+    out_nelems = "Out msg nelems",
     /// Before December 2023 the element counts were called sizes.
-    #[serde(rename = "In msg size", borrow, default)]
-    pub(super) in_nelems_old: Option<Raw<'a>>,
-    #[serde(rename = "Out msg size", borrow, default)]
-    pub(super) out_nelems_old: Option<Raw<'a>>,
-    #[serde(borrow, default)]
-    pub(super) dtype: Option<Raw<'a>>,
-    #[serde(rename = "Group size", borrow, default)]
-    pub(super) group_size: Option<Raw<'a>>,
-    #[serde(rename = "Process Group Name", borrow, default)]
-    pub(super) pg_name: Option<Raw<'a>>,
-    #[serde(rename = "Process Group Description", borrow, default)]
-    pub(super) pg_desc: Option<Raw<'a>>,
-    #[serde(rename = "Process Group Ranks", borrow, default)]
-    pub(super) pg_ranks: Option<Raw<'a>>,
-    #[serde(rename = "Seq", borrow, default)]
-    pub(super) seq: Option<Raw<'a>>,
-    #[serde(rename = "In split size", borrow, default)]
-    pub(super) in_splits: Option<Raw<'a>>,
-    #[serde(rename = "Out split size", borrow, default)]
-    pub(super) out_splits: Option<Raw<'a>>,
+    in_nelems_old = "In msg size",
+    out_nelems_old = "Out msg size",
+    dtype = "dtype",
+    group_size = "Group size",
+    pg_name = "Process Group Name",
+    pg_desc = "Process Group Description",
+    pg_ranks = "Process Group Ranks",
+    seq = "Seq",
+    in_splits = "In split size",
+    out_splits = "Out split size",
     /// A send's and a receive's peer, as its rank in the process group.
-    #[serde(rename = "Dst Rank", borrow, default)]
-    pub(super) dst_rank: Option<Raw<'a>>,
-    #[serde(rename = "Src Rank", borrow, default)]
-    pub(super) src_rank: Option<Raw<'a>>,
+    dst_rank = "Dst Rank",
+    src_rank = "Src Rank",
     /// A `[memory]` event's allocator state (`profile_memory=True`).
-    #[serde(rename = "Total Allocated", borrow, default)]
-    pub(super) total_allocated: Option<Raw<'a>>,
-    #[serde(rename = "Total Reserved", borrow, default)]
-    pub(super) total_reserved: Option<Raw<'a>>,
-    #[serde(rename = "Device Id", borrow, default)]
-    pub(super) device_id: Option<Raw<'a>>,
+    total_allocated = "Total Allocated",
+    total_reserved = "Total Reserved",
+    device_id = "Device Id",
     /// c10's DeviceType: 0 the host, 1 CUDA, 6 HIP.
-    #[serde(rename = "Device Type", borrow, default)]
-    pub(super) device_type: Option<Raw<'a>>,
+    device_type = "Device Type",
     /// Inductor's, on a Triton kernel's launcher cpu_op (see [`InductorArgs`]).
-    #[serde(borrow, default)]
-    pub(super) kernel_file: Option<Raw<'a>>,
-    #[serde(borrow, default)]
-    pub(super) kernel_num_gb: Option<Raw<'a>>,
-    #[serde(borrow, default)]
-    pub(super) kernel_flop: Option<Raw<'a>>,
+    kernel_file = "kernel_file",
+    kernel_num_gb = "kernel_num_gb",
+    kernel_flop = "kernel_flop",
     /// A `cuda_sync` stream wait's other stream (-1 in torch 2.11: not recorded).
-    #[serde(borrow, default)]
-    pub(super) wait_on_stream: Option<Raw<'a>>,
+    wait_on_stream = "wait_on_stream",
     /// A `cuda_sync` stream wait's `cudaEventRecord` correlation (-1: not recorded).
-    #[serde(borrow, default)]
-    pub(super) wait_on_cuda_event_record_corr_id: Option<Raw<'a>>,
+    wait_on_cuda_event_record_corr_id = "wait_on_cuda_event_record_corr_id",
 }
 
 impl RawArgs<'_> {

@@ -100,47 +100,8 @@ impl<'a> Scanner<'a> {
         }
         let mut seen = 0u64;
         self.object(|sc, key| {
-            let (bit, slot): (u64, &mut Option<Raw<'a>>) = match key {
-                "External id" => (1, &mut args.external_id),
-                "external id" => (1 << 1, &mut args.external_id_old),
-                "correlation" => (1 << 2, &mut args.correlation),
-                "device" => (1 << 3, &mut args.device),
-                "stream" => (1 << 4, &mut args.stream),
-                "grid" => (1 << 5, &mut args.grid),
-                "block" => (1 << 6, &mut args.block),
-                "Input Dims" => (1 << 7, &mut args.input_dims),
-                "Input type" => (1 << 8, &mut args.input_types),
-                "Concrete Inputs" => (1 << 9, &mut args.concrete_inputs),
-                "Input Strides" => (1 << 10, &mut args.input_strides),
-                "rank" => (1 << 11, &mut args.rank),
-                "Call stack" => (1 << 12, &mut args.call_stack),
-                "Collective name" => (1 << 13, &mut args.collective),
-                "In msg nelems" => (1 << 14, &mut args.in_nelems),
-                "Out msg nelems" => (1 << 15, &mut args.out_nelems),
-                "In msg size" => (1 << 16, &mut args.in_nelems_old),
-                "Out msg size" => (1 << 17, &mut args.out_nelems_old),
-                "dtype" => (1 << 18, &mut args.dtype),
-                "Group size" => (1 << 19, &mut args.group_size),
-                "Process Group Name" => (1 << 20, &mut args.pg_name),
-                "Process Group Description" => (1 << 21, &mut args.pg_desc),
-                "Process Group Ranks" => (1 << 22, &mut args.pg_ranks),
-                "Seq" => (1 << 23, &mut args.seq),
-                "In split size" => (1 << 24, &mut args.in_splits),
-                "Out split size" => (1 << 25, &mut args.out_splits),
-                "Dst Rank" => (1 << 26, &mut args.dst_rank),
-                "Src Rank" => (1 << 27, &mut args.src_rank),
-                "Total Allocated" => (1 << 28, &mut args.total_allocated),
-                "Total Reserved" => (1 << 29, &mut args.total_reserved),
-                "Device Id" => (1 << 30, &mut args.device_id),
-                "Device Type" => (1 << 31, &mut args.device_type),
-                "kernel_file" => (1 << 32, &mut args.kernel_file),
-                "kernel_num_gb" => (1 << 33, &mut args.kernel_num_gb),
-                "kernel_flop" => (1 << 34, &mut args.kernel_flop),
-                "wait_on_stream" => (1 << 35, &mut args.wait_on_stream),
-                "wait_on_cuda_event_record_corr_id" => {
-                    (1 << 36, &mut args.wait_on_cuda_event_record_corr_id)
-                }
-                _ => return sc.skip_value(2),
+            let Some((bit, slot)) = args.slot(key) else {
+                return sc.skip_value(2);
             };
             if seen & bit != 0 {
                 return None;
