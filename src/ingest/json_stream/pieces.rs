@@ -243,7 +243,7 @@ impl Read for ReadAhead {
 /// Scans `reader` with the events array cut into pieces of about `piece_bytes` that the rayon
 /// pool scans and parses in parallel (`parser`), appended to `sink` in file order; the input
 /// is read (decompressed) a block ahead on its own thread. The sink sees the same events, in
-/// the same order, with the same errors at the same offsets as with [`scan`], for any piece
+/// the same order, with the same errors at the same offsets as with [`scan`](super::scan), for any piece
 /// size and thread count: a piece starts at a guessed element boundary, and its work is kept
 /// only when the scan of the piece before it ends exactly there (else the window is scanned
 /// on from where that scan ended). With one worker thread it reads and parses on the caller's
