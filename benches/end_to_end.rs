@@ -11,7 +11,9 @@
 //! of the process (from wait4), plus the one-thread serde_json skeleton parse of big_eager.
 //!
 //! With `BENCH_MAX_MB` of 2000 or more (the default) it also writes a compact 2 GB replica (no
-//! whitespace, the most events per byte) and prints its peak RSS per host event.
+//! whitespace, the most events per byte) and a replica of 13 big_eager copies one event per
+//! line, and prints their peak RSS per host event (and compares them with the baseline).
+//! `big_eager.json.gz` is timed against inflating it alone into a null sink.
 //!
 //! `BENCH_RUNS=N` sets the runs per input (default 3); `BENCH_MAX_MB=N` skips larger inputs;
 //! `BENCH_ONLY=attribution` runs only the attribution on/off comparison on big_eager.
@@ -95,10 +97,30 @@ fn input_bytes(p: &Path) -> u64 {
     std::fs::metadata(p).unwrap().len()
 }
 
-/// Writes a Kineto trace of at least `target` bytes whose events are big_eager's, copy after copy,
-/// each copy shifted past the previous one in time, with fresh ids and step numbers.
-/// `compact`: no whitespace between tokens (as some writers emit; ~20% more events per byte).
-fn replicate(src: &str, target: u64, out: &Path, compact: bool) {
+/// How a replica writes its events.
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    /// Indented, as torch.profiler writes them.
+    Pretty,
+    /// No whitespace between tokens (as some writers emit; ~20% more events per byte).
+    Compact,
+    /// One compact event per line (as trace mergers and streaming writers emit).
+    Lines,
+}
+
+/// When a replica stops.
+#[derive(Clone, Copy)]
+enum Until {
+    /// At least this many bytes.
+    Bytes(u64),
+    /// After this many whole copies.
+    Copies(u64),
+}
+
+/// Writes a Kineto trace whose events are big_eager's, copy after copy, each copy shifted past
+/// the previous one in time (by the trace's span), with its ids offset by copy x 10,000,000
+/// and its step numbers by copy x 100,000; process and thread names once.
+fn replicate(src: &str, until: Until, out: &Path, layout: Layout) {
     let doc: serde_json::Map<String, Value> = serde_json::from_str(src).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
     let (mut t0, mut t1) = (f64::MAX, f64::MIN);
@@ -111,19 +133,34 @@ fn replicate(src: &str, target: u64, out: &Path, compact: bool) {
     let span = t1 - t0 + 1000.0;
     let tmp = out.with_extension("partial");
     let mut w = BufWriter::new(std::fs::File::create(&tmp).unwrap());
-    if compact {
-        write!(w, "{{\"schemaVersion\":1,\"deviceProperties\":").unwrap();
-        serde_json::to_writer(&mut w, &doc["deviceProperties"]).unwrap();
-        write!(w, ",\"traceEvents\":[").unwrap();
-    } else {
-        write!(w, "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ").unwrap();
-        serde_json::to_writer_pretty(&mut w, &doc["deviceProperties"]).unwrap();
-        write!(w, ",\n  \"traceEvents\": [\n").unwrap();
+    match layout {
+        Layout::Compact => {
+            write!(w, "{{\"schemaVersion\":1,\"deviceProperties\":").unwrap();
+            serde_json::to_writer(&mut w, &doc["deviceProperties"]).unwrap();
+            write!(w, ",\"traceEvents\":[").unwrap();
+        }
+        Layout::Lines => {
+            write!(w, "{{\"schemaVersion\":1,\"deviceProperties\":").unwrap();
+            serde_json::to_writer(&mut w, &doc["deviceProperties"]).unwrap();
+            writeln!(w, ",\"traceEvents\":[").unwrap();
+        }
+        Layout::Pretty => {
+            write!(w, "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ").unwrap();
+            serde_json::to_writer_pretty(&mut w, &doc["deviceProperties"]).unwrap();
+            write!(w, ",\n  \"traceEvents\": [\n").unwrap();
+        }
     }
-    let separator: &[u8] = if compact { b"," } else { b",\n" };
+    let separator: &[u8] = if layout == Layout::Compact {
+        b","
+    } else {
+        b",\n"
+    };
     let mut written = 0u64;
     let mut first = true;
     'copies: for copy in 0u64.. {
+        if matches!(until, Until::Copies(n) if copy == n) {
+            break;
+        }
         for e in events {
             // Metadata (process and thread names) once.
             if copy > 0 && e["ph"] == "M" {
@@ -151,10 +188,10 @@ fn replicate(src: &str, target: u64, out: &Path, compact: bool) {
                     }
                 }
             }
-            let text = if compact {
-                serde_json::to_string(&e).unwrap()
-            } else {
+            let text = if layout == Layout::Pretty {
                 serde_json::to_string_pretty(&e).unwrap()
+            } else {
+                serde_json::to_string(&e).unwrap()
             };
             if !first {
                 w.write_all(separator).unwrap();
@@ -162,15 +199,17 @@ fn replicate(src: &str, target: u64, out: &Path, compact: bool) {
             first = false;
             w.write_all(text.as_bytes()).unwrap();
             written += (text.len() + separator.len()) as u64;
-            if written >= target {
+            if matches!(until, Until::Bytes(b) if written >= b) {
                 break 'copies;
             }
         }
     }
-    if compact {
-        write!(w, "],\"traceName\":\"replicated big_eager\"}}").unwrap();
-    } else {
-        write!(w, "\n  ],\n  \"traceName\": \"replicated big_eager\"\n}}\n").unwrap();
+    match layout {
+        Layout::Compact => write!(w, "],\"traceName\":\"replicated big_eager\"}}").unwrap(),
+        Layout::Lines => write!(w, "\n],\"traceName\":\"replicated big_eager\"}}\n").unwrap(),
+        Layout::Pretty => {
+            write!(w, "\n  ],\n  \"traceName\": \"replicated big_eager\"\n}}\n").unwrap()
+        }
     }
     w.flush().unwrap();
     drop(w);
@@ -354,8 +393,14 @@ fn generate(what: &str) {
         }
         kind => {
             let text = std::fs::read_to_string(&src).unwrap();
-            let mb: u64 = var("BENCH_GENERATE_MB").parse().unwrap();
-            replicate(&text, mb * 1_000_000, &out, kind == "replicate_compact");
+            let n: u64 = var("BENCH_GENERATE_MB").parse().unwrap();
+            let (until, layout) = match kind {
+                "replicate_compact" => (Until::Bytes(n * 1_000_000), Layout::Compact),
+                // Here the number is of copies.
+                "replicate_lines" => (Until::Copies(n), Layout::Lines),
+                _ => (Until::Bytes(n * 1_000_000), Layout::Pretty),
+            };
+            replicate(&text, until, &out, layout);
         }
     }
 }
@@ -524,10 +569,14 @@ fn main() {
     if !big.exists() {
         generate_in_child("gunzip", &big, &src_gz, 0);
     }
+    let replicas = large_replicas(&dir, &big, max_mb);
     if let Ok(rev) = std::env::var("BENCH_BASELINE") {
         let old = build_baseline(&rev, &target_dir);
         let ranks = rank_directory(&dir, &big);
         against_baseline(&rev, &old, (&big, &ranks), runs);
+        for (label, p) in &replicas {
+            against_baseline_on(&rev, &old, (label, p), runs);
+        }
     }
     if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "baseline") {
         return;
@@ -536,11 +585,9 @@ fn main() {
     if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "attribution") {
         return;
     }
+    gzip_floor(&src_gz, runs);
     let mut generated = replicated_kineto(&dir, &big, max_mb);
-    let compact = compact_replica(&dir, &big, max_mb);
-    if let Some(p) = &compact {
-        generated.push(("Kineto JSON, compact replica 2 GB".to_string(), p.clone()));
-    }
+    generated.extend(replicas.iter().cloned());
     let ranks = rank_directory(&dir, &big);
 
     // rocprofv3 CSV and rocpd at scale, from the corpus's real rows.
@@ -556,12 +603,12 @@ fn main() {
     // Several ranks: default threads against one thread.
     compare_rank_threads(&ranks, &args, runs);
 
-    // Memory per host event at scale: the compact replica's peak RSS over its host events.
-    if let Some(p) = &compact {
+    // Memory per host event at scale: each replica's peak RSS over its host events.
+    for (label, p) in &replicas {
         let (_, rss) = median_run(&args, p, 1);
         let (_, host) = event_counts(p);
         println!(
-            "compact 2 GB replica: {host} host events, peak RSS {:.1} MB, {:.0} B per host event",
+            "{label}: {host} host events, peak RSS {:.1} MB, {:.0} B per host event",
             rss as f64 / 1e6,
             rss as f64 / host as f64
         );
@@ -597,17 +644,90 @@ fn same_feed_for_any_thread_count(big: &Path, dir: &Path) {
     println!("big_eager's feed is byte-identical with --threads 1, 2 and 8");
 }
 
-/// The compact 2 GB replica (no whitespace: the most events per byte), made if absent.
-fn compact_replica(dir: &Path, big: &Path, max_mb: u64) -> Option<PathBuf> {
-    let p = dir.join("kineto_2000mb_compact.json");
+/// The 2 GB-scale replicas, made if absent: compact (no whitespace: the most events per
+/// byte) to 2 GB, and 13 copies of big_eager one event per line (`replicate_lines`).
+fn large_replicas(dir: &Path, big: &Path, max_mb: u64) -> Vec<(String, PathBuf)> {
     if max_mb < 2000 {
-        return None;
+        return Vec::new();
     }
-    if !p.exists() {
-        eprintln!("generating {} ...", p.display());
-        generate_in_child("replicate_compact", &p, big, 2000);
+    let mut out = Vec::new();
+    for (label, file, kind, n) in [
+        (
+            "Kineto JSON, compact replica 2 GB",
+            "kineto_2000mb_compact.json",
+            "replicate_compact",
+            2000,
+        ),
+        (
+            "Kineto JSON, 13 copies one event per line",
+            "kineto_13copies_lines.json",
+            "replicate_lines",
+            13,
+        ),
+    ] {
+        let p = dir.join(file);
+        if !p.exists() {
+            eprintln!("generating {} ...", p.display());
+            generate_in_child(kind, &p, big, n);
+        }
+        out.push((label.to_string(), p));
     }
-    Some(p)
+    out
+}
+
+/// The baseline against this build on one large input: alternating runs, medians.
+fn against_baseline_on(rev: &str, old: &Path, (label, input): (&str, &Path), runs: usize) {
+    let args = ["-q", "--json", "/dev/null"];
+    let (mut o, mut n) = (Vec::new(), Vec::new());
+    for _ in 0..runs.max(5) {
+        o.push(run_bin(old, &args, input));
+        n.push(run_once(&args, input));
+    }
+    let median = |v: &mut Vec<(Duration, u64)>| {
+        v.sort();
+        let wall = v[v.len() / 2].0;
+        let mut rss: Vec<u64> = v.iter().map(|x| x.1).collect();
+        rss.sort_unstable();
+        (wall, rss[rss.len() / 2])
+    };
+    let ((ow, orss), (nw, nrss)) = (median(&mut o), median(&mut n));
+    let mb = input_bytes(input) as f64 / 1e6;
+    println!(
+        "baseline {rev} vs this build on {label} ({} runs each, alternating, medians): wall {:.3} s vs {:.3} s ({:.0} vs {:.0} MB/s), old/new wall {:.3}; peak RSS {:.1} MB vs {:.1} MB",
+        o.len(),
+        ow.as_secs_f64(),
+        nw.as_secs_f64(),
+        mb / ow.as_secs_f64(),
+        mb / nw.as_secs_f64(),
+        ow.as_secs_f64() / nw.as_secs_f64(),
+        orss as f64 / 1e6,
+        nrss as f64 / 1e6,
+    );
+}
+
+/// big_eager.json.gz against its decompression alone: the reader's inflate backend (this
+/// crate's flate2 build) into a null sink, runs alternating with the binary's.
+fn gzip_floor(src_gz: &Path, runs: usize) {
+    let args = ["-q", "--json", "/dev/null"];
+    let (mut inflate, mut whole) = (Vec::new(), Vec::new());
+    for _ in 0..runs.max(3) {
+        let start = Instant::now();
+        let file = std::fs::File::open(src_gz).unwrap();
+        let mut gz = flate2::read::GzDecoder::new(std::io::BufReader::with_capacity(1 << 20, file));
+        std::io::copy(&mut gz, &mut std::io::sink()).unwrap();
+        inflate.push(start.elapsed());
+        whole.push(run_once(&args, src_gz).0);
+    }
+    inflate.sort();
+    whole.sort();
+    let (floor, wall) = (inflate[inflate.len() / 2], whole[whole.len() / 2]);
+    println!(
+        "big_eager.json.gz: {:.3} s end to end vs {:.3} s to inflate it alone (same backend, null sink): {:.2}x (medians of {})",
+        wall.as_secs_f64(),
+        floor.as_secs_f64(),
+        wall.as_secs_f64() / floor.as_secs_f64(),
+        inflate.len()
+    );
 }
 
 /// The replicated Kineto traces up to `max_mb` (50 MB to 2 GB), generated from big_eager if absent.

@@ -63,7 +63,7 @@ pub(crate) struct InputModel {
     /// Per stream, its (device, stream).
     pub keys: Vec<(u32, u32)>,
     /// Per activity of the input: (its stream's index in `streams`, its position there).
-    pub place: HashMap<u32, (u32, u32)>,
+    pub place: Places,
     /// Activity → the activity on another stream it waited for.
     pub waits: HashMap<u32, u32>,
     /// Per thread (index into `trace.host.threads`) of the input.
@@ -89,7 +89,7 @@ impl InputModel {
         }
         let keys: Vec<(u32, u32)> = by_stream.keys().copied().collect();
         let mut streams: Vec<Vec<u32>> = by_stream.into_values().collect();
-        let mut place = HashMap::default();
+        let mut place = Places::over(&mine);
         for (s, list) in streams.iter_mut().enumerate() {
             list.sort_by_key(|&a| (acts.ts_ns[a as usize], a));
             for (k, &a) in list.iter().enumerate() {
@@ -179,9 +179,52 @@ impl InputModel {
 
     /// The activity before `a` on its stream.
     pub fn stream_prev(&self, a: u32) -> Option<u32> {
-        let &(s, k) = self.place.get(&a)?;
+        let (s, k) = self.place.get(a)?;
         k.checked_sub(1)
             .map(|k| self.streams[s as usize][k as usize])
+    }
+}
+
+/// Where each activity of one input sits: (stream, position), in a vector over the span of
+/// its activity indices (an input's activities are one run of the table, or a few): looked
+/// up for every activity and call of the step model.
+#[derive(Default)]
+pub(crate) struct Places {
+    first: u32,
+    slots: Vec<(u32, u32)>,
+    placed: usize,
+}
+
+impl Places {
+    const NONE: (u32, u32) = (u32::MAX, u32::MAX);
+
+    /// Room for the activities `mine` (sorted indices).
+    fn over(mine: &[u32]) -> Places {
+        let (Some(&first), Some(&last)) = (mine.first(), mine.last()) else {
+            return Places::default();
+        };
+        Places {
+            first,
+            slots: vec![Places::NONE; (last - first) as usize + 1],
+            placed: 0,
+        }
+    }
+
+    fn insert(&mut self, a: u32, at: (u32, u32)) {
+        let slot = &mut self.slots[(a - self.first) as usize];
+        self.placed += usize::from(*slot == Places::NONE);
+        *slot = at;
+    }
+
+    /// Activity `a`'s stream and position, if it is the input's.
+    pub fn get(&self, a: u32) -> Option<(u32, u32)> {
+        let k = a.checked_sub(self.first)? as usize;
+        self.slots.get(k).copied().filter(|&p| p != Places::NONE)
+    }
+
+    /// How many activities are placed.
+    pub fn len(&self) -> usize {
+        self.placed
     }
 }
 
@@ -220,7 +263,7 @@ struct Build<'a> {
     links: &'a Links,
     streams: &'a [Vec<u32>],
     keys: &'a [(u32, u32)],
-    place: &'a HashMap<u32, (u32, u32)>,
+    place: &'a Places,
     launched: &'a HashMap<u32, u32>,
     records: &'a HashMap<u64, &'a crate::model::GpuSync>,
     /// Start of each `cudaEventRecord` a stream wait names, by correlation.
@@ -241,7 +284,7 @@ impl Build<'_> {
     }
 
     fn stream_of(&self, a: u32) -> usize {
-        self.place[&a].0 as usize
+        self.place.get(a).expect("an activity of the input").0 as usize
     }
 
     fn stream_index(&self, device: u32, stream: u32) -> Option<usize> {

@@ -170,15 +170,11 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
         k > 0 && t < optimizer[k - 1].1
     };
     // A step's host range holds its pieces; an input without steps has one span, its window.
-    let span_of_host = |t: i64| {
-        spans
-            .iter()
-            .position(|s| match s.number {
-                Some(_) => t >= s.cpu_start && t < s.cpu_end,
-                None => t >= s.start && t < s.end,
-            })
-            .map(|k| k as u32)
-    };
+    let host_ranges = FirstRange::new(spans.iter().map(|s| match s.number {
+        Some(_) => (s.cpu_start, s.cpu_end),
+        None => (s.start, s.end),
+    }));
+    let span_of_host = |t: i64| host_ranges.first_holding(t);
     let pieces = pieces(ctx, &model, (start, end), constants, &|p: &mut Piece| {
         p.span = span_of_host(p.start);
         p.optimizer = in_optimizer((p.start + p.end) / 2);
@@ -227,6 +223,43 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
         span_pieces,
         span_acts,
     })
+}
+
+/// Which of a list of half-open ranges first holds a time: a binary search where the ranges
+/// are disjoint (steps are), a walk in list order where they overlap.
+struct FirstRange {
+    /// `(start, end, index in the list)`, non-empty ranges by start.
+    sorted: Vec<(i64, i64, u32)>,
+    disjoint: bool,
+}
+
+impl FirstRange {
+    fn new(ranges: impl Iterator<Item = (i64, i64)>) -> FirstRange {
+        let mut sorted: Vec<(i64, i64, u32)> = ranges
+            .enumerate()
+            .filter(|(_, (s, e))| s < e)
+            .map(|(k, (s, e))| (s, e, k as u32))
+            .collect();
+        sorted.sort_unstable();
+        let disjoint = sorted.windows(2).all(|w| w[0].1 <= w[1].0);
+        FirstRange { sorted, disjoint }
+    }
+
+    fn first_holding(&self, t: i64) -> Option<u32> {
+        if self.disjoint {
+            let k = self.sorted.partition_point(|r| r.0 <= t);
+            return k
+                .checked_sub(1)
+                .map(|k| self.sorted[k])
+                .filter(|r| t < r.1)
+                .map(|r| r.2);
+        }
+        self.sorted
+            .iter()
+            .filter(|r| r.0 <= t && t < r.1)
+            .map(|r| r.2)
+            .min()
+    }
 }
 
 /// The input's `Optimizer.step#…` ranges, sorted.
@@ -485,7 +518,7 @@ fn activities(
         .map(|&(issue, s, a)| {
             let mut act = Act {
                 id: a,
-                stream: model.place.get(&a).map_or(0, |p| p.0),
+                stream: model.place.get(a).map_or(0, |p| p.0),
                 prev: None,
                 dep: None,
                 after: i64::MIN,
@@ -683,5 +716,33 @@ fn count_events(ctx: &Context, input: u32, pieces: &mut [Piece]) {
         let a = starts.partition_point(|&t| t < p.start);
         let b = starts.partition_point(|&t| t < p.end);
         p.events = (b - a) as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FirstRange;
+
+    /// The index answers as a walk of the list in order does, disjoint or not.
+    #[test]
+    fn first_range_is_the_first_in_list_order() {
+        let walk = |ranges: &[(i64, i64)], t: i64| {
+            ranges
+                .iter()
+                .position(|&(s, e)| t >= s && t < e)
+                .map(|k| k as u32)
+        };
+        let lists: [&[(i64, i64)]; 4] = [
+            &[(10, 20), (30, 40), (20, 30)],
+            &[(10, 20), (15, 25), (0, 50)],
+            &[(5, 5), (0, 10), (10, 10)],
+            &[],
+        ];
+        for ranges in lists {
+            let index = FirstRange::new(ranges.iter().copied());
+            for t in -1..55 {
+                assert_eq!(index.first_holding(t), walk(ranges, t), "{ranges:?} at {t}");
+            }
+        }
     }
 }
