@@ -409,6 +409,9 @@ fn pieces(
         };
         push(&mut out, gap);
     }
+    // Reserved for a gap before every segment: most have none, and the model is kept for
+    // the replays (hundreds of MB on a 2 GB trace).
+    out.shrink_to_fit();
     out
 }
 
