@@ -475,21 +475,7 @@ fn build_baseline(rev: &str, target_dir: &Path) -> PathBuf {
 /// it repeats to the 100 kB.
 fn against_baseline(rev: &str, old: &Path, (big, ranks): (&Path, &Path), runs: usize) {
     let runs = runs.max(5);
-    let pair_on = |input: &Path, args: &[&str]| {
-        let (mut o, mut n) = (Vec::new(), Vec::new());
-        for _ in 0..runs {
-            o.push(run_bin(old, args, input));
-            n.push(run_once(args, input));
-        }
-        o.sort();
-        n.sort();
-        let rss = |v: &[(Duration, u64)]| {
-            let mut r: Vec<u64> = v.iter().map(|x| x.1).collect();
-            r.sort_unstable();
-            r[r.len() / 2]
-        };
-        (o[runs / 2].0, n[runs / 2].0, rss(&o), rss(&n))
-    };
+    let pair_on = |input: &Path, args: &[&str]| alternating(old, args, input, runs);
     let pair = |args: &[&str]| pair_on(big, args);
     let (ow, nw, orss, nrss) = pair(&["-q", "--json", "/dev/null"]);
     let (ow1, nw1, orss1, nrss1) = pair(&["-q", "--threads", "1", "--json", "/dev/null"]);
@@ -675,26 +661,36 @@ fn large_replicas(dir: &Path, big: &Path, max_mb: u64) -> Vec<(String, PathBuf)>
     out
 }
 
+/// The baseline binary and this build run alternately on `input`: (old wall, new wall, old
+/// peak RSS, new peak RSS), each a median of `runs`.
+fn alternating(
+    old: &Path,
+    args: &[&str],
+    input: &Path,
+    runs: usize,
+) -> (Duration, Duration, u64, u64) {
+    let (mut o, mut n) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        o.push(run_bin(old, args, input));
+        n.push(run_once(args, input));
+    }
+    o.sort();
+    n.sort();
+    let rss = |v: &[(Duration, u64)]| {
+        let mut r: Vec<u64> = v.iter().map(|x| x.1).collect();
+        r.sort_unstable();
+        r[r.len() / 2]
+    };
+    (o[runs / 2].0, n[runs / 2].0, rss(&o), rss(&n))
+}
+
 /// The baseline against this build on one large input: alternating runs, medians.
 fn against_baseline_on(rev: &str, old: &Path, (label, input): (&str, &Path), runs: usize) {
-    let args = ["-q", "--json", "/dev/null"];
-    let (mut o, mut n) = (Vec::new(), Vec::new());
-    for _ in 0..runs.max(5) {
-        o.push(run_bin(old, &args, input));
-        n.push(run_once(&args, input));
-    }
-    let median = |v: &mut Vec<(Duration, u64)>| {
-        v.sort();
-        let wall = v[v.len() / 2].0;
-        let mut rss: Vec<u64> = v.iter().map(|x| x.1).collect();
-        rss.sort_unstable();
-        (wall, rss[rss.len() / 2])
-    };
-    let ((ow, orss), (nw, nrss)) = (median(&mut o), median(&mut n));
+    let runs = runs.max(5);
+    let (ow, nw, orss, nrss) = alternating(old, &["-q", "--json", "/dev/null"], input, runs);
     let mb = input_bytes(input) as f64 / 1e6;
     println!(
-        "baseline {rev} vs this build on {label} ({} runs each, alternating, medians): wall {:.3} s vs {:.3} s ({:.0} vs {:.0} MB/s), old/new wall {:.3}; peak RSS {:.1} MB vs {:.1} MB",
-        o.len(),
+        "baseline {rev} vs this build on {label} ({runs} runs each, alternating, medians): wall {:.3} s vs {:.3} s ({:.0} vs {:.0} MB/s), old/new wall {:.3}; peak RSS {:.1} MB vs {:.1} MB",
         ow.as_secs_f64(),
         nw.as_secs_f64(),
         mb / ow.as_secs_f64(),

@@ -30,64 +30,53 @@ fn dims_by_serde(input_dims: &str) -> Option<Vec<Vec<i64>>> {
 /// `[[2, 4096], [], [7]]` without building JSON values; `None` (serde decides) for anything
 /// but lists of plain integers: nested lists, non-list entries, other numbers, bad text.
 fn plain_dims(s: &[u8]) -> Option<Vec<Vec<i64>>> {
-    let skip_ws = |i: &mut usize| {
-        while s
-            .get(*i)
-            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        {
-            *i += 1;
-        }
-    };
     let mut i = 0;
-    skip_ws(&mut i);
-    if s.get(i) != Some(&b'[') {
+    let out = plain_list(s, &mut i, &mut |i: &mut usize| {
+        plain_list(s, i, &mut |i: &mut usize| plain_int(s, i))
+    })?;
+    skip_ws(s, &mut i);
+    (i == s.len()).then_some(out)
+}
+
+/// A JSON list at `i` whose items `item` reads, `i` left after its `]`.
+fn plain_list<T>(
+    s: &[u8],
+    i: &mut usize,
+    item: &mut dyn FnMut(&mut usize) -> Option<T>,
+) -> Option<Vec<T>> {
+    skip_ws(s, i);
+    if s.get(*i) != Some(&b'[') {
         return None;
     }
-    i += 1;
+    *i += 1;
     let mut out = Vec::new();
-    skip_ws(&mut i);
-    if s.get(i) == Some(&b']') {
-        i += 1;
-    } else {
-        loop {
-            skip_ws(&mut i);
-            if s.get(i) != Some(&b'[') {
-                return None;
+    skip_ws(s, i);
+    if s.get(*i) == Some(&b']') {
+        *i += 1;
+        return Some(out);
+    }
+    loop {
+        skip_ws(s, i);
+        out.push(item(i)?);
+        skip_ws(s, i);
+        match s.get(*i)? {
+            b',' => *i += 1,
+            b']' => {
+                *i += 1;
+                return Some(out);
             }
-            i += 1;
-            let mut dims = Vec::new();
-            skip_ws(&mut i);
-            if s.get(i) == Some(&b']') {
-                i += 1;
-            } else {
-                loop {
-                    skip_ws(&mut i);
-                    dims.push(plain_int(s, &mut i)?);
-                    skip_ws(&mut i);
-                    match s.get(i)? {
-                        b',' => i += 1,
-                        b']' => {
-                            i += 1;
-                            break;
-                        }
-                        _ => return None,
-                    }
-                }
-            }
-            out.push(dims);
-            skip_ws(&mut i);
-            match s.get(i)? {
-                b',' => i += 1,
-                b']' => {
-                    i += 1;
-                    break;
-                }
-                _ => return None,
-            }
+            _ => return None,
         }
     }
-    skip_ws(&mut i);
-    (i == s.len()).then_some(out)
+}
+
+fn skip_ws(s: &[u8], i: &mut usize) {
+    while s
+        .get(*i)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        *i += 1;
+    }
 }
 
 /// A JSON integer that fits i64 (no leading zeros, fraction or exponent), else `None`.
