@@ -100,6 +100,56 @@ fn the_identity_replay_reproduces_every_measured_step() {
     }
 }
 
+/// A replay that prices a change keeps only the steps' times; the what-if replay keeps the
+/// whole timeline for its critical path. Both must time every step alike, for every change,
+/// and the host-speed replays (run on the same edit at another host factor) must bracket the
+/// profiled one.
+#[test]
+fn the_steps_only_replay_times_every_step_as_the_full_timeline_does() {
+    for rel in [
+        "kineto/pairs/set1/gpt2_train/base.json.gz",
+        "kineto/pairs/set1/resnet50_train/base.json.gz",
+        "kineto/h200_deps/resnet18_loader.json.gz",
+    ] {
+        let path = fixture(rel);
+        let trace = read_all(std::slice::from_ref(&path), &ReadOptions::default()).unwrap();
+        let opts = AnalysisOptions::default();
+        let ctx = analysis::prepare(&trace, rules(), &opts);
+        let r = Replayer::new(&ctx, &ReplayConstants::builtin());
+        for t in Transform::ALL {
+            let priced = r.replay(&[t]);
+            let walked = r.what_if(&[t]);
+            let priced_ns: Vec<(Option<u64>, i64, i64)> = priced
+                .steps
+                .iter()
+                .map(|s| (s.step, s.base_ns, s.replay_ns))
+                .collect();
+            let walked_ns: Vec<(Option<u64>, i64, i64)> = walked
+                .steps
+                .iter()
+                .map(|s| (s.step, s.base_ns, s.replay_ns))
+                .collect();
+            assert!(!priced_ns.is_empty(), "{rel} {t:?}: no step");
+            assert_eq!(priced_ns, walked_ns, "{rel} {t:?}");
+            for ((slow, fast), s) in priced
+                .slower_host
+                .iter()
+                .zip(&priced.faster_host)
+                .zip(&priced.steps)
+            {
+                assert!(
+                    fast.replay_ns <= s.replay_ns && s.replay_ns <= slow.replay_ns,
+                    "{rel} {t:?} step {:?}: {} / {} / {}",
+                    s.step,
+                    fast.replay_ns,
+                    s.replay_ns,
+                    slow.replay_ns
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn the_first_pairs_promise_nothing_for_nothing_and_rank_the_best_arm_first() {
     let truth = read_truth(&fixture("kineto/pairs/set1/truth.json"));

@@ -22,6 +22,7 @@ mod trail;
 mod transforms;
 
 use crate::analysis::context::Context;
+use sim::Keep;
 
 pub use change::Transform;
 pub use constants::Constants;
@@ -89,7 +90,7 @@ impl Replayer {
                     }
                 }
             }
-            let changed = sim::simulate(g, &edit);
+            let changed = sim::simulate(g, &edit, Keep::Steps);
             let steps = |base: &[i64], replay: &[i64]| -> Vec<StepReplay> {
                 g.spans
                     .iter()
@@ -111,9 +112,8 @@ impl Replayer {
                     (1.0 + u, &self.base_slower[gi], &mut out.slower_host),
                     (1.0 - u, &self.base_faster[gi], &mut out.faster_host),
                 ] {
-                    let mut e = edit.clone();
-                    e.scale_host(g, factor);
-                    into.extend(steps(base, &sim::simulate(g, &e).step_ns));
+                    edit.host_factor = factor;
+                    into.extend(steps(base, &sim::simulate(g, &edit, Keep::Steps).step_ns));
                 }
             }
         }
@@ -131,7 +131,7 @@ impl Replayer {
         };
         let overhead = self.constants.profiler_overhead_ns.value;
         for (gi, g) in self.graphs.iter().enumerate() {
-            let base = sim::simulate(g, &sim::Edit::unprofiled(g, overhead));
+            let base = sim::simulate(g, &sim::Edit::unprofiled(g, overhead), Keep::Steps);
             let mut edit = sim::Edit::unprofiled(g, overhead);
             for &t in &key {
                 let applied =
@@ -143,7 +143,7 @@ impl Replayer {
                     }
                 }
             }
-            let changed = sim::simulate(g, &edit);
+            let changed = sim::simulate(g, &edit, Keep::Timeline);
             let paths = trail::walk(g, &edit, &changed);
             for (k, span) in g.spans.iter().enumerate() {
                 out.steps.push(WhatIfStep {
@@ -171,10 +171,11 @@ impl Replayer {
     pub fn fidelity(&self) -> Vec<(i64, i64, i64)> {
         let mut out = Vec::new();
         for g in &self.graphs {
-            let base = sim::simulate(g, &sim::Edit::identity(g));
+            let base = sim::simulate(g, &sim::Edit::identity(g), Keep::Steps);
             let clean = sim::simulate(
                 g,
                 &sim::Edit::unprofiled(g, self.constants.profiler_overhead_ns.value),
+                Keep::Steps,
             );
             for (k, span) in g.spans.iter().enumerate() {
                 out.push((span.measured_ns, base.step_ns[k], clean.step_ns[k]));
@@ -200,8 +201,8 @@ fn bases(graphs: &[graph::InputGraph], overhead: i64, u: f64) -> [Vec<Vec<i64>>;
             .iter()
             .map(|g| {
                 let mut e = sim::Edit::unprofiled(g, overhead);
-                e.scale_host(g, factor);
-                sim::simulate(g, &e).step_ns
+                e.host_factor = factor;
+                sim::simulate(g, &e, Keep::Steps).step_ns
             })
             .collect()
     })

@@ -16,6 +16,10 @@ pub(crate) struct Edit {
     pub node_gap: i64,
     /// The layout-sensitive kernels were re-rated for channels_last (once per replay).
     pub relaid: bool,
+    /// The host's own work (not its waits) runs this many times as long as `host` says: the
+    /// host slower (above 1) or faster than in the profiled run. Applied as the replay runs,
+    /// so that a replay at another host speed needs no second copy of the edit.
+    pub host_factor: f64,
 }
 
 impl Edit {
@@ -41,6 +45,7 @@ impl Edit {
             graphed: vec![false; g.acts.len()],
             node_gap: 0,
             relaid: false,
+            host_factor: 1.0,
         }
     }
 }
@@ -65,34 +70,41 @@ impl Edit {
 }
 
 impl Edit {
-    /// The host's own work (not its waits) `factor` times as long: the host running slower
-    /// (above 1) or faster than in the profiled run.
-    pub fn scale_host(&mut self, g: &InputGraph, factor: f64) {
-        if factor == 1.0 {
-            return;
-        }
-        for (i, p) in g.pieces.iter().enumerate() {
-            let own = matches!(
-                p.kind,
-                PieceKind::Dispatch | PieceKind::Host | PieceKind::Loading | PieceKind::Gap { .. }
-            );
-            if own {
-                self.host[i] = (self.host[i] as f64 * factor).round() as i64;
-            }
+    /// Piece `i`'s replayed duration: its own work scaled by the host's speed, its waits not.
+    fn host_ns(&self, g: &InputGraph, i: usize) -> i64 {
+        let own = matches!(
+            g.pieces[i].kind,
+            PieceKind::Dispatch | PieceKind::Host | PieceKind::Loading | PieceKind::Gap { .. }
+        );
+        if own && self.host_factor != 1.0 {
+            (self.host[i] as f64 * self.host_factor).round() as i64
+        } else {
+            self.host[i]
         }
     }
 }
 
-/// A replay's result: each span's time, and the replayed timeline the walk of its critical
-/// path reads.
+/// What a replay keeps besides each span's time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// The steps' times only: what pricing a change reads. A replay runs once per change
+    /// and host speed, several at once: a timeline per piece would cost tens of MB each on a
+    /// large trace.
+    Steps,
+    /// The replayed timeline too: what the walk of its critical path reads.
+    Timeline,
+}
+
+/// A replay's result: each span's time, and (with [`Keep::Timeline`]) the replayed timeline
+/// the walk of its critical path reads.
 pub(crate) struct SimOut {
     pub step_ns: Vec<i64>,
     /// Per span: where it starts and ends in the replay, and whether the host ends it.
     pub span_at: Vec<(i64, i64, bool)>,
-    /// Per activity: its replayed issue and end.
+    /// Per activity: its replayed issue (timeline only) and end.
     pub issue: Vec<i64>,
     pub end: Vec<i64>,
-    /// Per piece: its replayed start and end.
+    /// Per piece: its replayed start and end (timeline only).
     pub piece_start: Vec<i64>,
     pub piece_end: Vec<i64>,
 }
@@ -112,26 +124,85 @@ fn scale(x: i64, d2: i64, d: i64) -> i64 {
     ((x as i128 * d2 as i128) / d as i128) as i64
 }
 
-/// Runs the model with `e` applied.
-pub(crate) fn simulate(g: &InputGraph, e: &Edit) -> SimOut {
+/// The replayed start and end of the pieces a replay reads back: every piece, or only those
+/// holding a span's boundary (`only`, sorted).
+struct PieceTimes {
+    only: Option<Vec<usize>>,
+    next: usize,
+    start: Vec<i64>,
+    end: Vec<i64>,
+}
+
+impl PieceTimes {
+    fn new(g: &InputGraph, keep: Keep) -> PieceTimes {
+        let only = (keep == Keep::Steps).then(|| {
+            let mut only: Vec<usize> = g
+                .spans
+                .iter()
+                .flat_map(|s| [s.start, s.end, s.cpu_end])
+                .filter_map(|t| g.pieces.partition_point(|p| p.start <= t).checked_sub(1))
+                .collect();
+            only.sort_unstable();
+            only.dedup();
+            only
+        });
+        let n = only.as_ref().map_or(g.pieces.len(), Vec::len);
+        PieceTimes {
+            only,
+            next: 0,
+            start: Vec::with_capacity(n),
+            end: Vec::with_capacity(n),
+        }
+    }
+
+    fn record(&mut self, i: usize, start: i64, end: i64) {
+        if let Some(only) = &self.only {
+            if only.get(self.next) != Some(&i) {
+                return;
+            }
+            self.next += 1;
+        }
+        self.start.push(start);
+        self.end.push(end);
+    }
+
+    /// Piece `i`'s replayed start and end (a piece recorded: every piece holding a boundary is).
+    fn get(&self, i: usize) -> (i64, i64) {
+        let k = match &self.only {
+            None => i,
+            Some(only) => only.binary_search(&i).unwrap_or(0),
+        };
+        (self.start[k], self.end[k])
+    }
+}
+
+/// Runs the model with `e` applied, keeping what `keep` says.
+pub(crate) fn simulate(g: &InputGraph, e: &Edit, keep: Keep) -> SimOut {
     let n = g.acts.len();
     let mut end = vec![i64::MIN; n];
     let first = g.pieces.first().map_or(0, |p| p.start);
     let mut h = first;
-    let mut sim_start: Vec<i64> = Vec::with_capacity(g.pieces.len());
-    let mut sim_end: Vec<i64> = Vec::with_capacity(g.pieces.len());
-    let mut issued = vec![i64::MIN; n];
+    let mut times = PieceTimes::new(g, keep);
+    let mut issued = match keep {
+        Keep::Timeline => vec![i64::MIN; n],
+        Keep::Steps => Vec::new(),
+    };
+    let mut note_issue = |j: usize, issue: i64| {
+        if let Some(x) = issued.get_mut(j) {
+            *x = issue;
+        }
+    };
     let mut j = 0;
     for (i, p) in g.pieces.iter().enumerate() {
         let s0 = h;
-        let (d, d2) = (p.end - p.start, e.host[i]);
+        let (d, d2) = (p.end - p.start, e.host_ns(g, i));
         while j < n && g.acts[j].issue < p.end {
             let issue = if g.acts[j].issue < p.start {
                 g.acts[j].issue.min(s0)
             } else {
                 s0 + scale(g.acts[j].issue - p.start, d2, d)
             };
-            issued[j] = issue;
+            note_issue(j, issue);
             run(g, e, &mut end, j, issue);
             j += 1;
         }
@@ -144,13 +215,12 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit) -> SimOut {
             PieceKind::Queued { awaits, ret } if e.waits[i] => s0.max(done(g, &end, awaits)) + ret,
             _ => s0 + d2,
         };
-        sim_start.push(s0);
-        sim_end.push(h);
+        times.record(i, s0, h);
     }
     let last_end = g.pieces.last().map_or(first, |p| p.end);
     while j < n {
         let issue = h + (g.acts[j].issue - last_end).max(0);
-        issued[j] = issue;
+        note_issue(j, issue);
         run(g, e, &mut end, j, issue);
         j += 1;
     }
@@ -161,15 +231,11 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit) -> SimOut {
             return t;
         }
         let p = &g.pieces[k - 1];
+        let (s, e) = times.get(k - 1);
         if t >= p.end {
-            return sim_end[k - 1] + (t - p.end);
+            return e + (t - p.end);
         }
-        sim_start[k - 1]
-            + scale(
-                t - p.start,
-                sim_end[k - 1] - sim_start[k - 1],
-                p.end - p.start,
-            )
+        s + scale(t - p.start, e - s, p.end - p.start)
     };
     let mut last = vec![i64::MIN; g.spans.len()];
     for (k, a) in g.acts.iter().enumerate() {
@@ -201,13 +267,18 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit) -> SimOut {
         span_at.push((s_k, e_k, host_end >= last[k]));
         prev_end = e_k;
     }
+    let keep_timeline = keep == Keep::Timeline;
     SimOut {
         step_ns,
         span_at,
         issue: issued,
         end,
-        piece_start: sim_start,
-        piece_end: sim_end,
+        piece_start: if keep_timeline {
+            times.start
+        } else {
+            Vec::new()
+        },
+        piece_end: if keep_timeline { times.end } else { Vec::new() },
     }
 }
 
