@@ -75,13 +75,13 @@ impl ActivityTable {
         }
         // Host events of each part, in the trace's numbering.
         let mut host_of: Vec<Vec<u32>> = vec![Vec::new(); parts.len()];
-        for (h, &i) in trace.host.input.iter().enumerate() {
+        for (h, i) in trace.host.input.iter().enumerate() {
             if let Some((p, _)) = place[i as usize] {
                 host_of[p].push(h as u32);
             }
         }
         let mut next = vec![0usize; parts.len()];
-        for (a, &i) in trace.activities.input.iter().enumerate() {
+        for (a, i) in trace.activities.input.iter().enumerate() {
             let Some((p, _)) = place[i as usize] else {
                 continue;
             };

@@ -25,7 +25,7 @@ pub struct GpuActivities {
     /// Kernel or copy name, interned in `Trace::names`.
     pub name: Vec<NameId>,
     /// Index into `Trace::inputs` (one entry per file and rank).
-    pub input: Vec<u32>,
+    pub input: super::columns::Runs,
     /// GPU index within the input (Kineto `device`, rocprof agent or GPU id); see `Device::id`.
     pub device: Vec<u32>,
     /// Stream (CUDA/HIP) or queue number on its device; 0 when the trace has none.
@@ -85,7 +85,7 @@ impl GpuActivities {
         if !dropped.is_empty() {
             retain_by(&mut self.kind, &keep);
             retain_by(&mut self.name, &keep);
-            retain_by(&mut self.input, &keep);
+            self.input.retain_by(&keep);
             retain_by(&mut self.device, &keep);
             retain_by(&mut self.stream, &keep);
             retain_by(&mut self.ts_ns, &keep);
@@ -124,7 +124,6 @@ impl GpuActivities {
         let more = (len / 2).max(1024);
         self.kind.reserve_exact(more);
         self.name.reserve_exact(more);
-        self.input.reserve_exact(more);
         self.device.reserve_exact(more);
         self.stream.reserve_exact(more);
         self.ts_ns.reserve_exact(more);
@@ -174,7 +173,7 @@ impl GpuActivities {
             .extend(o.comm.into_iter().map(|(row, id)| (base + row, name(id))));
         self.kind.extend(o.kind);
         self.name.extend(o.name.into_iter().map(&name));
-        self.input.extend(o.input.into_iter().map(input));
+        self.input.append(o.input, input);
         self.device.extend(o.device);
         self.stream.extend(o.stream);
         self.ts_ns.extend(o.ts_ns);

@@ -70,6 +70,80 @@ impl<T: Copy + TryInto<u32> + From<u32>> Compact<T> {
     }
 }
 
+/// A column whose value changes rarely along the rows, stored as runs: each run's first row
+/// and value. The input a row came from is one per file, in runs of millions of rows.
+#[derive(Default, Debug, Clone, PartialEq, Eq)]
+pub struct Runs {
+    /// `(first row, value)` of each run, by row; neighbouring runs differ in value.
+    runs: Vec<(usize, u32)>,
+    len: usize,
+}
+
+impl Runs {
+    /// Appends `v` as the last row.
+    pub fn push(&mut self, v: u32) {
+        if self.runs.last().map(|r| r.1) != Some(v) {
+            self.runs.push((self.len, v));
+        }
+        self.len += 1;
+    }
+    /// The run holding row `i` (a row past the end panics, as a slice's index does).
+    fn run_of(&self, i: usize) -> usize {
+        assert!(i < self.len, "row {i} of a column of {} rows", self.len);
+        self.runs.partition_point(|r| r.0 <= i) - 1
+    }
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether it has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The values in row order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.runs
+            .iter()
+            .enumerate()
+            .flat_map(move |(k, &(first, v))| {
+                let end = self.runs.get(k + 1).map_or(self.len, |r| r.0);
+                std::iter::repeat_n(v, end - first)
+            })
+    }
+    /// The values as a plain column (for exports that want one).
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+    pub(crate) fn retain_by(&mut self, keep: &[bool]) {
+        let mut kept = Runs::default();
+        for (v, _) in self.iter().zip(keep).filter(|(_, k)| **k) {
+            kept.push(v);
+        }
+        *self = kept;
+    }
+    /// Appends another column's rows, each value mapped.
+    pub(crate) fn append(&mut self, o: Runs, map: impl Fn(u32) -> u32) {
+        for (k, &(first, v)) in o.runs.iter().enumerate() {
+            let end = o.runs.get(k + 1).map_or(o.len, |r| r.0);
+            let v = map(v);
+            if self.runs.last().map(|r| r.1) != Some(v) {
+                self.runs.push((self.len, v));
+            }
+            self.len += end - first;
+        }
+    }
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.runs.shrink_to_fit();
+    }
+}
+
+impl std::ops::Index<usize> for Runs {
+    type Output = u32;
+    fn index(&self, i: usize) -> &u32 {
+        &self.runs[self.run_of(i)].1
+    }
+}
+
 /// Keeps the elements of `column` whose index `keep` marks.
 pub(crate) fn retain_by<T>(column: &mut Vec<T>, keep: &[bool]) {
     let mut i = 0;
@@ -84,7 +158,7 @@ pub(crate) fn retain_by<T>(column: &mut Vec<T>, keep: &[bool]) {
 pub(crate) fn plausible(
     ts: &[i64],
     dur: impl IntoIterator<Item = i64>,
-    input: &[u32],
+    input: &Runs,
     max_dur: i64,
 ) -> (Vec<bool>, std::collections::BTreeMap<u32, u64>) {
     let keep: Vec<bool> = ts
@@ -109,7 +183,44 @@ pub const MAX_HOST_EVENT_NS: i64 = 86_400_000_000_000;
 
 #[cfg(test)]
 mod tests {
-    use super::{Durations, Ids};
+    use super::{Durations, Ids, Runs};
+
+    /// Runs read back as the plain column they stand for, through push, append and retain.
+    #[test]
+    fn runs_read_back_as_the_plain_column() {
+        let values = [0u32, 0, 0, 1, 1, 0, 2, 2, 2, 2];
+        let mut runs = Runs::default();
+        for v in values {
+            runs.push(v);
+        }
+        assert_eq!(runs.to_vec(), values);
+        assert_eq!(
+            (0..values.len()).map(|i| runs[i]).collect::<Vec<_>>(),
+            values
+        );
+        let mut other = Runs::default();
+        for v in [5u32, 5, 0] {
+            other.push(v);
+        }
+        let mut joined = runs.clone();
+        joined.append(other, |v| v.saturating_sub(3));
+        let mut expected = values.to_vec();
+        expected.extend([2, 2, 0]);
+        assert_eq!(joined.to_vec(), expected);
+        assert_eq!(joined.len(), 13);
+        let keep: Vec<bool> = (0..13).map(|i| i % 3 != 0).collect();
+        joined.retain_by(&keep);
+        let kept: Vec<u32> = expected
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(v, _)| *v)
+            .collect();
+        assert_eq!(joined.to_vec(), kept);
+        // Equal neighbours merge: the append's first run continues the last one.
+        assert_eq!(joined.runs.len(), 4);
+        assert!(Runs::default().is_empty());
+    }
 
     #[test]
     fn durations_keep_long_and_negative_values_through_append_and_retain() {

@@ -73,7 +73,7 @@ pub struct HostEvents {
     /// Event name (`aten::mm`, `hipLaunchKernel`, …), interned.
     pub name: Vec<NameId>,
     /// Index into `Trace::inputs`.
-    pub input: Vec<u32>,
+    pub input: super::columns::Runs,
     /// Index into `threads`: each event's host process and thread, stored once per thread.
     pub thread: Vec<u32>,
     /// The distinct (pid, tid) pairs; strings in old traces are mapped to numbers by the reader.
@@ -171,7 +171,7 @@ impl HostEvents {
         if !dropped.is_empty() {
             retain_by(&mut self.kind, &keep);
             retain_by(&mut self.name, &keep);
-            retain_by(&mut self.input, &keep);
+            self.input.retain_by(&keep);
             retain_by(&mut self.thread, &keep);
             retain_by(&mut self.ts_ns, &keep);
             self.dur_ns.retain_by(&keep);
@@ -254,7 +254,7 @@ impl HostEvents {
     ) {
         self.kind.extend(o.kind);
         self.name.extend(o.name.into_iter().map(&name));
-        self.input.extend(o.input.into_iter().map(input));
+        self.input.append(o.input, input);
         let threads: Vec<u32> = o.threads.iter().map(|&t| self.thread_of(t)).collect();
         self.thread
             .extend(o.thread.into_iter().map(|t| threads[t as usize]));
@@ -326,7 +326,6 @@ impl HostEvents {
         let more = (len / 2).max(1024);
         self.kind.reserve_exact(more);
         self.name.reserve_exact(more);
-        self.input.reserve_exact(more);
         self.thread.reserve_exact(more);
         self.ts_ns.reserve_exact(more);
         self.dur_ns.reserve_exact(more);

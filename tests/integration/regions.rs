@@ -4,7 +4,9 @@
 //! events recorded at each boundary (`regions_truth.json`); PyTorch's own phases on the 2-GPU
 //! DDP and FSDP2 traces and on corpus traces nobody annotated.
 
-use crate::common::{feed_of, fixture, profiled_steps, read_truth, stdout_of};
+use crate::common::{
+    feed_of, fixture, profiled_steps, read_json_gz, read_truth, stdout_of, write_json_gz,
+};
 use crate::with_shared;
 use serde_json::Value;
 
@@ -126,6 +128,21 @@ fn derived_phases_agree_with_cuda_events() {
             .iter()
             .all(|r| r["kind"] == "phase"));
     }
+}
+
+/// Phases come from the main thread's outermost ops in time order: a profiler writes them in
+/// order (read in place), but a trace written in any other order must give the same tree.
+#[test]
+fn derived_phases_do_not_depend_on_the_order_events_are_written_in() {
+    let path = fixture("kineto/h200/phases/resnet18_amp.json.gz");
+    let mut doc = read_json_gz(&path);
+    doc["traceEvents"].as_array_mut().unwrap().reverse();
+    let dir = tempfile::tempdir().unwrap();
+    let reversed = dir.path().join("resnet18_amp_reversed.json.gz");
+    write_json_gz(&reversed, &doc);
+    let (in_order, out_of_order) = (feed_of(&path, &[]), feed_of(&reversed, &[]));
+    assert!(region(&in_order, "backward")["count"].as_u64().unwrap() > 0);
+    assert_eq!(in_order["regions"], out_of_order["regions"]);
 }
 
 /// The orders of a training step that trip a phase finder, captured for this

@@ -117,21 +117,27 @@ struct Merged {
 
 /// One input's host events and GPU activities, by index.
 struct InputRows {
-    host: Vec<usize>,
+    host: Vec<u32>,
     activities: Vec<usize>,
 }
 
 /// The region tree, in pre-order (siblings by when they first occur, then by name).
 pub fn analyze(inp: &Inputs) -> Vec<RegionRow> {
     let trace = inp.trace;
-    let mut rows: Vec<InputRows> = (0..trace.inputs.len())
-        .map(|_| InputRows {
-            host: Vec::new(),
+    // Counted first: one input's host rows are millions on a large trace.
+    let mut counts = vec![0usize; trace.inputs.len()];
+    for input in trace.host.input.iter() {
+        counts[input as usize] += 1;
+    }
+    let mut rows: Vec<InputRows> = counts
+        .iter()
+        .map(|&n| InputRows {
+            host: Vec::with_capacity(n),
             activities: Vec::new(),
         })
         .collect();
     for i in 0..trace.host.len() {
-        rows[trace.host.input[i] as usize].host.push(i);
+        rows[trace.host.input[i] as usize].host.push(i as u32);
     }
     for a in 0..trace.activities.len() {
         rows[trace.activities.input[a] as usize].activities.push(a);
@@ -185,7 +191,7 @@ fn user_marks_phase(name: &str) -> (bool, bool) {
 fn occurrences(
     inp: &Inputs,
     input: usize,
-    rows: &[usize],
+    rows: &[u32],
     main: Option<u32>,
     is_backward: &[bool],
 ) -> Vec<Occurrence> {
@@ -195,7 +201,7 @@ fn occurrences(
     let in_step = in_kept_step(inp.steps, input);
     let mut out = Vec::new();
     let mut user_marks = (false, false); // the user marked forward, backward
-    for &i in rows {
+    for i in rows.iter().map(|&i| i as usize) {
         if host.kind[i] != HostKind::Annotation || host.dur_ns.get(i) <= 0 {
             continue;
         }
@@ -227,10 +233,10 @@ fn occurrences(
 
 /// The main thread: the one with the steps' ranges, else the one with the most cpu_ops among
 /// those that run no autograd engine ops (the backward thread has many of its own).
-fn main_thread(trace: &Trace, rows: &[usize], is_backward: &[bool]) -> Option<u32> {
+fn main_thread(trace: &Trace, rows: &[u32], is_backward: &[bool]) -> Option<u32> {
     let host = &trace.host;
     let mut ops: HashMap<u32, (bool, u64)> = HashMap::default();
-    for &i in rows {
+    for i in rows.iter().map(|&i| i as usize) {
         if host.kind[i] == HostKind::Annotation
             && step_number(trace.names.get(host.name[i])).is_some()
         {
@@ -262,26 +268,40 @@ fn inside_any(spans: &[(i64, i64)], s: i64, e: i64) -> bool {
 /// The main thread's outermost cpu_ops, by start: (start, end, name).
 fn main_outermost(
     host: &crate::model::HostEvents,
-    rows: &[usize],
+    rows: &[u32],
     main: u32,
 ) -> Vec<(i64, i64, NameId)> {
-    let mut main_ops: Vec<(i64, i64, NameId)> = rows
+    let op = |i: u32| {
+        let i = i as usize;
+        let s = host.ts_ns[i];
+        (s, s.saturating_add(host.dur_ns.get(i).max(0)), host.name[i])
+    };
+    let key = |i: u32| {
+        let (s, e, n) = op(i);
+        (s, std::cmp::Reverse(e), n)
+    };
+    let main_ops = rows
         .iter()
-        .filter(|&&i| host.kind[i] == HostKind::CpuOp && host.thread[i] == main)
-        .map(|&i| {
-            let s = host.ts_ns[i];
-            (s, s.saturating_add(host.dur_ns.get(i).max(0)), host.name[i])
-        })
-        .collect();
-    main_ops.sort_unstable_by_key(|&(s, e, n)| (s, std::cmp::Reverse(e), n));
-    let mut outermost: Vec<(i64, i64, NameId)> = Vec::with_capacity(main_ops.len() / 4);
-    for op in main_ops {
-        match outermost.last() {
-            Some(&(_, le, _)) if op.0 < le => {}
-            _ => outermost.push(op),
+        .copied()
+        .filter(|&i| host.kind[i as usize] == HostKind::CpuOp && host.thread[i as usize] == main);
+    let outermost_of = |ops: &mut dyn Iterator<Item = u32>| {
+        let mut outermost: Vec<(i64, i64, NameId)> = Vec::new();
+        for op in ops.map(op) {
+            match outermost.last() {
+                Some(&(_, le, _)) if op.0 < le => {}
+                _ => outermost.push(op),
+            }
         }
+        outermost
+    };
+    // Profilers write a thread's ops in order: read in place then (millions of them on a large
+    // trace), sorted only where they are not.
+    if main_ops.clone().is_sorted_by_key(key) {
+        return outermost_of(&mut main_ops.clone());
     }
-    outermost
+    let mut sorted: Vec<u32> = main_ops.collect();
+    sorted.sort_unstable_by_key(|&i| key(i));
+    outermost_of(&mut sorted.into_iter())
 }
 
 /// The backward runs of one input: runs of autograd engine ops with no main-thread op or step
@@ -289,7 +309,7 @@ fn main_outermost(
 fn backward_runs(
     inp: &Inputs,
     input: usize,
-    rows: &[usize],
+    rows: &[u32],
     is_backward: &[bool],
     outermost: &[(i64, i64, NameId)],
     out: &[Occurrence],
@@ -299,9 +319,10 @@ fn backward_runs(
     let in_step = in_kept_step(inp.steps, input);
     let mut backward_ops: Vec<(i64, i64, u32)> = rows
         .iter()
-        .filter(|&&i| host.kind[i] == HostKind::CpuOp && is_backward[host.name[i].index()])
-        .filter(|&&i| in_step(host.ts_ns[i]))
-        .map(|&i| {
+        .map(|&i| i as usize)
+        .filter(|&i| host.kind[i] == HostKind::CpuOp && is_backward[host.name[i].index()])
+        .filter(|&i| in_step(host.ts_ns[i]))
+        .map(|i| {
             let s = host.ts_ns[i];
             (
                 s,
@@ -381,7 +402,7 @@ fn backward_runs(
 fn derive_phases(
     inp: &Inputs,
     input: usize,
-    rows: &[usize],
+    rows: &[u32],
     main: u32,
     is_backward: &[bool],
     out: &mut Vec<Occurrence>,

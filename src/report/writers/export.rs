@@ -52,6 +52,7 @@ fn frame_of(run: &Run, rows: &[usize], with_rank: bool) -> Result<DataFrame, Pol
     let acts = &trace.activities;
     let column = |v: &[u32]| rows.iter().map(|&a| v[a]).collect::<Vec<u32>>();
     let range = rows.iter().copied();
+    let rows_of = rows;
     let rows: Vec<_> = rows.iter().map(|&a| run.activities.get(trace, a)).collect();
     let mut columns: Vec<Column> = Vec::with_capacity(17);
     if with_rank {
@@ -64,7 +65,10 @@ fn frame_of(run: &Run, rows: &[usize], with_rank: bool) -> Result<DataFrame, Pol
         );
     }
     let rest: Vec<Column> = vec![
-        Series::new("input".into(), column(&acts.input)),
+        Series::new(
+            "input".into(),
+            rows_of.iter().map(|&a| acts.input[a]).collect::<Vec<u32>>(),
+        ),
         Series::new("device".into(), column(&acts.device)),
         Series::new("stream".into(), column(&acts.stream)),
         Series::new(

@@ -36,24 +36,31 @@ pub(crate) enum PieceKind {
     Host,
     /// The DataLoader fetching a batch.
     Loading,
-    /// A synchronize (or blocking copy): returns `ret` after the activity it waits for ends.
-    Sync {
-        awaits: Option<u32>,
-        ret: i64,
-        /// The step could lose it (not a free, not inside an op whose output size is data).
-        removable: bool,
-        /// It waits for a copy to the device (an input's upload): a graph copies inputs in.
-        upload: bool,
-    },
-    /// A launch call blocked until the GPU drained its queue (the launch queue was full):
-    /// returns `ret` after activity `awaits` (local) ends.
-    Queued { awaits: u32, ret: i64 },
+    /// A synchronize (or blocking copy): its [`Wait`] (index into [`InputGraph::waits`]).
+    Sync(u32),
+    /// A launch call blocked until the GPU drained its queue (the launch queue was full): its
+    /// [`Wait`], which always awaits an activity.
+    Queued(u32),
     /// Nothing profiled: Python, or (`long` false) the short gaps of dispatch.
     Gap { long: bool },
 }
 
+/// What a synchronize or a blocked launch waited for: kept beside the pieces (a few of
+/// millions), so that a piece stays small.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Wait {
+    /// The activity (local) it returns after; none where it waited for nothing the model holds.
+    pub awaits: Option<u32>,
+    /// How long after that activity's end it returns.
+    pub ret: i64,
+    /// The step could lose it (not a free, not inside an op whose output size is data).
+    pub removable: bool,
+    /// It waits for a copy to the device (an input's upload): a graph copies inputs in.
+    pub upload: bool,
+}
+
 /// A span of host time.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Piece {
     pub start: i64,
     pub end: i64,
@@ -99,11 +106,36 @@ pub(crate) struct InputGraph {
     pub spans: Vec<Span>,
     /// Host pieces, sorted and contiguous from `spans[0].start` to the last span's end.
     pub pieces: Vec<Piece>,
+    /// The synchronizes' and blocked launches' waits, by [`PieceKind::Sync`] and
+    /// [`PieceKind::Queued`].
+    pub waits: Vec<Wait>,
     /// GPU activities by issue time.
     pub acts: Vec<Act>,
     /// Per span: its pieces and its activities (indices), so that a change walks each once.
     pub span_pieces: Vec<Vec<u32>>,
     pub span_acts: Vec<Vec<u32>>,
+}
+
+impl InputGraph {
+    /// Piece `i`'s wait where it is a synchronize.
+    pub fn sync_wait(&self, i: usize) -> Option<Wait> {
+        match self.pieces[i].kind {
+            PieceKind::Sync(w) => Some(self.waits[w as usize]),
+            _ => None,
+        }
+    }
+
+    /// The activity (local) piece `i` returns after, and how long after its end: a
+    /// synchronize that waited for one, or a blocked launch.
+    pub fn awaited(&self, i: usize) -> Option<(u32, i64)> {
+        match self.pieces[i].kind {
+            PieceKind::Sync(w) | PieceKind::Queued(w) => {
+                let w = &self.waits[w as usize];
+                w.awaits.map(|a| (a, w.ret))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The model of every input with steps or GPU work in scope.
@@ -175,10 +207,12 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
         None => (s.start, s.end),
     }));
     let span_of_host = |t: i64| host_ranges.first_holding(t);
-    let pieces = pieces(ctx, &model, (start, end), constants, &|p: &mut Piece| {
+    let mut waits: Vec<Wait> = Vec::new();
+    let mark = |p: &mut Piece| {
         p.span = span_of_host(p.start);
         p.optimizer = in_optimizer((p.start + p.end) / 2);
-    });
+    };
+    let mut pieces = pieces(ctx, &model, (start, end), constants, &mark, &mut waits);
     let acts = activities(
         ctx,
         &model,
@@ -188,19 +222,16 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
         &in_optimizer,
         constants,
     );
-    let (mut pieces, acts) = (pieces, acts);
     // A sync waits for a local activity (by trace index → local index).
     let local: HashMap<u32, u32> = acts
         .iter()
         .enumerate()
         .map(|(i, a)| (a.id, i as u32))
         .collect();
-    for p in &mut pieces {
-        if let PieceKind::Sync { awaits, .. } = &mut p.kind {
-            *awaits = awaits.and_then(|a| local.get(&a).copied());
-        }
+    for w in &mut waits {
+        w.awaits = w.awaits.and_then(|a| local.get(&a).copied());
     }
-    let mut pieces = split_queued(ctx, input, pieces, &acts);
+    split_queued(ctx, input, &mut pieces, (&acts, &mut waits));
     count_events(ctx, input, &mut pieces);
     let mut span_pieces = vec![Vec::new(); spans.len()];
     for (i, p) in pieces.iter().enumerate() {
@@ -219,6 +250,7 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
         input,
         spans,
         pieces,
+        waits,
         acts,
         span_pieces,
         span_acts,
@@ -289,6 +321,7 @@ fn pieces(
     (start, end): (i64, i64),
     constants: &Constants,
     mark: &dyn Fn(&mut Piece),
+    waits: &mut Vec<Wait>,
 ) -> Vec<Piece> {
     let trace = ctx.trace;
     let threshold = ctx.opts.dispatch_threshold_ns;
@@ -356,31 +389,34 @@ fn pieces(
         let kind = match seg.label {
             Label::Launch => PieceKind::Dispatch,
             Label::DataLoading => PieceKind::Loading,
-            Label::Sync => match gated.get(&(t, seg.start)) {
-                Some(g) if g.waited && s == seg.start => {
-                    let acts = &trace.activities;
-                    let done = acts.end_ns(g.activity as usize);
-                    let name = trace.names.get(g.name);
-                    let upload = trace
-                        .names
-                        .get(acts.name[g.activity as usize])
-                        .contains("HtoD");
-                    PieceKind::Sync {
-                        awaits: Some(g.activity),
-                        ret: (g.end - done.max(g.start)).max(0),
-                        removable: !upload
-                            && !is_free_call(name)
-                            && !data_dependent.contains(g.host),
-                        upload,
+            Label::Sync => PieceKind::Sync(wait_index(
+                waits,
+                match gated.get(&(t, seg.start)) {
+                    Some(g) if g.waited && s == seg.start => {
+                        let acts = &trace.activities;
+                        let done = acts.end_ns(g.activity as usize);
+                        let name = trace.names.get(g.name);
+                        let upload = trace
+                            .names
+                            .get(acts.name[g.activity as usize])
+                            .contains("HtoD");
+                        Wait {
+                            awaits: Some(g.activity),
+                            ret: (g.end - done.max(g.start)).max(0),
+                            removable: !upload
+                                && !is_free_call(name)
+                                && !data_dependent.contains(g.host),
+                            upload,
+                        }
                     }
-                }
-                _ => PieceKind::Sync {
-                    awaits: None,
-                    ret: 0,
-                    removable: false,
-                    upload: false,
+                    _ => Wait {
+                        awaits: None,
+                        ret: 0,
+                        removable: false,
+                        upload: false,
+                    },
                 },
-            },
+            )),
             _ => PieceKind::Host,
         };
         push(
@@ -621,10 +657,21 @@ fn activities(
     out
 }
 
+/// `w` appended to the waits: its index.
+fn wait_index(waits: &mut Vec<Wait>, w: Wait) -> u32 {
+    waits.push(w);
+    (waits.len() - 1) as u32
+}
+
 /// Launch calls that blocked on a full launch queue, split out of their pieces: a call that
 /// lasted far longer than launches usually do and returned just after some GPU work of the
 /// input ended waited for that work (the driver takes a new launch once a slot frees).
-fn split_queued(ctx: &Context, input: u32, pieces: Vec<Piece>, acts: &[Act]) -> Vec<Piece> {
+fn split_queued(
+    ctx: &Context,
+    input: u32,
+    pieces: &mut Vec<Piece>,
+    (acts, waits): (&[Act], &mut Vec<Wait>),
+) {
     const MIN_BLOCK_NS: i64 = 20_000;
     let host = &ctx.trace.host;
     let mut calls: Vec<u32> = acts
@@ -635,7 +682,7 @@ fn split_queued(ctx: &Context, input: u32, pieces: Vec<Piece>, acts: &[Act]) -> 
     calls.sort_unstable();
     calls.dedup();
     if calls.is_empty() {
-        return pieces;
+        return;
     }
     let mut durs: Vec<i64> = calls.iter().map(|&h| host.dur_ns.get(h as usize)).collect();
     durs.sort_unstable();
@@ -658,13 +705,16 @@ fn split_queued(ctx: &Context, input: u32, pieces: Vec<Piece>, acts: &[Act]) -> 
         })
         .collect();
     if blocked.is_empty() {
-        return pieces;
+        return;
     }
     blocked.sort_unstable();
-    let mut out = Vec::with_capacity(pieces.len() + 2 * blocked.len());
+    // The pieces a split piece becomes, by piece: few, so the millions of others move in
+    // place rather than into a second copy of the list.
+    let mut splits: Vec<(usize, Vec<Piece>)> = Vec::new();
     let mut b = 0;
-    for p in pieces {
+    for (i, &p) in pieces.iter().enumerate() {
         let mut cur = p.start;
+        let mut parts = Vec::new();
         while b < blocked.len() && blocked[b].0 < p.end {
             let (s, e, a) = blocked[b];
             b += 1;
@@ -672,59 +722,127 @@ fn split_queued(ctx: &Context, input: u32, pieces: Vec<Piece>, acts: &[Act]) -> 
                 continue;
             }
             if s > cur {
-                out.push(Piece {
+                parts.push(Piece {
                     start: cur,
                     end: s,
-                    ..p.clone()
+                    ..p
                 });
             }
             let done = acts[a as usize].start + acts[a as usize].dur;
-            out.push(Piece {
+            let wait = Wait {
+                awaits: Some(a),
+                ret: (e - done.max(s)).max(0),
+                removable: false,
+                upload: false,
+            };
+            parts.push(Piece {
                 start: s,
                 end: e,
-                kind: PieceKind::Queued {
-                    awaits: a,
-                    ret: (e - done.max(s)).max(0),
-                },
-                ..p.clone()
+                kind: PieceKind::Queued(wait_index(waits, wait)),
+                ..p
             });
             cur = e;
         }
-        if cur < p.end {
-            out.push(Piece { start: cur, ..p });
+        if parts.is_empty() {
+            continue;
         }
+        if cur < p.end {
+            parts.push(Piece { start: cur, ..p });
+        }
+        splits.push((i, parts));
     }
-    out
+    expand_in_place(pieces, splits);
+}
+
+/// Each piece `i` of `splits` (by index) replaced by its parts, the others moved back in place.
+fn expand_in_place(pieces: &mut Vec<Piece>, splits: Vec<(usize, Vec<Piece>)>) {
+    let Some((_, filler)) = splits.first() else {
+        return;
+    };
+    let filler = filler[0];
+    let extra: usize = splits.iter().map(|(_, parts)| parts.len() - 1).sum();
+    let mut read = pieces.len();
+    pieces.reserve_exact(extra);
+    pieces.resize(read + extra, filler);
+    let mut write = pieces.len();
+    for (i, parts) in splits.into_iter().rev() {
+        let after = read - (i + 1);
+        pieces.copy_within(i + 1..read, write - after);
+        write -= after;
+        for part in parts.into_iter().rev() {
+            write -= 1;
+            pieces[write] = part;
+        }
+        read = i;
+    }
+    debug_assert_eq!(read, write);
 }
 
 /// How many profiled host events (ops, runtime and driver calls) start inside each piece: the
-/// profiler's own cost grows with them.
+/// profiler's own cost grows with them. The pieces are sorted and contiguous: each event falls
+/// in at most one, found by binary search (no list of millions of starts to sort).
 fn count_events(ctx: &Context, input: u32, pieces: &mut [Piece]) {
     let host = &ctx.trace.host;
-    let mut starts: Vec<i64> = (0..host.len())
-        .filter(|&h| {
-            host.input[h] == input
-                && matches!(
-                    host.kind[h],
-                    HostKind::CpuOp | HostKind::Runtime | HostKind::Driver
-                )
-        })
-        .map(|h| host.ts_ns[h])
-        .collect();
-    starts.sort_unstable();
-    for p in pieces {
-        if matches!(p.kind, PieceKind::Gap { .. }) {
+    for h in 0..host.len() {
+        if host.input[h] != input
+            || !matches!(
+                host.kind[h],
+                HostKind::CpuOp | HostKind::Runtime | HostKind::Driver
+            )
+        {
             continue;
         }
-        let a = starts.partition_point(|&t| t < p.start);
-        let b = starts.partition_point(|&t| t < p.end);
-        p.events = (b - a) as u32;
+        let t = host.ts_ns[h];
+        let Some(k) = pieces.partition_point(|p| p.start <= t).checked_sub(1) else {
+            continue;
+        };
+        let p = &mut pieces[k];
+        if t < p.end && !matches!(p.kind, PieceKind::Gap { .. }) {
+            p.events += 1;
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::FirstRange;
+    use super::{expand_in_place, FirstRange, Piece, PieceKind};
+
+    /// A step model holds a piece per host segment and gap: millions on a large trace.
+    #[test]
+    fn a_piece_stays_small() {
+        assert!(std::mem::size_of::<Piece>() <= 40);
+    }
+
+    /// Splitting pieces in place gives what building a new list would.
+    #[test]
+    fn pieces_expand_in_place_as_into_a_new_list() {
+        let piece = |start: i64| Piece {
+            start,
+            end: start + 1,
+            kind: PieceKind::Host,
+            span: None,
+            optimizer: false,
+            events: 0,
+        };
+        let cases: [&[usize]; 5] = [&[], &[0], &[4], &[1, 2], &[0, 2, 4]];
+        for split in cases {
+            let mut pieces: Vec<Piece> = (0..5).map(|k| piece(10 * k)).collect();
+            let splits: Vec<(usize, Vec<Piece>)> = split
+                .iter()
+                .map(|&i| (i, (0..3).map(|k| piece(10 * i as i64 + k + 100)).collect()))
+                .collect();
+            let mut expected = Vec::new();
+            for (i, &p) in pieces.iter().enumerate() {
+                match splits.iter().find(|(k, _)| *k == i) {
+                    Some((_, parts)) => expected.extend(parts.iter().map(|p| p.start)),
+                    None => expected.push(p.start),
+                }
+            }
+            expand_in_place(&mut pieces, splits);
+            let got: Vec<i64> = pieces.iter().map(|p| p.start).collect();
+            assert_eq!(got, expected, "{split:?}");
+        }
+    }
 
     /// The index answers as a walk of the list in order does, disjoint or not.
     #[test]

@@ -27,18 +27,8 @@ impl Edit {
     pub fn identity(g: &InputGraph) -> Edit {
         Edit {
             host: g.pieces.iter().map(|p| p.end - p.start).collect(),
-            waits: g
-                .pieces
-                .iter()
-                .map(|p| {
-                    matches!(
-                        p.kind,
-                        PieceKind::Sync {
-                            awaits: Some(_),
-                            ..
-                        } | PieceKind::Queued { .. }
-                    )
-                })
+            waits: (0..g.pieces.len())
+                .map(|i| g.awaited(i).is_some())
                 .collect(),
             dur: g.acts.iter().map(|a| a.dur).collect(),
             removed: vec![false; g.acts.len()],
@@ -206,13 +196,8 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit, keep: Keep) -> SimOut {
             run(g, e, &mut end, j, issue);
             j += 1;
         }
-        h = match p.kind {
-            PieceKind::Sync {
-                awaits: Some(a),
-                ret,
-                ..
-            } if e.waits[i] => s0.max(done(g, &end, a)) + ret,
-            PieceKind::Queued { awaits, ret } if e.waits[i] => s0.max(done(g, &end, awaits)) + ret,
+        h = match g.awaited(i) {
+            Some((a, ret)) if e.waits[i] => s0.max(done(g, &end, a)) + ret,
             _ => s0 + d2,
         };
         times.record(i, s0, h);

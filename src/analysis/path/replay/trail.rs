@@ -112,17 +112,7 @@ fn host(g: &InputGraph, e: &Edit, out: &SimOut, t: i64, floor: i64, l: &mut Labe
         i -= 1;
         let (s, end) = (out.piece_start[i], out.piece_end[i].min(t));
         let p = &g.pieces[i];
-        let waited = match p.kind {
-            PieceKind::Sync {
-                awaits: Some(a), ..
-            }
-            | PieceKind::Queued { awaits: a, .. }
-                if e.waits[i] =>
-            {
-                Some(a as usize)
-            }
-            _ => None,
-        };
+        let waited = g.awaited(i).filter(|_| e.waits[i]).map(|(a, _)| a as usize);
         if let Some(a) = waited {
             let done = out.end[a];
             if done > s && done < end {
@@ -133,7 +123,7 @@ fn host(g: &InputGraph, e: &Edit, out: &SimOut, t: i64, floor: i64, l: &mut Labe
         let label = match p.kind {
             PieceKind::Dispatch | PieceKind::Gap { long: false } => Label::Launch,
             PieceKind::Loading => Label::DataLoading,
-            PieceKind::Sync { .. } | PieceKind::Queued { .. } => Label::Sync,
+            PieceKind::Sync(_) | PieceKind::Queued(_) => Label::Sync,
             PieceKind::Host | PieceKind::Gap { long: true } => Label::Host,
         };
         add(l, (s, end), label, None, floor);

@@ -5,7 +5,7 @@
 use crate::analysis::context::Context;
 use crate::analysis::path::replay::change::Transform;
 use crate::analysis::path::replay::constants::Constants;
-use crate::analysis::path::replay::graph::{InputGraph, PieceKind};
+use crate::analysis::path::replay::graph::{InputGraph, PieceKind, Wait};
 use crate::analysis::path::replay::sim::Edit;
 use crate::classify::{Bucket, KernelTag};
 use crate::model::Vendor;
@@ -323,11 +323,11 @@ fn loader_workers(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -
     }
     // The host no longer waits for the copies it pinned.
     for (i, p) in g.pieces.iter().enumerate() {
-        if let PieceKind::Sync {
+        if let Some(Wait {
             upload: true,
             awaits: Some(a),
             ..
-        } = p.kind
+        }) = g.sync_wait(i)
         {
             if pinned[a as usize] && e.waits[i] && p.span.is_some() {
                 out.touched_ns += e.host[i];
@@ -362,11 +362,11 @@ fn loader_workers(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -
 fn remove_syncs(g: &InputGraph, e: &mut Edit) -> Applied {
     let mut out = Applied::default();
     for (i, p) in g.pieces.iter().enumerate() {
-        if let PieceKind::Sync {
+        if let Some(Wait {
             awaits: Some(_),
             removable: true,
             ..
-        } = p.kind
+        }) = g.sync_wait(i)
         {
             if e.waits[i] && p.span.is_some() {
                 out.touched_ns += p.end - p.start;
@@ -650,9 +650,9 @@ fn cuda_graphs(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> A
     let splits = f.vendor != Vendor::Amd;
     let mut segments = vec![1i64; g.spans.len()];
     for (i, p) in g.pieces.iter().enumerate() {
-        if let PieceKind::Sync {
+        if let Some(Wait {
             removable, upload, ..
-        } = p.kind
+        }) = g.sync_wait(i)
         {
             let Some(k) = p.span else { continue };
             if !e.waits[i] || p.optimizer || upload {
@@ -675,7 +675,7 @@ fn cuda_graphs(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> A
     }
     // No launch of its own waits for the launch queue any more.
     for (i, p) in g.pieces.iter().enumerate() {
-        if matches!(p.kind, PieceKind::Queued { .. }) && p.span.is_some() && !p.optimizer {
+        if matches!(p.kind, PieceKind::Queued(_)) && p.span.is_some() && !p.optimizer {
             out.touched_ns += e.host[i];
             e.waits[i] = false;
             e.host[i] = 0;
