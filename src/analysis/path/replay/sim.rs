@@ -1,14 +1,19 @@
 //! Running a step model forward: the host pieces in order, each activity when everything it
 //! waited for is done, each synchronize when its work is.
 
-use crate::analysis::path::replay::graph::{InputGraph, PieceKind};
+use crate::analysis::path::replay::graph::{InputGraph, Piece, PieceKind};
 
 /// What a replay changes: per host piece its duration and whether a synchronize still waits;
 /// per activity its duration, whether it is gone (fused into another), and whether a graph
 /// replays it (no launch of its own: it follows its stream predecessor after `node_gap`).
 #[derive(Clone, Debug)]
 pub(crate) struct Edit {
-    pub host: Vec<i64>,
+    /// Per piece its duration, once a change rewrote any: until then each piece's measured
+    /// duration less the profiler's cost per event in it (computed as read, so that a replay
+    /// that changes only GPU work holds no copy of millions of pieces).
+    host: Option<Vec<i64>>,
+    /// The profiler's cost per event taken out of the pieces (0: as measured).
+    per_event_ns: i64,
     pub waits: Vec<bool>,
     pub dur: Vec<i64>,
     pub removed: Vec<bool>,
@@ -26,7 +31,8 @@ impl Edit {
     /// No change: the step as measured.
     pub fn identity(g: &InputGraph) -> Edit {
         Edit {
-            host: g.pieces.iter().map(|p| p.end - p.start).collect(),
+            host: None,
+            per_event_ns: 0,
             waits: (0..g.pieces.len())
                 .map(|i| g.awaited(i).is_some())
                 .collect(),
@@ -44,18 +50,44 @@ impl Edit {
     /// The step as it runs without the profiler: each piece of host work less the profiler's
     /// cost per event recorded inside it (never below a tenth of it: the work itself stays).
     pub fn unprofiled(g: &InputGraph, per_event_ns: i64) -> Edit {
-        let mut e = Edit::identity(g);
-        for (i, p) in g.pieces.iter().enumerate() {
-            let kept = matches!(
-                p.kind,
-                PieceKind::Dispatch | PieceKind::Host | PieceKind::Loading
-            );
-            if kept && p.events > 0 {
-                let d = p.end - p.start;
-                e.host[i] = (d - per_event_ns * p.events as i64).max(d / 10);
-            }
+        Edit {
+            per_event_ns,
+            ..Edit::identity(g)
         }
-        e
+    }
+
+    /// Piece `i`'s duration in this replay (before the host's speed).
+    pub fn host(&self, g: &InputGraph, i: usize) -> i64 {
+        match &self.host {
+            Some(host) => host[i],
+            None => unprofiled_ns(&g.pieces[i], self.per_event_ns),
+        }
+    }
+
+    /// Sets piece `i`'s duration (every piece's is kept from the first change on).
+    pub fn set_host(&mut self, g: &InputGraph, i: usize, ns: i64) {
+        let per_event_ns = self.per_event_ns;
+        self.host.get_or_insert_with(|| {
+            g.pieces
+                .iter()
+                .map(|p| unprofiled_ns(p, per_event_ns))
+                .collect()
+        })[i] = ns;
+    }
+}
+
+/// A piece's duration less the profiler's cost per event recorded inside it (never below a
+/// tenth of it: the work itself stays); waits and gaps as measured.
+fn unprofiled_ns(p: &Piece, per_event_ns: i64) -> i64 {
+    let d = p.end - p.start;
+    let kept = matches!(
+        p.kind,
+        PieceKind::Dispatch | PieceKind::Host | PieceKind::Loading
+    );
+    if kept && p.events > 0 && per_event_ns != 0 {
+        (d - per_event_ns * p.events as i64).max(d / 10)
+    } else {
+        d
     }
 }
 
@@ -67,9 +99,9 @@ impl Edit {
             PieceKind::Dispatch | PieceKind::Host | PieceKind::Loading | PieceKind::Gap { .. }
         );
         if own && self.host_factor != 1.0 {
-            (self.host[i] as f64 * self.host_factor).round() as i64
+            (self.host(g, i) as f64 * self.host_factor).round() as i64
         } else {
-            self.host[i]
+            self.host(g, i)
         }
     }
 }

@@ -31,15 +31,16 @@ pub(crate) struct GraphFacts {
     /// depthwise convolutions running NCHW kernels, the bytes its op moves at the HBM rate this
     /// trace's memory-bound kernels reach; for convolutions running an NCHW kernel (cuDNN's
     /// `…nchw…` engines), its time plus the transposes of its input and output at that rate.
-    pub relayout_ns: Vec<Option<i64>>,
+    /// Only the activities that have one, by local index (few of hundreds of thousands).
+    pub relayout_ns: Vec<(u32, i64)>,
     /// That rate came from the datasheet: the trace has no memory-bound kernel to measure.
     pub hbm_from_table: bool,
     /// The step trains (an optimizer step runs in it): compiled, AOTAutograd wraps both passes.
     pub training: bool,
     /// Per activity: a copy from pageable host memory to the device, and its bytes where its
     /// op's shapes say (pinned memory moves them at the host link's rate, without the host
-    /// waiting for them).
-    pub pageable_upload: Vec<Option<f64>>,
+    /// waiting for them). Only such copies, by local index.
+    pub pageable_upload: Vec<(u32, f64)>,
 }
 
 impl Facts {
@@ -75,11 +76,13 @@ impl Facts {
                 let pageable_upload = g
                     .acts
                     .iter()
-                    .map(|a| {
+                    .enumerate()
+                    .filter_map(|(k, a)| {
                         let n = name(a);
-                        (n.contains("HtoD") && n.contains("Pageable"))
+                        let bytes = (n.contains("HtoD") && n.contains("Pageable"))
                             .then(|| upload_bytes(ctx, a))
-                            .flatten()
+                            .flatten()?;
+                        Some((k as u32, bytes))
                     })
                     .collect();
                 GraphFacts {
@@ -145,7 +148,7 @@ fn relayout_times(
     ctx: &Context,
     g: &InputGraph,
     meta: &crate::model::InputMeta,
-) -> (Vec<Option<i64>>, bool) {
+) -> (Vec<(u32, i64)>, bool) {
     use crate::analysis::ops::bytes_moved::{activation_bytes, layout_op_bytes, op_bytes};
     let trace = ctx.trace;
     let host = &trace.host;
@@ -184,7 +187,7 @@ fn relayout_times(
         (Some(r), Some(p)) => (r.min(p), false),
         (Some(r), None) => (r, false),
         (None, Some(p)) => (p, true),
-        (None, None) => return (vec![None; g.acts.len()], false),
+        (None, None) => return (Vec::new(), false),
     };
     // Per launching op: its NCHW kernels' time, and the bound its bytes give.
     let mut per_op: std::collections::HashMap<usize, (i64, f64)> = Default::default();
@@ -229,13 +232,13 @@ fn relayout_times(
         .acts
         .iter()
         .enumerate()
-        .map(|(k, a)| {
+        .filter_map(|(k, a)| {
             if extra[k] > 0 {
-                return Some(a.dur.saturating_add(extra[k]));
+                return Some((k as u32, a.dur.saturating_add(extra[k])));
             }
             let (sum, bound) = per_op[&op_at[k]?];
             let share = (bound / sum.max(1) as f64).min(1.0);
-            Some((a.dur as f64 * share).round() as i64)
+            Some((k as u32, (a.dur as f64 * share).round() as i64))
         })
         .collect();
     (out, from_table)
@@ -284,8 +287,8 @@ pub(crate) fn apply(
 }
 
 /// Scales the host pieces `which` of span `k` to total `new` (never up).
-fn scale_pieces(e: &mut Edit, which: &[usize], new: i64) -> i64 {
-    let old: i64 = which.iter().map(|&i| e.host[i]).sum();
+fn scale_pieces(g: &InputGraph, e: &mut Edit, which: &[usize], new: i64) -> i64 {
+    let old: i64 = which.iter().map(|&i| e.host(g, i)).sum();
     if old <= 0 || new >= old {
         return 0;
     }
@@ -294,10 +297,10 @@ fn scale_pieces(e: &mut Edit, which: &[usize], new: i64) -> i64 {
         let v = if n + 1 == which.len() {
             left
         } else {
-            ((e.host[i] as i128 * new as i128) / old as i128) as i64
+            ((e.host(g, i) as i128 * new as i128) / old as i128) as i64
         };
         left -= v;
-        e.host[i] = v;
+        e.set_host(g, i, v);
     }
     old - new
 }
@@ -311,14 +314,13 @@ fn loader_workers(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -
     let mut out = Applied::default();
     let link = c.pinned_copy_gbps.value.of(f.vendor) as f64;
     let mut pinned = vec![false; g.acts.len()];
-    for (k, bytes) in f.pageable_upload.iter().enumerate() {
-        if let Some(b) = bytes {
-            let t = (b / link).round() as i64;
-            if t < e.dur[k] && g.acts[k].span.is_some() {
-                out.touched_ns += e.dur[k] - t;
-                e.dur[k] = t;
-                pinned[k] = true;
-            }
+    for &(k, b) in &f.pageable_upload {
+        let k = k as usize;
+        let t = (b / link).round() as i64;
+        if t < e.dur[k] && g.acts[k].span.is_some() {
+            out.touched_ns += e.dur[k] - t;
+            e.dur[k] = t;
+            pinned[k] = true;
         }
     }
     // The host no longer waits for the copies it pinned.
@@ -330,9 +332,9 @@ fn loader_workers(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -
         }) = g.sync_wait(i)
         {
             if pinned[a as usize] && e.waits[i] && p.span.is_some() {
-                out.touched_ns += e.host[i];
+                out.touched_ns += e.host(g, i);
                 e.waits[i] = false;
-                e.host[i] = e.host[i].min(f.dispatch_ns);
+                e.set_host(g, i, e.host(g, i).min(f.dispatch_ns));
             }
         }
     }
@@ -343,13 +345,13 @@ fn loader_workers(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -
             .map(|&i| i as usize)
             .filter(|&i| g.pieces[i].kind == PieceKind::Loading)
             .collect();
-        let load: i64 = mine.iter().map(|&i| e.host[i]).sum();
+        let load: i64 = mine.iter().map(|&i| e.host(g, i)).sum();
         if load == 0 {
             continue;
         }
         let rest = (span.measured_ns - load).max(0);
         let left = (load / workers as i64 - rest).max(0);
-        scale_pieces(e, &mine, left);
+        scale_pieces(g, e, &mine, left);
         out.touched_ns += load;
     }
     if out.touched_ns == 0 {
@@ -371,7 +373,7 @@ fn remove_syncs(g: &InputGraph, e: &mut Edit) -> Applied {
             if e.waits[i] && p.span.is_some() {
                 out.touched_ns += p.end - p.start;
                 e.waits[i] = false;
-                e.host[i] = 0;
+                e.set_host(g, i, 0);
             }
         }
     }
@@ -430,8 +432,8 @@ fn relayout(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> i64 {
     }
     e.relaid = true;
     let mut touched = 0;
-    for (k, a) in g.acts.iter().enumerate() {
-        let Some(t) = f.relayout_ns[k] else { continue };
+    for &(k, t) in &f.relayout_ns {
+        let (k, a) = (k as usize, &g.acts[k as usize]);
         if e.removed[k] || t == a.dur {
             continue;
         }
@@ -541,8 +543,8 @@ fn fused_optimizer(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) 
         e.removed[first] = false;
         e.dur[first] = new;
         let host = span_dispatch(g, k, true);
-        let host_old: i64 = host.iter().map(|&i| e.host[i]).sum();
-        scale_pieces(e, &host, f.dispatch_ns * launches);
+        let host_old: i64 = host.iter().map(|&i| e.host(g, i)).sum();
+        scale_pieces(g, e, &host, f.dispatch_ns * launches);
         out.touched_ns += old + host_old;
     }
     out
@@ -625,7 +627,7 @@ fn compile(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> Appli
             true => 2 * c.compile_training_call_ns.value,
             false => 0,
         };
-        out.touched_ns += scale_pieces(e, &host, kernels * c.compile_wrapper_ns.value + calls);
+        out.touched_ns += scale_pieces(g, e, &host, kernels * c.compile_wrapper_ns.value + calls);
     }
     // Inductor's layout optimization runs convolution models channels_last, and it generates
     // batch norms as its own streaming kernels.
@@ -671,14 +673,14 @@ fn cuda_graphs(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> A
     let launch = c.graph_launch_ns.value.of(f.vendor);
     for (k, _) in g.spans.iter().enumerate() {
         let host = span_dispatch(g, k, false);
-        out.touched_ns += scale_pieces(e, &host, launch * segments[k]);
+        out.touched_ns += scale_pieces(g, e, &host, launch * segments[k]);
     }
     // No launch of its own waits for the launch queue any more.
     for (i, p) in g.pieces.iter().enumerate() {
         if matches!(p.kind, PieceKind::Queued(_)) && p.span.is_some() && !p.optimizer {
-            out.touched_ns += e.host[i];
+            out.touched_ns += e.host(g, i);
             e.waits[i] = false;
-            e.host[i] = 0;
+            e.set_host(g, i, 0);
         }
     }
     for (x, a) in g.acts.iter().enumerate() {

@@ -1,0 +1,401 @@
+//! The step model's host side: each thread's work and the gaps between as one ordered sequence
+//! of pieces, the synchronizes' and blocked launches' waits beside them, and the profiled events
+//! in each piece.
+
+use super::{Act, Piece, PieceKind, Wait};
+use crate::analysis::context::Context;
+use crate::analysis::path::model::{GatedSync, InputModel};
+use crate::analysis::path::replay::constants::Constants;
+use crate::analysis::path::Label;
+use crate::analysis::time::links::is_free_call;
+use crate::model::HostKind;
+use rustc_hash::FxHashMap as HashMap;
+/// The host's pieces over `[start, end)`: the main thread's work, the other threads' where the
+/// main thread did nothing, and gaps between; `mark` sets each piece's span and context.
+pub(super) fn pieces(
+    ctx: &Context,
+    model: &InputModel,
+    (start, end): (i64, i64),
+    constants: &Constants,
+    mark: &dyn Fn(&mut Piece),
+    waits: &mut Vec<Wait>,
+) -> Vec<Piece> {
+    let trace = ctx.trace;
+    let threshold = ctx.opts.dispatch_threshold_ns;
+    // Every thread's gated syncs by (thread, start).
+    let mut gated: HashMap<(u32, i64), GatedSync> = HashMap::default();
+    for (&t, tm) in &model.threads {
+        for g in &tm.gated {
+            gated.insert((t, g.start), *g);
+        }
+    }
+    let data_dependent = DataDependent::new(ctx, model, &constants.unremovable_sync_ops.value);
+    let mut threads: Vec<u32> = model.threads.keys().copied().collect();
+    threads.sort_unstable();
+    // The main thread first: its segments are the base; others fill its gaps.
+    threads.sort_by_key(|&t| Some(t) != model.main);
+    let mut covered: Vec<(i64, i64)> = Vec::new();
+    let mut raw: Vec<(u32, crate::analysis::path::model::HostSeg)> = Vec::new();
+    for t in threads {
+        let mut mine = Vec::new();
+        for seg in &model.threads[&t].segs {
+            let (s, e) = (seg.start.max(start), seg.end.min(end));
+            if e <= s {
+                continue;
+            }
+            for (s, e) in subtract((s, e), &covered) {
+                raw.push((
+                    t,
+                    crate::analysis::path::model::HostSeg {
+                        start: s,
+                        end: e,
+                        ..*seg
+                    },
+                ));
+                mine.push((s, e));
+            }
+        }
+        covered.extend(mine);
+        covered.sort_unstable();
+    }
+    raw.sort_by_key(|(_, s)| (s.start, s.end));
+    let mut out: Vec<Piece> = Vec::with_capacity(raw.len() * 2 + 1);
+    let mut cur = start;
+    let push = |out: &mut Vec<Piece>, mut p: Piece| {
+        mark(&mut p);
+        out.push(p);
+    };
+    for (t, seg) in raw {
+        if seg.end <= cur {
+            continue;
+        }
+        let s = seg.start.max(cur);
+        if s > cur {
+            let gap = Piece {
+                start: cur,
+                end: s,
+                kind: PieceKind::Gap {
+                    long: s - cur > threshold,
+                },
+                span: None,
+                optimizer: false,
+                events: 0,
+            };
+            push(&mut out, gap);
+        }
+        let kind = match seg.label {
+            Label::Launch => PieceKind::Dispatch,
+            Label::DataLoading => PieceKind::Loading,
+            Label::Sync => PieceKind::Sync(wait_index(
+                waits,
+                match gated.get(&(t, seg.start)) {
+                    Some(g) if g.waited && s == seg.start => {
+                        let acts = &trace.activities;
+                        let done = acts.end_ns(g.activity as usize);
+                        let name = trace.names.get(g.name);
+                        let upload = trace
+                            .names
+                            .get(acts.name[g.activity as usize])
+                            .contains("HtoD");
+                        Wait {
+                            awaits: Some(g.activity),
+                            ret: (g.end - done.max(g.start)).max(0),
+                            removable: !upload
+                                && !is_free_call(name)
+                                && !data_dependent.contains(g.host),
+                            upload,
+                        }
+                    }
+                    _ => Wait {
+                        awaits: None,
+                        ret: 0,
+                        removable: false,
+                        upload: false,
+                    },
+                },
+            )),
+            _ => PieceKind::Host,
+        };
+        push(
+            &mut out,
+            Piece {
+                start: s,
+                end: seg.end,
+                kind,
+                span: None,
+                optimizer: false,
+                events: 0,
+            },
+        );
+        cur = seg.end;
+    }
+    if cur < end {
+        let gap = Piece {
+            start: cur,
+            end,
+            kind: PieceKind::Gap {
+                long: end - cur > threshold,
+            },
+            span: None,
+            optimizer: false,
+            events: 0,
+        };
+        push(&mut out, gap);
+    }
+    // Reserved for a gap before every segment: most have none, and the model is kept for
+    // the replays (hundreds of MB on a 2 GB trace).
+    out.shrink_to_fit();
+    out
+}
+
+/// `[s, e)` less the sorted spans of `covered` (which may overlap).
+fn subtract((s, e): (i64, i64), covered: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut cur = s;
+    let k = covered.partition_point(|c| c.0 < s);
+    // A span starting before `s` may still cover it.
+    let from = k.saturating_sub(1);
+    for &(a, b) in &covered[from..] {
+        if a >= e {
+            break;
+        }
+        if b <= cur {
+            continue;
+        }
+        if a > cur {
+            out.push((cur, a.min(e)));
+        }
+        cur = cur.max(b);
+        if cur >= e {
+            break;
+        }
+    }
+    if cur < e {
+        out.push((cur, e));
+    }
+    out
+}
+
+/// The synchronizes inside ops whose output size is data (`nonzero` and kin): a step cannot
+/// lose them (`rules/replay.toml` `unremovable_sync_ops`).
+struct DataDependent {
+    inside: rustc_hash::FxHashSet<u32>,
+}
+
+impl DataDependent {
+    fn new(ctx: &Context, model: &InputModel, patterns: &[String]) -> DataDependent {
+        let trace = ctx.trace;
+        let host = &trace.host;
+        let mut inside = rustc_hash::FxHashSet::default();
+        for (&t, tm) in &model.threads {
+            if tm.gated.is_empty() {
+                continue;
+            }
+            // The thread's ops by start.
+            let mut ops: Vec<u32> = (0..host.len() as u32)
+                .filter(|&h| {
+                    host.thread[h as usize] == t && host.kind[h as usize] == HostKind::CpuOp
+                })
+                .collect();
+            ops.sort_by_key(|&h| host.ts_ns[h as usize]);
+            for g in &tm.gated {
+                let k = ops.partition_point(|&h| host.ts_ns[h as usize] <= g.start);
+                let enclosing = ops[..k].iter().rev().take(64).any(|&h| {
+                    host.end_ns(h as usize) >= g.end
+                        && patterns
+                            .iter()
+                            .any(|p| trace.names.get(host.name[h as usize]).contains(p.as_str()))
+                });
+                if enclosing {
+                    inside.insert(g.host);
+                }
+            }
+        }
+        DataDependent { inside }
+    }
+    fn contains(&self, host: u32) -> bool {
+        self.inside.contains(&host)
+    }
+}
+
+/// `w` appended to the waits: its index.
+fn wait_index(waits: &mut Vec<Wait>, w: Wait) -> u32 {
+    waits.push(w);
+    (waits.len() - 1) as u32
+}
+
+/// Launch calls that blocked on a full launch queue, split out of their pieces: a call that
+/// lasted far longer than launches usually do and returned just after some GPU work of the
+/// input ended waited for that work (the driver takes a new launch once a slot frees).
+pub(super) fn split_queued(
+    ctx: &Context,
+    input: u32,
+    pieces: &mut Vec<Piece>,
+    (acts, waits): (&[Act], &mut Vec<Wait>),
+) {
+    const MIN_BLOCK_NS: i64 = 20_000;
+    let host = &ctx.trace.host;
+    let mut calls: Vec<u32> = acts
+        .iter()
+        .filter_map(|a| ctx.links.launch[a.id as usize])
+        .filter(|&h| host.input[h as usize] == input)
+        .collect();
+    calls.sort_unstable();
+    calls.dedup();
+    if calls.is_empty() {
+        return;
+    }
+    let mut durs: Vec<i64> = calls.iter().map(|&h| host.dur_ns.get(h as usize)).collect();
+    durs.sort_unstable();
+    let long = (durs[durs.len() / 2] * 4).max(MIN_BLOCK_NS);
+    let mut ends: Vec<(i64, u32)> = acts
+        .iter()
+        .enumerate()
+        .map(|(k, a)| (a.start + a.dur, k as u32))
+        .collect();
+    ends.sort_unstable();
+    // (start, end, the activity it waited for) of each blocked call, by start.
+    let mut blocked: Vec<(i64, i64, u32)> = calls
+        .iter()
+        .filter(|&&h| host.dur_ns.get(h as usize) > long)
+        .filter_map(|&h| {
+            let (s, e) = (host.ts_ns[h as usize], host.end_ns(h as usize));
+            let k = ends.partition_point(|x| x.0 <= e);
+            let &(done, a) = ends[..k].last()?;
+            (done > s).then_some((s, e, a))
+        })
+        .collect();
+    if blocked.is_empty() {
+        return;
+    }
+    blocked.sort_unstable();
+    // The pieces a split piece becomes, by piece: few, so the millions of others move in
+    // place rather than into a second copy of the list.
+    let mut splits: Vec<(usize, Vec<Piece>)> = Vec::new();
+    let mut b = 0;
+    for (i, &p) in pieces.iter().enumerate() {
+        let mut cur = p.start;
+        let mut parts = Vec::new();
+        while b < blocked.len() && blocked[b].0 < p.end {
+            let (s, e, a) = blocked[b];
+            b += 1;
+            if s < cur || e > p.end || !matches!(p.kind, PieceKind::Dispatch) {
+                continue;
+            }
+            if s > cur {
+                parts.push(Piece {
+                    start: cur,
+                    end: s,
+                    ..p
+                });
+            }
+            let done = acts[a as usize].start + acts[a as usize].dur;
+            let wait = Wait {
+                awaits: Some(a),
+                ret: (e - done.max(s)).max(0),
+                removable: false,
+                upload: false,
+            };
+            parts.push(Piece {
+                start: s,
+                end: e,
+                kind: PieceKind::Queued(wait_index(waits, wait)),
+                ..p
+            });
+            cur = e;
+        }
+        if parts.is_empty() {
+            continue;
+        }
+        if cur < p.end {
+            parts.push(Piece { start: cur, ..p });
+        }
+        splits.push((i, parts));
+    }
+    expand_in_place(pieces, splits);
+}
+
+/// Each piece `i` of `splits` (by index) replaced by its parts, the others moved back in place.
+fn expand_in_place(pieces: &mut Vec<Piece>, splits: Vec<(usize, Vec<Piece>)>) {
+    let Some((_, filler)) = splits.first() else {
+        return;
+    };
+    let filler = filler[0];
+    let extra: usize = splits.iter().map(|(_, parts)| parts.len() - 1).sum();
+    let mut read = pieces.len();
+    pieces.reserve_exact(extra);
+    pieces.resize(read + extra, filler);
+    let mut write = pieces.len();
+    for (i, parts) in splits.into_iter().rev() {
+        let after = read - (i + 1);
+        pieces.copy_within(i + 1..read, write - after);
+        write -= after;
+        for part in parts.into_iter().rev() {
+            write -= 1;
+            pieces[write] = part;
+        }
+        read = i;
+    }
+    debug_assert_eq!(read, write);
+}
+
+/// How many profiled host events (ops, runtime and driver calls) start inside each piece: the
+/// profiler's own cost grows with them. The pieces are sorted and contiguous: each event falls
+/// in at most one, found by binary search (no list of millions of starts to sort).
+pub(super) fn count_events(ctx: &Context, input: u32, pieces: &mut [Piece]) {
+    let host = &ctx.trace.host;
+    for h in 0..host.len() {
+        if host.input[h] != input
+            || !matches!(
+                host.kind[h],
+                HostKind::CpuOp | HostKind::Runtime | HostKind::Driver
+            )
+        {
+            continue;
+        }
+        let t = host.ts_ns[h];
+        let Some(k) = pieces.partition_point(|p| p.start <= t).checked_sub(1) else {
+            continue;
+        };
+        let p = &mut pieces[k];
+        if t < p.end && !matches!(p.kind, PieceKind::Gap { .. }) {
+            p.events += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{expand_in_place, Piece, PieceKind};
+
+    /// Splitting pieces in place gives what building a new list would.
+    #[test]
+    fn pieces_expand_in_place_as_into_a_new_list() {
+        let piece = |start: i64| Piece {
+            start,
+            end: start + 1,
+            kind: PieceKind::Host,
+            span: None,
+            optimizer: false,
+            events: 0,
+        };
+        let cases: [&[usize]; 5] = [&[], &[0], &[4], &[1, 2], &[0, 2, 4]];
+        for split in cases {
+            let mut pieces: Vec<Piece> = (0..5).map(|k| piece(10 * k)).collect();
+            let splits: Vec<(usize, Vec<Piece>)> = split
+                .iter()
+                .map(|&i| (i, (0..3).map(|k| piece(10 * i as i64 + k + 100)).collect()))
+                .collect();
+            let mut expected = Vec::new();
+            for (i, &p) in pieces.iter().enumerate() {
+                match splits.iter().find(|(k, _)| *k == i) {
+                    Some((_, parts)) => expected.extend(parts.iter().map(|p| p.start)),
+                    None => expected.push(p.start),
+                }
+            }
+            expand_in_place(&mut pieces, splits);
+            let got: Vec<i64> = pieces.iter().map(|p| p.start).collect();
+            assert_eq!(got, expected, "{split:?}");
+        }
+    }
+}
