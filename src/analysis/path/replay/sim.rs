@@ -84,8 +84,8 @@ fn unprofiled_ns(p: &Piece, per_event_ns: i64) -> i64 {
         p.kind,
         PieceKind::Dispatch | PieceKind::Host | PieceKind::Loading
     );
-    if kept && p.events > 0 && per_event_ns != 0 {
-        (d - per_event_ns * p.events as i64).max(d / 10)
+    if kept && p.events() > 0 && per_event_ns != 0 {
+        (d - per_event_ns * p.events() as i64).max(d / 10)
     } else {
         d
     }
@@ -256,7 +256,7 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit, keep: Keep) -> SimOut {
     };
     let mut last = vec![i64::MIN; g.spans.len()];
     for (k, a) in g.acts.iter().enumerate() {
-        if let Some(s) = a.span {
+        if let Some(s) = a.span.get() {
             let x = &mut last[s as usize];
             *x = (*x).max(end[k]);
         }
@@ -310,8 +310,8 @@ fn done(g: &InputGraph, end: &[i64], a: u32) -> i64 {
 /// Runs activity `j`, issued at `issue`.
 fn run(g: &InputGraph, e: &Edit, end: &mut [i64], j: usize, issue: i64) {
     let a = &g.acts[j];
-    let prev = a.prev.map_or(i64::MIN, |p| done(g, end, p));
-    let dep = a.dep.map_or(i64::MIN, |d| done(g, end, d));
+    let prev = a.prev.get().map_or(i64::MIN, |p| done(g, end, p));
+    let dep = a.dep.get().map_or(i64::MIN, |d| done(g, end, d));
     let held = prev.max(dep).max(a.after);
     let start = if held == i64::MIN {
         issue + if e.graphed[j] { 0 } else { a.lat }

@@ -33,7 +33,7 @@ fn walk_span(g: &InputGraph, e: &Edit, out: &SimOut, k: usize) -> Labels {
     let (s_k, e_k, by_host) = out.span_at[k];
     let mut labels = Labels::new();
     let last = (0..g.acts.len())
-        .filter(|&a| g.acts[a].span == Some(k as u32))
+        .filter(|&a| g.acts[a].span.get() == Some(k as u32))
         .max_by_key(|&a| (out.end[a], a));
     let mut at = match last {
         Some(a) if !by_host => At::Gpu(a, e_k),
@@ -88,10 +88,10 @@ fn gpu(
             best = Some((arrival, to, label));
         }
     };
-    if let Some((p, end)) = done(act.prev) {
+    if let Some((p, end)) = done(act.prev.get()) {
         consider(end.min(start), At::Gpu(p, end.min(start)), Label::Launch);
     }
-    if let Some((d, end)) = done(act.dep) {
+    if let Some((d, end)) = done(act.dep.get()) {
         consider(end.min(start), At::Gpu(d, end.min(start)), Label::Sync);
     }
     if !e.removed[a] {

@@ -90,7 +90,7 @@ impl Facts {
                     relayout_ns,
                     hbm_from_table,
                     training: g.acts.iter().any(|a| a.optimizer)
-                        || g.pieces.iter().any(|p| p.optimizer),
+                        || g.pieces.iter().any(|p| p.optimizer()),
                     tags: g
                         .acts
                         .iter()
@@ -564,7 +564,7 @@ fn span_dispatch(g: &InputGraph, k: usize, optimizer: bool) -> Vec<usize> {
     g.span_pieces[k]
         .iter()
         .map(|&i| i as usize)
-        .filter(|&i| g.pieces[i].optimizer == optimizer && is_dispatch(g.pieces[i].kind))
+        .filter(|&i| g.pieces[i].optimizer() == optimizer && is_dispatch(g.pieces[i].kind))
         .collect()
 }
 
@@ -656,8 +656,8 @@ fn cuda_graphs(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> A
             removable, upload, ..
         }) = g.sync_wait(i)
         {
-            let Some(k) = p.span else { continue };
-            if !e.waits[i] || p.optimizer || upload {
+            let Some(k) = p.span.get() else { continue };
+            if !e.waits[i] || p.optimizer() || upload {
                 continue;
             }
             if !removable {
@@ -677,7 +677,7 @@ fn cuda_graphs(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> A
     }
     // No launch of its own waits for the launch queue any more.
     for (i, p) in g.pieces.iter().enumerate() {
-        if matches!(p.kind, PieceKind::Queued(_)) && p.span.is_some() && !p.optimizer {
+        if matches!(p.kind, PieceKind::Queued(_)) && p.span.is_some() && !p.optimizer() {
             out.touched_ns += e.host(g, i);
             e.waits[i] = false;
             e.set_host(g, i, 0);

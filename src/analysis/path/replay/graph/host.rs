@@ -71,16 +71,13 @@ pub(super) fn pieces(
         }
         let s = seg.start.max(cur);
         if s > cur {
-            let gap = Piece {
-                start: cur,
-                end: s,
-                kind: PieceKind::Gap {
+            let gap = Piece::new(
+                cur,
+                s,
+                PieceKind::Gap {
                     long: s - cur > threshold,
                 },
-                span: None,
-                optimizer: false,
-                events: 0,
-            };
+            );
             push(&mut out, gap);
         }
         let kind = match seg.label {
@@ -116,30 +113,17 @@ pub(super) fn pieces(
             )),
             _ => PieceKind::Host,
         };
-        push(
-            &mut out,
-            Piece {
-                start: s,
-                end: seg.end,
-                kind,
-                span: None,
-                optimizer: false,
-                events: 0,
-            },
-        );
+        push(&mut out, Piece::new(s, seg.end, kind));
         cur = seg.end;
     }
     if cur < end {
-        let gap = Piece {
-            start: cur,
+        let gap = Piece::new(
+            cur,
             end,
-            kind: PieceKind::Gap {
+            PieceKind::Gap {
                 long: end - cur > threshold,
             },
-            span: None,
-            optimizer: false,
-            events: 0,
-        };
+        );
         push(&mut out, gap);
     }
     // Reserved for a gap before every segment: most have none, and the model is kept for
@@ -359,7 +343,7 @@ pub(super) fn count_events(ctx: &Context, input: u32, pieces: &mut [Piece]) {
         };
         let p = &mut pieces[k];
         if t < p.end && !matches!(p.kind, PieceKind::Gap { .. }) {
-            p.events += 1;
+            p.count_event();
         }
     }
 }
@@ -371,14 +355,7 @@ mod tests {
     /// Splitting pieces in place gives what building a new list would.
     #[test]
     fn pieces_expand_in_place_as_into_a_new_list() {
-        let piece = |start: i64| Piece {
-            start,
-            end: start + 1,
-            kind: PieceKind::Host,
-            span: None,
-            optimizer: false,
-            events: 0,
-        };
+        let piece = |start: i64| Piece::new(start, start + 1, PieceKind::Host);
         let cases: [&[usize]; 5] = [&[], &[0], &[4], &[1, 2], &[0, 2, 4]];
         for split in cases {
             let mut pieces: Vec<Piece> = (0..5).map(|k| piece(10 * k)).collect();

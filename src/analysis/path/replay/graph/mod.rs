@@ -60,6 +60,24 @@ pub(crate) struct Wait {
     pub upload: bool,
 }
 
+/// An optional local index (a span, an activity) in 4 bytes: a step model holds millions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot(u32);
+
+impl Slot {
+    pub const NONE: Slot = Slot(u32::MAX);
+    /// `v` (no model has 2^32 - 1 pieces or activities: that value means none).
+    pub fn of(v: Option<u32>) -> Slot {
+        Slot(v.unwrap_or(u32::MAX))
+    }
+    pub fn get(self) -> Option<u32> {
+        (self.0 != u32::MAX).then_some(self.0)
+    }
+    pub fn is_some(self) -> bool {
+        self.0 != u32::MAX
+    }
+}
+
 /// A span of host time.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Piece {
@@ -67,11 +85,41 @@ pub(crate) struct Piece {
     pub end: i64,
     pub kind: PieceKind,
     /// The span (step) it is in.
-    pub span: Option<u32>,
+    pub span: Slot,
+    /// The profiled host events (ops and runtime calls) that start inside it (low 31 bits),
+    /// and whether it is inside `Optimizer.step#…` (the top bit): 32 bytes a piece.
+    counted: u32,
+}
+
+const IN_OPTIMIZER: u32 = 1 << 31;
+
+impl Piece {
+    /// A piece of `kind` over `[start, end)`, in no span, with no events counted yet.
+    pub fn new(start: i64, end: i64, kind: PieceKind) -> Piece {
+        Piece {
+            start,
+            end,
+            kind,
+            span: Slot::NONE,
+            counted: 0,
+        }
+    }
+    /// Profiled host events that start inside it.
+    pub fn events(&self) -> u32 {
+        self.counted & !IN_OPTIMIZER
+    }
+    pub fn count_event(&mut self) {
+        if self.events() < IN_OPTIMIZER - 1 {
+            self.counted += 1;
+        }
+    }
     /// Inside `Optimizer.step#…`.
-    pub optimizer: bool,
-    /// Profiled host events (ops and runtime calls) that start inside it.
-    pub events: u32,
+    pub fn optimizer(&self) -> bool {
+        self.counted & IN_OPTIMIZER != 0
+    }
+    pub fn set_optimizer(&mut self, inside: bool) {
+        self.counted = self.events() | if inside { IN_OPTIMIZER } else { 0 };
+    }
 }
 
 /// A GPU activity of the input.
@@ -82,8 +130,8 @@ pub(crate) struct Act {
     /// Its stream (index into the input's streams).
     pub stream: u32,
     /// The activity before it on its stream, and one on another stream it waited for (local).
-    pub prev: Option<u32>,
-    pub dep: Option<u32>,
+    pub prev: Slot,
+    pub dep: Slot,
     /// The end of work outside the model it waited for (before the window).
     pub after: i64,
     /// When its launch was issued (its own start without a launch call).
@@ -94,7 +142,7 @@ pub(crate) struct Act {
     pub gap: i64,
     pub start: i64,
     pub dur: i64,
-    pub span: Option<u32>,
+    pub span: Slot,
     pub bucket: Bucket,
     /// Launched inside `Optimizer.step#…`.
     pub optimizer: bool,
@@ -210,8 +258,8 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
     let span_of_host = |t: i64| host_ranges.first_holding(t);
     let mut waits: Vec<Wait> = Vec::new();
     let mark = |p: &mut Piece| {
-        p.span = span_of_host(p.start);
-        p.optimizer = in_optimizer((p.start + p.end) / 2);
+        p.span = Slot::of(span_of_host(p.start));
+        p.set_optimizer(in_optimizer((p.start + p.end) / 2));
     };
     let mut pieces = pieces(ctx, &model, (start, end), constants, &mark, &mut waits);
     let acts = activities(
@@ -236,13 +284,13 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
     count_events(ctx, input, &mut pieces);
     let mut span_pieces = vec![Vec::new(); spans.len()];
     for (i, p) in pieces.iter().enumerate() {
-        if let Some(k) = p.span {
+        if let Some(k) = p.span.get() {
             span_pieces[k as usize].push(i as u32);
         }
     }
     let mut span_acts = vec![Vec::new(); spans.len()];
     for (i, a) in acts.iter().enumerate() {
-        if let Some(k) = a.span {
+        if let Some(k) = a.span.get() {
             span_acts[k as usize].push(i as u32);
         }
     }
@@ -351,15 +399,15 @@ fn activities(
             let mut act = Act {
                 id: a,
                 stream: model.place.get(a).map_or(0, |p| p.0),
-                prev: None,
-                dep: None,
+                prev: Slot::NONE,
+                dep: Slot::NONE,
                 after: i64::MIN,
                 issue,
                 lat: 0,
                 gap: 0,
                 start: s,
                 dur: acts.dur_ns[a as usize],
-                span: span_of(issue),
+                span: Slot::of(span_of(issue)),
                 bucket: ctx.activity_buckets[a as usize],
                 optimizer: in_optimizer(issue),
             };
@@ -375,8 +423,8 @@ fn activities(
             if let Some(&w) = model.waits.get(&a) {
                 hold(w, &mut dep);
             }
-            act.prev = prev;
-            act.dep = dep;
+            act.prev = Slot::of(prev);
+            act.dep = Slot::of(dep);
             act
         })
         .collect();
@@ -390,7 +438,9 @@ fn activities(
     };
     let mut held: Vec<i64> = Vec::new();
     for a in &out {
-        let other = end_of(&out, a.prev).max(end_of(&out, a.dep)).max(a.after);
+        let other = end_of(&out, a.prev.get())
+            .max(end_of(&out, a.dep.get()))
+            .max(a.after);
         if a.issue >= other && a.start >= a.issue && a.start - a.issue < 100_000 {
             held.push(a.start - a.issue);
         }
@@ -413,7 +463,9 @@ fn activities(
     ends.sort_unstable();
     for i in 0..out.len() {
         let a = &out[i];
-        let other = end_of(&out, a.prev).max(end_of(&out, a.dep)).max(a.after);
+        let other = end_of(&out, a.prev.get())
+            .max(end_of(&out, a.dep.get()))
+            .max(a.after);
         let late = if a.issue >= other {
             a.start - a.issue > 2 * typical + SLACK_NS
         } else {
@@ -432,12 +484,14 @@ fn activities(
             .find(|e| out[e.1 as usize].stream != a.stream)
             .map(|e| e.1);
         if let Some(x) = found {
-            out[i].dep = Some(x);
+            out[i].dep = Slot::of(Some(x));
         }
     }
     for i in 0..out.len() {
         let a = &out[i];
-        let other = end_of(&out, a.prev).max(end_of(&out, a.dep)).max(a.after);
+        let other = end_of(&out, a.prev.get())
+            .max(end_of(&out, a.dep.get()))
+            .max(a.after);
         let seen = (a.start - a.issue).max(0);
         let (lat, gap) = if a.issue >= other || other == i64::MIN {
             (seen, 0)
@@ -457,7 +511,23 @@ mod tests {
     /// A step model holds a piece per host segment and gap: millions on a large trace.
     #[test]
     fn a_piece_stays_small() {
-        assert!(std::mem::size_of::<Piece>() <= 40);
+        assert!(std::mem::size_of::<Piece>() <= 32);
+        assert!(std::mem::size_of::<super::Act>() <= 72);
+    }
+
+    /// The optimizer flag and the event count share a word without disturbing each other.
+    #[test]
+    fn a_piece_counts_events_beside_its_optimizer_flag() {
+        let mut p = Piece::new(0, 10, super::PieceKind::Dispatch);
+        assert!(!p.optimizer() && p.events() == 0 && !p.span.is_some());
+        p.count_event();
+        p.set_optimizer(true);
+        p.count_event();
+        assert!(p.optimizer());
+        assert_eq!(p.events(), 2);
+        p.set_optimizer(false);
+        assert!(!p.optimizer());
+        assert_eq!(p.events(), 2);
     }
 
     /// The index answers as a walk of the list in order does, disjoint or not.
