@@ -68,6 +68,15 @@ fn set1_run(baseline: &str) -> Run {
     )))
 }
 
+/// The step models of a fixture, as the analysis builds them.
+fn replayer_of(rel: &str) -> Replayer {
+    let path = fixture(rel);
+    let trace = read_all(std::slice::from_ref(&path), &ReadOptions::default()).unwrap();
+    let opts = AnalysisOptions::default();
+    let ctx = analysis::prepare(&trace, rules(), &opts);
+    Replayer::new(&ctx, &ReplayConstants::builtin())
+}
+
 #[test]
 fn the_identity_replay_reproduces_every_measured_step() {
     for rel in [
@@ -78,11 +87,7 @@ fn the_identity_replay_reproduces_every_measured_step() {
         "kineto/h100/eager_sync_heavy.json.gz",
         "kineto/h200_deps/resnet18_loader.json.gz",
     ] {
-        let path = fixture(rel);
-        let trace = read_all(std::slice::from_ref(&path), &ReadOptions::default()).unwrap();
-        let opts = AnalysisOptions::default();
-        let ctx = analysis::prepare(&trace, rules(), &opts);
-        let r = Replayer::new(&ctx, &ReplayConstants::builtin());
+        let r = replayer_of(rel);
         let steps = r.fidelity();
         assert!(!steps.is_empty(), "{rel}: no step replayed");
         for (measured, identity, unprofiled) in steps {
@@ -111,11 +116,7 @@ fn the_steps_only_replay_times_every_step_as_the_full_timeline_does() {
         "kineto/pairs/set1/resnet50_train/base.json.gz",
         "kineto/h200_deps/resnet18_loader.json.gz",
     ] {
-        let path = fixture(rel);
-        let trace = read_all(std::slice::from_ref(&path), &ReadOptions::default()).unwrap();
-        let opts = AnalysisOptions::default();
-        let ctx = analysis::prepare(&trace, rules(), &opts);
-        let r = Replayer::new(&ctx, &ReplayConstants::builtin());
+        let r = replayer_of(rel);
         for t in Transform::ALL {
             let priced = r.replay(&[t]);
             let walked = r.what_if(&[t]);

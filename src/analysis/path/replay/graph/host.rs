@@ -232,12 +232,7 @@ pub(super) fn split_queued(
     let mut durs: Vec<i64> = calls.iter().map(|&h| host.dur_ns.get(h as usize)).collect();
     durs.sort_unstable();
     let long = (durs[durs.len() / 2] * 4).max(MIN_BLOCK_NS);
-    let mut ends: Vec<(i64, u32)> = acts
-        .iter()
-        .enumerate()
-        .map(|(k, a)| (a.start + a.dur, k as u32))
-        .collect();
-    ends.sort_unstable();
+    let ends = super::ends_by_time(acts);
     // (start, end, the activity it waited for) of each blocked call, by start.
     let mut blocked: Vec<(i64, i64, u32)> = calls
         .iter()

@@ -10,6 +10,17 @@ use crate::model::HostKind;
 use rustc_hash::FxHashMap as HashMap;
 
 mod host;
+
+/// Each activity's (end, local index), by end.
+fn ends_by_time(acts: &[Act]) -> Vec<(i64, u32)> {
+    let mut ends: Vec<(i64, u32)> = acts
+        .iter()
+        .enumerate()
+        .map(|(k, a)| (a.start + a.dur, k as u32))
+        .collect();
+    ends.sort_unstable();
+    ends
+}
 use host::{count_events, pieces, split_queued};
 
 /// A step of the input (or, without steps, its window on one device).
@@ -455,12 +466,7 @@ fn activities(
     // something else: the work on another stream that ended just before it started (a wait
     // the trace does not record, as inside cuDNN's multi-stream algorithms).
     const SLACK_NS: i64 = 20_000;
-    let mut ends: Vec<(i64, u32)> = out
-        .iter()
-        .enumerate()
-        .map(|(k, a)| (a.start + a.dur, k as u32))
-        .collect();
-    ends.sort_unstable();
+    let ends = ends_by_time(&out);
     for i in 0..out.len() {
         let a = &out[i];
         let other = end_of(&out, a.prev.get())
