@@ -144,6 +144,78 @@ impl std::ops::Index<usize> for Runs {
     }
 }
 
+/// A column of ids mostly 0: only the other rows are stored (row, value), 8 B each. A host
+/// event's correlation: only runtime and driver calls have one, ops (most rows) do not.
+#[derive(Default, Debug, Clone)]
+pub struct SparseIds {
+    /// Rows with a value, ascending.
+    rows: Vec<u32>,
+    values: Ids,
+    len: usize,
+}
+
+impl SparseIds {
+    /// Appends `v` as the last row.
+    pub fn push(&mut self, v: u64) {
+        if v != 0 {
+            self.rows.push(self.len as u32);
+            self.values.push(v);
+        }
+        self.len += 1;
+    }
+    /// The value of row `i` (0 where it has none).
+    pub fn get(&self, i: usize) -> u64 {
+        match self.rows.binary_search(&(i as u32)) {
+            Ok(k) => self.values.get(k),
+            Err(_) => 0,
+        }
+    }
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether it has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The rows with a value and their values, by row.
+    pub fn nonzero(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.rows
+            .iter()
+            .enumerate()
+            .map(|(k, &r)| (r as usize, self.values.get(k)))
+    }
+    pub(crate) fn retain_by(&mut self, keep: &[bool]) {
+        let mut kept = SparseIds::default();
+        let mut next = self.nonzero().peekable();
+        for (i, _) in keep.iter().enumerate() {
+            let v = match next.peek() {
+                Some(&(r, v)) if r == i => {
+                    next.next();
+                    v
+                }
+                _ => 0,
+            };
+            if keep[i] {
+                kept.push(v);
+            }
+        }
+        drop(next);
+        *self = kept;
+    }
+    /// Appends another column's rows.
+    pub(crate) fn append(&mut self, o: SparseIds) {
+        let base = self.len as u32;
+        self.rows.extend(o.rows.iter().map(|r| r + base));
+        self.values.append(o.values);
+        self.len += o.len;
+    }
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.rows.shrink_to_fit();
+        self.values.shrink_to_fit();
+    }
+}
+
 /// Keeps the elements of `column` whose index `keep` marks.
 pub(crate) fn retain_by<T>(column: &mut Vec<T>, keep: &[bool]) {
     let mut i = 0;
@@ -183,7 +255,36 @@ pub const MAX_HOST_EVENT_NS: i64 = 86_400_000_000_000;
 
 #[cfg(test)]
 mod tests {
-    use super::{Durations, Ids, Runs};
+    use super::{Durations, Ids, Runs, SparseIds};
+
+    /// A sparse column reads back as the plain one, through push, append and retain.
+    #[test]
+    fn sparse_ids_read_back_as_the_plain_column() {
+        let values = [0u64, 7, 0, 0, 1 << 40, 3, 0];
+        let mut col = SparseIds::default();
+        for v in values {
+            col.push(v);
+        }
+        let read = |c: &SparseIds| (0..c.len()).map(|i| c.get(i)).collect::<Vec<_>>();
+        assert_eq!(read(&col), values);
+        let mut both = col.clone();
+        both.append(col.clone());
+        assert_eq!(read(&both), [values, values].concat());
+        let keep: Vec<bool> = (0..both.len()).map(|i| i % 3 != 1).collect();
+        both.retain_by(&keep);
+        let expected: Vec<u64> = [values, values]
+            .concat()
+            .into_iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(v, _)| v)
+            .collect();
+        assert_eq!(read(&both), expected);
+        assert_eq!(
+            both.nonzero().count(),
+            expected.iter().filter(|&&v| v != 0).count()
+        );
+    }
 
     /// Runs read back as the plain column they stand for, through push, append and retain.
     #[test]

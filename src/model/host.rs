@@ -1,7 +1,7 @@
 //! Host events (cpu_ops, runtime and driver calls, annotations, Python frames) as a struct of
 //! arrays, with the cpu_ops' recorded inputs, and the caching allocator's memory events.
 
-use crate::model::columns::{plausible, retain_by, Ids, MAX_HOST_EVENT_NS};
+use crate::model::columns::{plausible, retain_by, SparseIds, MAX_HOST_EVENT_NS};
 use crate::model::intern::NameId;
 use serde::Serialize;
 
@@ -85,7 +85,7 @@ pub struct HostEvents {
     pub dur_ns: super::columns::Durations,
     /// Correlation id of a runtime/driver call (0 when absent). (No host `External id`: the
     /// ops own their kernels by time nesting on their thread, and launches by correlation.)
-    pub correlation: Ids,
+    pub correlation: SparseIds,
     /// Per event: 1 + its index in `op_args`, or 0 without any (only cpu_ops of traces
     /// recorded with `record_shapes` have them).
     op_args_of: Vec<u32>,
@@ -329,7 +329,6 @@ impl HostEvents {
         self.thread.reserve_exact(more);
         self.ts_ns.reserve_exact(more);
         self.dur_ns.reserve_exact(more);
-        self.correlation.reserve_exact(more);
         self.op_args_of.reserve_exact(more);
     }
     /// Appends one event as the last row, its recorded inputs stored once per distinct set.

@@ -17,7 +17,9 @@ mod syncs;
 pub(crate) mod units;
 
 pub use activities::{Activity, ActivityKind, GpuActivities};
-pub use columns::{Compact, Durations, Ids, Runs, MAX_ACTIVITY_NS, MAX_HOST_EVENT_NS, MAX_TS_NS};
+pub use columns::{
+    Compact, Durations, Ids, Runs, SparseIds, MAX_ACTIVITY_NS, MAX_HOST_EVENT_NS, MAX_TS_NS,
+};
 pub use compile_log::{ActionKind, GuardKind, LogEvent};
 pub use counters::{DeviceSpec, DispatchCounters, KernelResources, PeakSource, Pipe, PipeOps};
 pub use host::{HostEvent, HostEvents, HostKind, MemoryEvents, OpArgs};

@@ -139,13 +139,14 @@ impl InputModel {
         let record_calls: HashMap<u64, i64> = if named.is_empty() {
             HashMap::default()
         } else {
-            (0..host.len())
-                .filter(|&h| {
+            host.correlation
+                .nonzero()
+                .filter(|&(h, c)| {
                     host.input[h] == input
                         && matches!(host.kind[h], HostKind::Runtime | HostKind::Driver)
-                        && named.contains(&host.correlation.get(h))
+                        && named.contains(&c)
                 })
-                .map(|h| (host.correlation.get(h), host.ts_ns[h]))
+                .map(|(h, c)| (c, host.ts_ns[h]))
                 .collect()
         };
         let ctx = Build {

@@ -16,13 +16,9 @@ impl Links {
     pub fn build(trace: &Trace) -> Links {
         let host = &trace.host;
         let mut by_corr: HashMap<(u32, u64), u32> = HashMap::default();
-        for i in 0..host.len() {
-            if matches!(host.kind[i], HostKind::Runtime | HostKind::Driver)
-                && host.correlation.get(i) != 0
-            {
-                by_corr
-                    .entry((host.input[i], host.correlation.get(i)))
-                    .or_insert(i as u32);
+        for (i, c) in host.correlation.nonzero() {
+            if matches!(host.kind[i], HostKind::Runtime | HostKind::Driver) {
+                by_corr.entry((host.input[i], c)).or_insert(i as u32);
             }
         }
         let acts = &trace.activities;

@@ -391,8 +391,8 @@ impl Steps {
             for h in 0..host.len() {
                 if host.input[h] as usize != input
                     || launched[h]
-                    || host.correlation.get(h) == 0
                     || !matches!(host.kind[h], HostKind::Runtime | HostKind::Driver)
+                    || host.correlation.get(h) == 0
                     || !is_launch[host.name[h].index()]
                 {
                     continue;

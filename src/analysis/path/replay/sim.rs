@@ -1,7 +1,7 @@
 //! Running a step model forward: the host pieces in order, each activity when everything it
 //! waited for is done, each synchronize when its work is.
 
-use crate::analysis::path::replay::graph::{InputGraph, Piece, PieceKind};
+use crate::analysis::path::replay::graph::{InputGraph, PieceKind};
 
 /// What a replay changes: per host piece its duration and whether a synchronize still waits;
 /// per activity its duration, whether it is gone (fused into another), and whether a graph
@@ -11,11 +11,12 @@ pub(crate) struct Edit {
     /// Per piece its duration, once a change rewrote any: until then each piece's measured
     /// duration less the profiler's cost per event in it (computed as read, so that a replay
     /// that changes only GPU work holds no copy of millions of pieces).
-    host: Option<Vec<i64>>,
+    host: Option<HostDurations>,
     /// The profiler's cost per event taken out of the pieces (0: as measured).
     per_event_ns: i64,
     pub waits: Vec<bool>,
-    pub dur: Vec<i64>,
+    /// Per activity its duration, once a change rewrote any (until then as measured).
+    dur: Option<Vec<i64>>,
     pub removed: Vec<bool>,
     pub graphed: Vec<bool>,
     pub node_gap: i64,
@@ -36,7 +37,7 @@ impl Edit {
             waits: (0..g.pieces.len())
                 .map(|i| g.awaited(i).is_some())
                 .collect(),
-            dur: g.acts.iter().map(|a| a.dur).collect(),
+            dur: None,
             removed: vec![false; g.acts.len()],
             graphed: vec![false; g.acts.len()],
             node_gap: 0,
@@ -59,27 +60,82 @@ impl Edit {
     /// Piece `i`'s duration in this replay (before the host's speed).
     pub fn host(&self, g: &InputGraph, i: usize) -> i64 {
         match &self.host {
-            Some(host) => host[i],
-            None => unprofiled_ns(&g.pieces[i], self.per_event_ns),
+            Some(host) => host.get(i),
+            None => unprofiled_ns(g, i, self.per_event_ns),
         }
+    }
+
+    /// Activity `k`'s duration in this replay.
+    pub fn dur(&self, g: &InputGraph, k: usize) -> i64 {
+        match &self.dur {
+            Some(dur) => dur[k],
+            None => g.acts[k].dur,
+        }
+    }
+
+    /// Sets activity `k`'s duration (every activity's is kept from the first change on).
+    pub fn set_dur(&mut self, g: &InputGraph, k: usize, ns: i64) {
+        self.dur
+            .get_or_insert_with(|| g.acts.iter().map(|a| a.dur).collect())[k] = ns;
     }
 
     /// Sets piece `i`'s duration (every piece's is kept from the first change on).
     pub fn set_host(&mut self, g: &InputGraph, i: usize, ns: i64) {
         let per_event_ns = self.per_event_ns;
-        self.host.get_or_insert_with(|| {
-            g.pieces
-                .iter()
-                .map(|p| unprofiled_ns(p, per_event_ns))
-                .collect()
-        })[i] = ns;
+        self.host
+            .get_or_insert_with(|| HostDurations::of(g, per_event_ns))
+            .set(i, ns);
+    }
+}
+
+/// Every piece's duration, 4 B each (a replay holds them while it runs, one replay per core);
+/// the few that do not fit (host gaps of seconds) in a map beside.
+#[derive(Clone, Debug)]
+struct HostDurations {
+    ns: Vec<u32>,
+    long: rustc_hash::FxHashMap<u32, i64>,
+}
+
+impl HostDurations {
+    /// In `ns`: the duration is in `long`.
+    const LONG: u32 = u32::MAX;
+
+    fn of(g: &InputGraph, per_event_ns: i64) -> HostDurations {
+        let mut out = HostDurations {
+            ns: vec![0; g.pieces.len()],
+            long: Default::default(),
+        };
+        for i in 0..g.pieces.len() {
+            out.set(i, unprofiled_ns(g, i, per_event_ns));
+        }
+        out
+    }
+
+    fn get(&self, i: usize) -> i64 {
+        match self.ns[i] {
+            HostDurations::LONG => self.long[&(i as u32)],
+            ns => ns as i64,
+        }
+    }
+
+    fn set(&mut self, i: usize, ns: i64) {
+        if self.ns[i] == HostDurations::LONG {
+            self.long.remove(&(i as u32));
+        }
+        match u32::try_from(ns) {
+            Ok(short) if short != HostDurations::LONG => self.ns[i] = short,
+            _ => {
+                self.ns[i] = HostDurations::LONG;
+                self.long.insert(i as u32, ns);
+            }
+        }
     }
 }
 
 /// A piece's duration less the profiler's cost per event recorded inside it (never below a
 /// tenth of it: the work itself stays); waits and gaps as measured.
-fn unprofiled_ns(p: &Piece, per_event_ns: i64) -> i64 {
-    let d = p.end - p.start;
+fn unprofiled_ns(g: &InputGraph, i: usize, per_event_ns: i64) -> i64 {
+    let (p, d) = (&g.pieces[i], g.piece_ns(i));
     let kept = matches!(
         p.kind,
         PieceKind::Dispatch | PieceKind::Host | PieceKind::Loading
@@ -133,8 +189,8 @@ pub(crate) struct SimOut {
 
 impl SimOut {
     /// Where activity `a` ran in the replay.
-    pub fn start_of(&self, e: &Edit, a: usize) -> i64 {
-        self.end[a] - if e.removed[a] { 0 } else { e.dur[a] }
+    pub fn start_of(&self, g: &InputGraph, e: &Edit, a: usize) -> i64 {
+        self.end[a] - if e.removed[a] { 0 } else { e.dur(g, a) }
     }
 }
 
@@ -217,8 +273,9 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit, keep: Keep) -> SimOut {
     let mut j = 0;
     for (i, p) in g.pieces.iter().enumerate() {
         let s0 = h;
-        let (d, d2) = (p.end - p.start, e.host_ns(g, i));
-        while j < n && g.acts[j].issue < p.end {
+        let p_end = g.piece_end(i);
+        let (d, d2) = (p_end - p.start, e.host_ns(g, i));
+        while j < n && g.acts[j].issue < p_end {
             let issue = if g.acts[j].issue < p.start {
                 g.acts[j].issue.min(s0)
             } else {
@@ -234,7 +291,7 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit, keep: Keep) -> SimOut {
         };
         times.record(i, s0, h);
     }
-    let last_end = g.pieces.last().map_or(first, |p| p.end);
+    let last_end = if g.pieces.is_empty() { first } else { g.end };
     while j < n {
         let issue = h + (g.acts[j].issue - last_end).max(0);
         note_issue(j, issue);
@@ -247,12 +304,12 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit, keep: Keep) -> SimOut {
         if k == 0 {
             return t;
         }
-        let p = &g.pieces[k - 1];
+        let (p_start, p_end) = (g.pieces[k - 1].start, g.piece_end(k - 1));
         let (s, e) = times.get(k - 1);
-        if t >= p.end {
-            return e + (t - p.end);
+        if t >= p_end {
+            return e + (t - p_end);
         }
-        s + scale(t - p.start, e - s, p.end - p.start)
+        s + scale(t - p_start, e - s, p_end - p_start)
     };
     let mut last = vec![i64::MIN; g.spans.len()];
     for (k, a) in g.acts.iter().enumerate() {
@@ -289,7 +346,8 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit, keep: Keep) -> SimOut {
         step_ns,
         span_at,
         issue: issued,
-        end,
+        // Pricing reads the steps only: the activities' ends go with the replay.
+        end: if keep_timeline { end } else { Vec::new() },
         piece_start: if keep_timeline {
             times.start
         } else {
@@ -327,5 +385,38 @@ fn run(g: &InputGraph, e: &Edit, end: &mut [i64], j: usize, issue: i64) {
     } else {
         (held + a.gap).max(issue + a.lat)
     };
-    end[j] = start + if e.removed[j] { 0 } else { e.dur[j] };
+    end[j] = start + if e.removed[j] { 0 } else { e.dur(g, j) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HostDurations;
+
+    /// Every duration reads back as set, in 4 bytes or beside them, and a long one made short
+    /// again leaves nothing behind.
+    #[test]
+    fn host_durations_read_back_as_set() {
+        let mut d = HostDurations {
+            ns: vec![0; 4],
+            long: Default::default(),
+        };
+        let values = [
+            0,
+            7,
+            u32::MAX as i64 - 1,
+            u32::MAX as i64,
+            9_000_000_000,
+            -3,
+        ];
+        for (k, &v) in values.iter().enumerate() {
+            let i = k % 4;
+            d.set(i, v);
+            assert_eq!(d.get(i), v);
+        }
+        for i in 0..4 {
+            d.set(i, 5);
+            assert_eq!(d.get(i), 5);
+        }
+        assert!(d.long.is_empty());
+    }
 }

@@ -71,7 +71,7 @@ fn gpu(
     l: &mut Labels,
 ) -> Option<At> {
     let act = &g.acts[a];
-    let start = out.start_of(e, a).min(t);
+    let start = out.start_of(g, e, a).min(t);
     let label = match act.bucket {
         Bucket::Communication => (Label::Communication, None),
         b => (Label::GpuCompute, Some(b)),

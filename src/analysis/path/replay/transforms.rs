@@ -58,11 +58,9 @@ impl Facts {
                     let p = crate::classify::devices::peaks_of(&ctx.rules.devices, d)?;
                     Some((p.fp32?, p.tf32?))
                 });
-                let mut dispatch: Vec<i64> = g
-                    .pieces
-                    .iter()
-                    .filter(|p| p.kind == PieceKind::Dispatch)
-                    .map(|p| p.end - p.start)
+                let mut dispatch: Vec<i64> = (0..g.pieces.len())
+                    .filter(|&i| g.pieces[i].kind == PieceKind::Dispatch)
+                    .map(|i| g.piece_ns(i))
                     .collect();
                 dispatch.sort_unstable();
                 let mut elementwise: Vec<i64> = g
@@ -317,9 +315,9 @@ fn loader_workers(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -
     for &(k, b) in &f.pageable_upload {
         let k = k as usize;
         let t = (b / link).round() as i64;
-        if t < e.dur[k] && g.acts[k].span.is_some() {
-            out.touched_ns += e.dur[k] - t;
-            e.dur[k] = t;
+        if t < e.dur(g, k) && g.acts[k].span.is_some() {
+            out.touched_ns += e.dur(g, k) - t;
+            e.set_dur(g, k, t);
             pinned[k] = true;
         }
     }
@@ -340,9 +338,9 @@ fn loader_workers(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -
     }
     out.from_table |= pinned.contains(&true);
     for (k, span) in g.spans.iter().enumerate() {
-        let mine: Vec<usize> = g.span_pieces[k]
-            .iter()
-            .map(|&i| i as usize)
+        let mine: Vec<usize> = g
+            .span_pieces
+            .of_span(k)
             .filter(|&i| g.pieces[i].kind == PieceKind::Loading)
             .collect();
         let load: i64 = mine.iter().map(|&i| e.host(g, i)).sum();
@@ -371,7 +369,7 @@ fn remove_syncs(g: &InputGraph, e: &mut Edit) -> Applied {
         }) = g.sync_wait(i)
         {
             if e.waits[i] && p.span.is_some() {
-                out.touched_ns += p.end - p.start;
+                out.touched_ns += g.piece_ns(i);
                 e.waits[i] = false;
                 e.set_host(g, i, 0);
             }
@@ -399,9 +397,9 @@ fn tf32(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> Applied {
     for (k, a) in g.acts.iter().enumerate() {
         let fp32_gemm = a.bucket == Bucket::Gemm && f.tags[k] == Some(KernelTag::Fp32Gemm);
         if (fp32_gemm || f.fp32_conv[k]) && !e.removed[k] {
-            let new = (e.dur[k] as f64 * fp32 / tf32).round() as i64;
-            out.touched_ns += e.dur[k];
-            e.dur[k] = new.min(e.dur[k]);
+            let new = (e.dur(g, k) as f64 * fp32 / tf32).round() as i64;
+            out.touched_ns += e.dur(g, k);
+            e.set_dur(g, k, new.min(e.dur(g, k)));
         }
     }
     if out.touched_ns == 0 {
@@ -440,14 +438,18 @@ fn relayout(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> i64 {
         if t > a.dur {
             // The transposes around an NCHW convolution, unless another change already runs
             // it as another kernel (TF32's run NHWC).
-            if e.dur[k] == a.dur {
+            if e.dur(g, k) == a.dur {
                 touched += t;
-                e.dur[k] = t;
+                e.set_dur(g, k, t);
             }
         } else {
             // Streaming: the same share of whatever time it has now.
-            touched += e.dur[k];
-            e.dur[k] = ((e.dur[k] as i128 * t as i128) / a.dur.max(1) as i128) as i64;
+            touched += e.dur(g, k);
+            e.set_dur(
+                g,
+                k,
+                ((e.dur(g, k) as i128 * t as i128) / a.dur.max(1) as i128) as i64,
+            );
         }
     }
     touched
@@ -458,7 +460,7 @@ fn remove_tagged(g: &InputGraph, e: &mut Edit, f: &GraphFacts, tag: KernelTag) -
     let mut out = Applied::default();
     for k in 0..g.acts.len() {
         if f.tags[k] == Some(tag) && !e.removed[k] {
-            out.touched_ns += e.dur[k];
+            out.touched_ns += e.dur(g, k);
             e.removed[k] = true;
         }
     }
@@ -498,13 +500,13 @@ fn sdpa(g: &InputGraph, e: &mut Edit, f: &GraphFacts) -> Applied {
         );
         for (i, _, k) in chains {
             let chain = &list[i..=k];
-            let gemms = e.dur[list[i]] + e.dur[list[k]];
-            out.touched_ns += chain.iter().map(|&x| e.dur[x]).sum::<i64>();
+            let gemms = e.dur(g, list[i]) + e.dur(g, list[k]);
+            out.touched_ns += chain.iter().map(|&x| e.dur(g, x)).sum::<i64>();
             for &x in chain {
                 e.removed[x] = true;
             }
             e.removed[list[i]] = false;
-            e.dur[list[i]] = gemms;
+            e.set_dur(g, list[i], gemms);
         }
     }
     if out.touched_ns == 0 {
@@ -528,20 +530,23 @@ fn fused_optimizer(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) 
     let launches = c.fused_optimizer_launches.value.max(1) as i64;
     let mut out = Applied::default();
     for (k, _) in g.spans.iter().enumerate() {
-        let mine: Vec<usize> = g.span_acts[k]
-            .iter()
-            .map(|&x| x as usize)
+        let mine: Vec<usize> = g
+            .span_acts
+            .of_span(k)
             .filter(|&x| g.acts[x].optimizer && !e.removed[x])
             .collect();
         let Some(&first) = mine.first() else { continue };
-        let old: i64 = mine.iter().map(|&x| e.dur[x]).sum();
-        let work: i64 = mine.iter().map(|&x| (e.dur[x] - f.floor_ns).max(0)).sum();
+        let old: i64 = mine.iter().map(|&x| e.dur(g, x)).sum();
+        let work: i64 = mine
+            .iter()
+            .map(|&x| (e.dur(g, x) - f.floor_ns).max(0))
+            .sum();
         let new = (work + f.floor_ns * launches).min(old);
         for &x in &mine {
             e.removed[x] = true;
         }
         e.removed[first] = false;
-        e.dur[first] = new;
+        e.set_dur(g, first, new);
         let host = span_dispatch(g, k, true);
         let host_old: i64 = host.iter().map(|&i| e.host(g, i)).sum();
         scale_pieces(g, e, &host, f.dispatch_ns * launches);
@@ -561,9 +566,8 @@ fn is_dispatch(kind: PieceKind) -> bool {
 
 /// The dispatch pieces of span `k` inside the optimizer step (`optimizer`) or outside it.
 fn span_dispatch(g: &InputGraph, k: usize, optimizer: bool) -> Vec<usize> {
-    g.span_pieces[k]
-        .iter()
-        .map(|&i| i as usize)
+    g.span_pieces
+        .of_span(k)
         .filter(|&i| g.pieces[i].optimizer() == optimizer && is_dispatch(g.pieces[i].kind))
         .collect()
 }
@@ -603,24 +607,25 @@ fn compile(g: &InputGraph, e: &mut Edit, f: &GraphFacts, c: &Constants) -> Appli
             if chain.len() >= 2 {
                 let keep = *chain
                     .iter()
-                    .max_by_key(|&&x| (e.dur[x], x))
+                    .max_by_key(|&&x| (e.dur(g, x), x))
                     .unwrap_or(&chain[0]);
                 for &x in &chain {
                     if x != keep {
-                        out.touched_ns += e.dur[x];
+                        out.touched_ns += e.dur(g, x);
                         e.removed[x] = true;
                     }
                 }
-                out.touched_ns += e.dur[keep];
+                out.touched_ns += e.dur(g, keep);
             }
             i = j;
         }
     }
     for (k, _) in g.spans.iter().enumerate() {
         let host = span_dispatch(g, k, false);
-        let kernels = g.span_acts[k]
-            .iter()
-            .filter(|&&x| !g.acts[x as usize].optimizer && !e.removed[x as usize])
+        let kernels = g
+            .span_acts
+            .of_span(k)
+            .filter(|&x| !g.acts[x].optimizer && !e.removed[x])
             .count() as i64;
         // A training step enters its compiled forward and backward once each.
         let calls = match f.training {

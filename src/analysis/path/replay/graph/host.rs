@@ -17,7 +17,7 @@ pub(super) fn pieces(
     model: &InputModel,
     (start, end): (i64, i64),
     constants: &Constants,
-    mark: &dyn Fn(&mut Piece),
+    mark: &dyn Fn(&mut Piece, i64),
     waits: &mut Vec<Wait>,
 ) -> Vec<Piece> {
     let trace = ctx.trace;
@@ -35,7 +35,9 @@ pub(super) fn pieces(
     // The main thread first: its segments are the base; others fill its gaps.
     threads.sort_by_key(|&t| Some(t) != model.main);
     let mut covered: Vec<(i64, i64)> = Vec::new();
-    let mut raw: Vec<(u32, crate::analysis::path::model::HostSeg)> = Vec::new();
+    // Room for every segment (the threads' segments rarely split around the main thread's).
+    let mut raw: Vec<Seg> = Vec::with_capacity(model.threads.values().map(|t| t.segs.len()).sum());
+    let mut left = Vec::new();
     for t in threads {
         let mut mine = Vec::new();
         for seg in &model.threads[&t].segs {
@@ -43,29 +45,31 @@ pub(super) fn pieces(
             if e <= s {
                 continue;
             }
-            for (s, e) in subtract((s, e), &covered) {
-                raw.push((
-                    t,
-                    crate::analysis::path::model::HostSeg {
-                        start: s,
-                        end: e,
-                        ..*seg
-                    },
-                ));
+            subtract((s, e), &covered, &mut left);
+            for &(s, e) in &left {
+                raw.push(Seg {
+                    start: s,
+                    end: e,
+                    thread: t,
+                    label: seg.label,
+                });
                 mine.push((s, e));
             }
         }
         covered.extend(mine);
         covered.sort_unstable();
     }
-    raw.sort_by_key(|(_, s)| (s.start, s.end));
-    let mut out: Vec<Piece> = Vec::with_capacity(raw.len() * 2 + 1);
+    drop(covered);
+    raw.sort_by_key(|s| (s.start, s.end));
+    // Counted first: the pieces are kept for the replays (tens of MB on a 2 GB trace).
+    let mut out: Vec<Piece> = Vec::with_capacity(piece_count(&raw, (start, end)));
     let mut cur = start;
-    let push = |out: &mut Vec<Piece>, mut p: Piece| {
-        mark(&mut p);
+    let push = |out: &mut Vec<Piece>, mut p: Piece, end: i64| {
+        mark(&mut p, end);
         out.push(p);
     };
-    for (t, seg) in raw {
+    for seg in raw {
+        let t = seg.thread;
         if seg.end <= cur {
             continue;
         }
@@ -73,12 +77,11 @@ pub(super) fn pieces(
         if s > cur {
             let gap = Piece::new(
                 cur,
-                s,
                 PieceKind::Gap {
                     long: s - cur > threshold,
                 },
             );
-            push(&mut out, gap);
+            push(&mut out, gap, s);
         }
         let kind = match seg.label {
             Label::Launch => PieceKind::Dispatch,
@@ -113,28 +116,48 @@ pub(super) fn pieces(
             )),
             _ => PieceKind::Host,
         };
-        push(&mut out, Piece::new(s, seg.end, kind));
+        push(&mut out, Piece::new(s, kind), seg.end);
         cur = seg.end;
     }
     if cur < end {
         let gap = Piece::new(
             cur,
-            end,
             PieceKind::Gap {
                 long: end - cur > threshold,
             },
         );
-        push(&mut out, gap);
+        push(&mut out, gap, end);
     }
-    // Reserved for a gap before every segment: most have none, and the model is kept for
-    // the replays (hundreds of MB on a 2 GB trace).
-    out.shrink_to_fit();
+    debug_assert_eq!(out.len(), out.capacity());
     out
 }
 
+/// A thread's segment where no thread before it in the merge order ran: 24 B, a million or
+/// more on a 2 GB trace.
+struct Seg {
+    start: i64,
+    end: i64,
+    thread: u32,
+    label: Label,
+}
+
+/// How many pieces `pieces` makes of the sorted segments: each segment past the last one's
+/// end, and a gap before each that starts later and after the last.
+fn piece_count(raw: &[Seg], (start, end): (i64, i64)) -> usize {
+    let (mut n, mut cur) = (0, start);
+    for seg in raw {
+        if seg.end <= cur {
+            continue;
+        }
+        n += 1 + usize::from(seg.start > cur);
+        cur = seg.end;
+    }
+    n + usize::from(cur < end)
+}
+
 /// `[s, e)` less the sorted spans of `covered` (which may overlap).
-fn subtract((s, e): (i64, i64), covered: &[(i64, i64)]) -> Vec<(i64, i64)> {
-    let mut out = Vec::new();
+fn subtract((s, e): (i64, i64), covered: &[(i64, i64)], out: &mut Vec<(i64, i64)>) {
+    out.clear();
     let mut cur = s;
     let k = covered.partition_point(|c| c.0 < s);
     // A span starting before `s` may still cover it.
@@ -157,7 +180,6 @@ fn subtract((s, e): (i64, i64), covered: &[(i64, i64)]) -> Vec<(i64, i64)> {
     if cur < e {
         out.push((cur, e));
     }
-    out
 }
 
 /// The synchronizes inside ops whose output size is data (`nonzero` and kin): a step cannot
@@ -214,7 +236,7 @@ fn wait_index(waits: &mut Vec<Wait>, w: Wait) -> u32 {
 pub(super) fn split_queued(
     ctx: &Context,
     input: u32,
-    pieces: &mut Vec<Piece>,
+    (pieces, pieces_end): (&mut Vec<Piece>, i64),
     (acts, waits): (&[Act], &mut Vec<Wait>),
 ) {
     const MIN_BLOCK_NS: i64 = 20_000;
@@ -239,8 +261,9 @@ pub(super) fn split_queued(
         .filter(|&&h| host.dur_ns.get(h as usize) > long)
         .filter_map(|&h| {
             let (s, e) = (host.ts_ns[h as usize], host.end_ns(h as usize));
-            let k = ends.partition_point(|x| x.0 <= e);
-            let &(done, a) = ends[..k].last()?;
+            let k = ends.partition_point(|&x| super::act_end(acts, x) <= e);
+            let &a = ends[..k].last()?;
+            let done = super::act_end(acts, a);
             (done > s).then_some((s, e, a))
         })
         .collect();
@@ -253,20 +276,17 @@ pub(super) fn split_queued(
     let mut splits: Vec<(usize, Vec<Piece>)> = Vec::new();
     let mut b = 0;
     for (i, &p) in pieces.iter().enumerate() {
+        let p_end = pieces.get(i + 1).map_or(pieces_end, |next| next.start);
         let mut cur = p.start;
         let mut parts = Vec::new();
-        while b < blocked.len() && blocked[b].0 < p.end {
+        while b < blocked.len() && blocked[b].0 < p_end {
             let (s, e, a) = blocked[b];
             b += 1;
-            if s < cur || e > p.end || !matches!(p.kind, PieceKind::Dispatch) {
+            if s < cur || e > p_end || !matches!(p.kind, PieceKind::Dispatch) {
                 continue;
             }
             if s > cur {
-                parts.push(Piece {
-                    start: cur,
-                    end: s,
-                    ..p
-                });
+                parts.push(Piece { start: cur, ..p });
             }
             let done = acts[a as usize].start + acts[a as usize].dur;
             let wait = Wait {
@@ -277,7 +297,6 @@ pub(super) fn split_queued(
             };
             parts.push(Piece {
                 start: s,
-                end: e,
                 kind: PieceKind::Queued(wait_index(waits, wait)),
                 ..p
             });
@@ -286,7 +305,7 @@ pub(super) fn split_queued(
         if parts.is_empty() {
             continue;
         }
-        if cur < p.end {
+        if cur < p_end {
             parts.push(Piece { start: cur, ..p });
         }
         splits.push((i, parts));
@@ -321,7 +340,7 @@ fn expand_in_place(pieces: &mut Vec<Piece>, splits: Vec<(usize, Vec<Piece>)>) {
 /// How many profiled host events (ops, runtime and driver calls) start inside each piece: the
 /// profiler's own cost grows with them. The pieces are sorted and contiguous: each event falls
 /// in at most one, found by binary search (no list of millions of starts to sort).
-pub(super) fn count_events(ctx: &Context, input: u32, pieces: &mut [Piece]) {
+pub(super) fn count_events(ctx: &Context, input: u32, (pieces, end): (&mut [Piece], i64)) {
     let host = &ctx.trace.host;
     for h in 0..host.len() {
         if host.input[h] != input
@@ -336,8 +355,9 @@ pub(super) fn count_events(ctx: &Context, input: u32, pieces: &mut [Piece]) {
         let Some(k) = pieces.partition_point(|p| p.start <= t).checked_sub(1) else {
             continue;
         };
+        let p_end = pieces.get(k + 1).map_or(end, |next| next.start);
         let p = &mut pieces[k];
-        if t < p.end && !matches!(p.kind, PieceKind::Gap { .. }) {
+        if t < p_end && !matches!(p.kind, PieceKind::Gap { .. }) {
             p.count_event();
         }
     }
@@ -350,7 +370,7 @@ mod tests {
     /// Splitting pieces in place gives what building a new list would.
     #[test]
     fn pieces_expand_in_place_as_into_a_new_list() {
-        let piece = |start: i64| Piece::new(start, start + 1, PieceKind::Host);
+        let piece = |start: i64| Piece::new(start, PieceKind::Host);
         let cases: [&[usize]; 5] = [&[], &[0], &[4], &[1, 2], &[0, 2, 4]];
         for split in cases {
             let mut pieces: Vec<Piece> = (0..5).map(|k| piece(10 * k)).collect();

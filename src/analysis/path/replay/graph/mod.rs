@@ -7,20 +7,9 @@ use crate::analysis::path::model::InputModel;
 use crate::analysis::path::replay::constants::Constants;
 use crate::classify::Bucket;
 use crate::model::HostKind;
-use rustc_hash::FxHashMap as HashMap;
 
 mod host;
 
-/// Each activity's (end, local index), by end.
-fn ends_by_time(acts: &[Act]) -> Vec<(i64, u32)> {
-    let mut ends: Vec<(i64, u32)> = acts
-        .iter()
-        .enumerate()
-        .map(|(k, a)| (a.start + a.dur, k as u32))
-        .collect();
-    ends.sort_unstable();
-    ends
-}
 use host::{count_events, pieces, split_queued};
 
 /// A step of the input (or, without steps, its window on one device).
@@ -89,27 +78,26 @@ impl Slot {
     }
 }
 
-/// A span of host time.
+/// A span of host time: from its start to the next piece's (the pieces are contiguous; the
+/// last ends at [`InputGraph::end`]), so a piece is 24 bytes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Piece {
     pub start: i64,
-    pub end: i64,
     pub kind: PieceKind,
     /// The span (step) it is in.
     pub span: Slot,
     /// The profiled host events (ops and runtime calls) that start inside it (low 31 bits),
-    /// and whether it is inside `Optimizer.step#…` (the top bit): 32 bytes a piece.
+    /// and whether it is inside `Optimizer.step#…` (the top bit).
     counted: u32,
 }
 
 const IN_OPTIMIZER: u32 = 1 << 31;
 
 impl Piece {
-    /// A piece of `kind` over `[start, end)`, in no span, with no events counted yet.
-    pub fn new(start: i64, end: i64, kind: PieceKind) -> Piece {
+    /// A piece of `kind` from `start`, in no span, with no events counted yet.
+    pub fn new(start: i64, kind: PieceKind) -> Piece {
         Piece {
             start,
-            end,
             kind,
             span: Slot::NONE,
             counted: 0,
@@ -166,17 +154,84 @@ pub(crate) struct InputGraph {
     pub spans: Vec<Span>,
     /// Host pieces, sorted and contiguous from `spans[0].start` to the last span's end.
     pub pieces: Vec<Piece>,
+    /// Where the last piece ends.
+    pub end: i64,
     /// The synchronizes' and blocked launches' waits, by [`PieceKind::Sync`] and
     /// [`PieceKind::Queued`].
     pub waits: Vec<Wait>,
     /// GPU activities by issue time.
     pub acts: Vec<Act>,
     /// Per span: its pieces and its activities (indices), so that a change walks each once.
-    pub span_pieces: Vec<Vec<u32>>,
-    pub span_acts: Vec<Vec<u32>>,
+    pub span_pieces: Members,
+    pub span_acts: Members,
+}
+
+/// Each span's members (pieces or activities), in index order: a range per span where each
+/// span's members are consecutive (pieces and activities are by time, and steps disjoint, so
+/// they almost always are), else one list of all, cut per span.
+pub(crate) enum Members {
+    Ranges(Vec<(u32, u32)>),
+    Lists { offsets: Vec<u32>, items: Vec<u32> },
+}
+
+impl Members {
+    /// The members of `spans` spans from each element's span, by element index.
+    fn of(spans: usize, owner: impl Iterator<Item = Option<u32>> + Clone) -> Members {
+        let mut ranges = vec![(u32::MAX, 0u32); spans];
+        let mut counts = vec![0u32; spans];
+        for (i, k) in owner.clone().enumerate() {
+            if let Some(k) = k {
+                let r = &mut ranges[k as usize];
+                r.0 = r.0.min(i as u32);
+                r.1 = i as u32 + 1;
+                counts[k as usize] += 1;
+            }
+        }
+        for r in &mut ranges {
+            r.0 = r.0.min(r.1);
+        }
+        if ranges.iter().zip(&counts).all(|(r, &n)| r.1 - r.0 == n) {
+            return Members::Ranges(ranges);
+        }
+        let mut offsets = Vec::with_capacity(spans + 1);
+        offsets.push(0u32);
+        for &n in &counts {
+            offsets.push(offsets[offsets.len() - 1] + n);
+        }
+        let mut items = vec![0u32; offsets[spans] as usize];
+        let mut next = offsets[..spans].to_vec();
+        for (i, k) in owner.enumerate() {
+            if let Some(k) = k {
+                items[next[k as usize] as usize] = i as u32;
+                next[k as usize] += 1;
+            }
+        }
+        Members::Lists { offsets, items }
+    }
+
+    /// Span `k`'s members, in index order.
+    pub fn of_span(&self, k: usize) -> impl Iterator<Item = usize> + '_ {
+        let (range, list) = match self {
+            Members::Ranges(r) => (r[k].0..r[k].1, &[][..]),
+            Members::Lists { offsets, items } => {
+                (0..0, &items[offsets[k] as usize..offsets[k + 1] as usize])
+            }
+        };
+        range.chain(list.iter().copied()).map(|i| i as usize)
+    }
 }
 
 impl InputGraph {
+    /// Where piece `i` ends: where the next one starts.
+    pub fn piece_end(&self, i: usize) -> i64 {
+        self.pieces.get(i + 1).map_or(self.end, |p| p.start)
+    }
+
+    /// Piece `i`'s measured duration.
+    pub fn piece_ns(&self, i: usize) -> i64 {
+        self.piece_end(i) - self.pieces[i].start
+    }
+
     /// Piece `i`'s wait where it is a synchronize.
     pub fn sync_wait(&self, i: usize) -> Option<Wait> {
         match self.pieces[i].kind {
@@ -255,7 +310,7 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
     let trace = ctx.trace;
     let spans = spans_of(ctx, input as usize);
     let (start, end) = (spans.first()?.start, spans.iter().map(|s| s.end).max()?);
-    let model = InputModel::build(trace, &ctx.links, input);
+    let mut model = InputModel::build(trace, &ctx.links, input);
     let optimizer = optimizer_ranges(ctx, input);
     let in_optimizer = |t: i64| {
         let k = optimizer.partition_point(|r| r.0 <= t);
@@ -268,12 +323,15 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
     }));
     let span_of_host = |t: i64| host_ranges.first_holding(t);
     let mut waits: Vec<Wait> = Vec::new();
-    let mark = |p: &mut Piece| {
+    let mark = |p: &mut Piece, end: i64| {
         p.span = Slot::of(span_of_host(p.start));
-        p.set_optimizer(in_optimizer((p.start + p.end) / 2));
+        p.set_optimizer(in_optimizer((p.start + end) / 2));
     };
     let mut pieces = pieces(ctx, &model, (start, end), constants, &mark, &mut waits);
-    let acts = activities(
+    // The activities need the streams and waits, not the threads' segments: on a 2 GB trace
+    // they are tens of MB, held beside the pieces and activities at the build's peak.
+    model.threads = Default::default();
+    let (acts, local) = activities(
         ctx,
         &model,
         input,
@@ -282,34 +340,22 @@ fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph>
         &in_optimizer,
         constants,
     );
+    drop(model);
     // A sync waits for a local activity (by trace index → local index).
-    let local: HashMap<u32, u32> = acts
-        .iter()
-        .enumerate()
-        .map(|(i, a)| (a.id, i as u32))
-        .collect();
     for w in &mut waits {
-        w.awaits = w.awaits.and_then(|a| local.get(&a).copied());
+        w.awaits = w.awaits.and_then(|a| local.get(a));
     }
-    split_queued(ctx, input, &mut pieces, (&acts, &mut waits));
-    count_events(ctx, input, &mut pieces);
-    let mut span_pieces = vec![Vec::new(); spans.len()];
-    for (i, p) in pieces.iter().enumerate() {
-        if let Some(k) = p.span.get() {
-            span_pieces[k as usize].push(i as u32);
-        }
-    }
-    let mut span_acts = vec![Vec::new(); spans.len()];
-    for (i, a) in acts.iter().enumerate() {
-        if let Some(k) = a.span.get() {
-            span_acts[k as usize].push(i as u32);
-        }
-    }
+    drop(local);
+    split_queued(ctx, input, (&mut pieces, end), (&acts, &mut waits));
+    count_events(ctx, input, (&mut pieces, end));
+    let span_pieces = Members::of(spans.len(), pieces.iter().map(|p| p.span.get()));
+    let span_acts = Members::of(spans.len(), acts.iter().map(|a| a.span.get()));
     Some(InputGraph {
         rank: trace.inputs[input as usize].rank,
         input,
         spans,
         pieces,
+        end,
         waits,
         acts,
         span_pieces,
@@ -382,20 +428,19 @@ fn activities(
     spans: &[Span],
     in_optimizer: &dyn Fn(i64) -> bool,
     constants: &Constants,
-) -> Vec<Act> {
+) -> (Vec<Act>, LocalIndex) {
     let trace = ctx.trace;
     let acts = &trace.activities;
-    let mut ids: Vec<(i64, i64, u32)> = (0..acts.len())
-        .filter(|&a| ctx.in_scope[a] && acts.input[a] == input)
-        .map(|a| (ctx.links.launch_ts(trace, a), acts.ts_ns[a], a as u32))
-        .filter(|&(issue, s, _)| (issue >= start || s >= start) && issue < end)
-        .collect();
+    // Counted first, so that the list (24 B an activity) is allocated once, at its size.
+    let issued = |a: usize| {
+        let (issue, s) = (ctx.links.launch_ts(trace, a), acts.ts_ns[a]);
+        ((issue >= start || s >= start) && issue < end).then_some((issue, s, a as u32))
+    };
+    let mine = || (0..acts.len()).filter(|&a| ctx.in_scope[a] && acts.input[a] == input);
+    let mut ids: Vec<(i64, i64, u32)> = Vec::with_capacity(mine().filter_map(issued).count());
+    ids.extend(mine().filter_map(issued));
     ids.sort_unstable();
-    let local: HashMap<u32, u32> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, &(_, _, a))| (a, i as u32))
-        .collect();
+    let local = LocalIndex::of(ids.iter().map(|&(_, _, a)| a));
     // The step it was launched in: the last whose start is before its launch.
     let span_of = |issue: i64| -> Option<u32> {
         if spans.len() == 1 && spans[0].number.is_none() {
@@ -422,8 +467,8 @@ fn activities(
                 bucket: ctx.activity_buckets[a as usize],
                 optimizer: in_optimizer(issue),
             };
-            let mut hold = |other: u32, slot: &mut Option<u32>| match local.get(&other) {
-                Some(&l) => *slot = Some(l),
+            let mut hold = |other: u32, slot: &mut Option<u32>| match local.get(other) {
+                Some(l) => *slot = Some(l),
                 None => act.after = act.after.max(acts.end_ns(other as usize)),
             };
             let mut prev = None;
@@ -439,6 +484,7 @@ fn activities(
             act
         })
         .collect();
+    drop(ids);
     // Launch latency: exact where the launch came last (it held the activity), else the
     // input's typical one; where GPU work held it, the gap after that work.
     let end_of = |out: &[Act], l: Option<u32>| {
@@ -447,21 +493,23 @@ fn activities(
             x.start + x.dur
         })
     };
-    let mut held: Vec<i64> = Vec::new();
+    // Launch latencies are under 100 µs: 4 B each.
+    let mut held: Vec<u32> = Vec::new();
     for a in &out {
         let other = end_of(&out, a.prev.get())
             .max(end_of(&out, a.dep.get()))
             .max(a.after);
         if a.issue >= other && a.start >= a.issue && a.start - a.issue < 100_000 {
-            held.push(a.start - a.issue);
+            held.push((a.start - a.issue) as u32);
         }
     }
     let typical = if held.is_empty() {
         constants.launch_latency_ns.value
     } else {
         held.sort_unstable();
-        held[held.len() / 2]
+        held[held.len() / 2] as i64
     };
+    drop(held);
     // An activity that started long after everything the model knows it waited for waited for
     // something else: the work on another stream that ended just before it started (a wait
     // the trace does not record, as inside cuDNN's multi-stream algorithms).
@@ -480,15 +528,15 @@ fn activities(
         if !late {
             continue;
         }
-        let k = ends.partition_point(|e| e.0 <= a.start);
+        let k = ends.partition_point(|&e| act_end(&out, e) <= a.start);
         // Within a few launch latencies of its start, and after its launch.
         let reach = a.start - (4 * typical).max(SLACK_NS) * 5;
         let found = ends[..k]
             .iter()
             .rev()
-            .take_while(|e| e.0 >= reach.max(a.issue))
-            .find(|e| out[e.1 as usize].stream != a.stream)
-            .map(|e| e.1);
+            .take_while(|&&e| act_end(&out, e) >= reach.max(a.issue))
+            .find(|&&e| out[e as usize].stream != a.stream)
+            .copied();
         if let Some(x) = found {
             out[i].dep = Slot::of(Some(x));
         }
@@ -507,7 +555,53 @@ fn activities(
         out[i].lat = lat;
         out[i].gap = gap;
     }
-    out
+    (out, local)
+}
+
+/// The activities' local indices by end (then index): 4 B each, their ends read from `acts`.
+fn ends_by_time(acts: &[Act]) -> Vec<u32> {
+    let mut ends: Vec<u32> = (0..acts.len() as u32).collect();
+    ends.sort_unstable_by_key(|&k| (act_end(acts, k), k));
+    ends
+}
+
+/// Where activity `k` (local) ends as measured.
+fn act_end(acts: &[Act], k: u32) -> i64 {
+    let a = &acts[k as usize];
+    a.start + a.dur
+}
+
+/// An input's activities' local indices, by trace index: a vector over the span of their
+/// trace indices (an input's activities are one run of the table, or a few), 4 B each.
+struct LocalIndex {
+    first: u32,
+    slots: Vec<u32>,
+}
+
+impl LocalIndex {
+    /// The index of `ids` (trace indices, in local order).
+    fn of(ids: impl Iterator<Item = u32> + Clone) -> LocalIndex {
+        let first = ids.clone().min().unwrap_or(0);
+        let last = ids.clone().max().unwrap_or(0);
+        let mut slots = vec![
+            u32::MAX;
+            if first <= last {
+                (last - first) as usize + 1
+            } else {
+                0
+            }
+        ];
+        for (i, a) in ids.enumerate() {
+            slots[(a - first) as usize] = i as u32;
+        }
+        LocalIndex { first, slots }
+    }
+
+    /// Trace activity `a`'s local index, if it is in the model.
+    fn get(&self, a: u32) -> Option<u32> {
+        let k = a.checked_sub(self.first)? as usize;
+        self.slots.get(k).copied().filter(|&l| l != u32::MAX)
+    }
 }
 
 #[cfg(test)]
@@ -517,14 +611,14 @@ mod tests {
     /// A step model holds a piece per host segment and gap: millions on a large trace.
     #[test]
     fn a_piece_stays_small() {
-        assert!(std::mem::size_of::<Piece>() <= 32);
+        assert!(std::mem::size_of::<Piece>() <= 24);
         assert!(std::mem::size_of::<super::Act>() <= 72);
     }
 
     /// The optimizer flag and the event count share a word without disturbing each other.
     #[test]
     fn a_piece_counts_events_beside_its_optimizer_flag() {
-        let mut p = Piece::new(0, 10, super::PieceKind::Dispatch);
+        let mut p = Piece::new(0, super::PieceKind::Dispatch);
         assert!(!p.optimizer() && p.events() == 0 && !p.span.is_some());
         p.count_event();
         p.set_optimizer(true);
@@ -534,6 +628,34 @@ mod tests {
         p.set_optimizer(false);
         assert!(!p.optimizer());
         assert_eq!(p.events(), 2);
+    }
+
+    /// Each span's members are the elements that name it, in index order, whether they are
+    /// kept as ranges or as lists.
+    #[test]
+    fn members_are_the_elements_of_each_span_in_order() {
+        let owners: [&[Option<u32>]; 4] = [
+            &[Some(0), Some(0), None, Some(1), Some(1), None],
+            &[Some(1), Some(0), Some(1), None, Some(0)],
+            &[None, None],
+            &[],
+        ];
+        for owner in owners {
+            let spans = 2;
+            let members = super::Members::of(spans, owner.iter().copied());
+            for k in 0..spans {
+                let expected: Vec<usize> = (0..owner.len())
+                    .filter(|&i| owner[i] == Some(k as u32))
+                    .collect();
+                let got: Vec<usize> = members.of_span(k).collect();
+                assert_eq!(got, expected, "{owner:?} span {k}");
+            }
+        }
+        let contiguous = [Some(0), Some(1), Some(1)];
+        assert!(matches!(
+            super::Members::of(2, contiguous.iter().copied()),
+            super::Members::Ranges(_)
+        ));
     }
 
     /// The index answers as a walk of the list in order does, disjoint or not.
