@@ -21,7 +21,9 @@
 //! directory under `bench-baseline/`, seeded with this build's dependencies) and runs it against
 //! this build on big_eager and on 8 ranks of it, alternating, and prints old/new wall and
 //! peak-RSS ratios;
-//! `BENCH_ONLY=baseline` stops after that.
+//! `BENCH_ONLY=baseline` stops after that. `BENCH_ONLY=floors` runs only big_eager against its
+//! floors: `big_eager.json.gz` against inflating it alone, and the one-thread serde skeleton
+//! parse.
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -565,6 +567,12 @@ fn main() {
         }
     }
     if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "baseline") {
+        return;
+    }
+    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "floors") {
+        gzip_floor(&src_gz, runs);
+        let (big_wall, _) = median_run(&["-q", "--json", "/dev/null"], &big, runs);
+        skeleton_parse_floor(&big, runs, big_wall);
         return;
     }
     attribution_cost(&big, runs);

@@ -415,7 +415,8 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     ctx
 }
 
-/// What bounds each step: the critical path, and every item on it for merging ranks.
+/// What bounds each step: the critical path, and every item on it for merging ranks. (Not run
+/// beside the ops' attribution: the two at once peaked 45 MB higher on a 2 GB trace.)
 fn add_critical_path(ctx: &mut Context) {
     let inputs = (
         &ctx.links,

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use regex::{Regex, RegexSet};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use rules::{Library, Rule, RuleDef};
 
@@ -118,8 +118,8 @@ pub struct RuleSet {
     /// The `[[library]]` patterns, user ones first; the first match wins.
     pub libraries: Vec<Library>,
     set: RegexSet,
-    regexes: Vec<Regex>,
-    library_regexes: Vec<Regex>,
+    /// The `[[library]]` patterns in order: the lowest index that matches wins.
+    library_set: RegexSet,
 }
 
 /// Why a name got its class: every matching rule, best first.
@@ -131,59 +131,58 @@ pub struct Explanation {
 }
 
 impl RuleSet {
-    /// Built-in rules plus `extra_dirs`, with every rule's own examples checked.
+    /// Built-in rules plus `extra_dirs`, with the user rules' own examples checked.
+    ///
+    /// Each table is compiled once, as a `RegexSet`. The built-in rules' examples are checked
+    /// by the tests and `rules check` ([`RuleSet::check_examples`]), not on every run: that
+    /// compiled each pattern a second time, alone, most of a small trace's run.
     pub fn load(extra_dirs: &[PathBuf]) -> Result<RuleSet, RuleError> {
         let (rules, libraries) = rules::load(extra_dirs)?;
-        let mut library_regexes = Vec::with_capacity(libraries.len());
-        for l in &libraries {
-            let re = Regex::new(&l.def.pattern).map_err(|e| RuleError::Pattern {
-                file: l.file.clone(),
-                id: format!("library {}", l.def.name),
-                message: e.to_string(),
-            })?;
-            for ex in &l.def.matches {
-                if !re.is_match(&normalize(ex)) {
-                    return Err(RuleError::Example {
-                        file: l.file.clone(),
-                        id: format!("library {}", l.def.name),
-                        message: format!("pattern does not match its example {ex:?}"),
-                    });
-                }
-            }
-            library_regexes.push(re);
-        }
-        let mut regexes = Vec::with_capacity(rules.len());
-        for r in &rules {
-            let re = Regex::new(&r.def.pattern).map_err(|e| RuleError::Pattern {
-                file: r.file.clone(),
-                id: r.def.id.clone(),
-                message: e.to_string(),
-            })?;
-            regexes.push(re);
-        }
-        let set = RegexSet::new(rules.iter().map(|r| &r.def.pattern)).map_err(|e| {
-            RuleError::Pattern {
-                file: PathBuf::from("rules"),
-                id: "(set)".into(),
-                message: e.to_string(),
-            }
-        })?;
+        let library_set = compile_set(
+            libraries
+                .iter()
+                .map(|l| (&l.file, format!("library {}", l.def.name), &l.def.pattern)),
+        )?;
+        let set = compile_set(
+            rules
+                .iter()
+                .map(|r| (&r.file, r.def.id.clone(), &r.def.pattern)),
+        )?;
         let rs = RuleSet {
             rules,
             ops: ops::OpRules::builtin()?,
             devices: devices::load_devices(extra_dirs)?,
             libraries,
             set,
-            regexes,
-            library_regexes,
+            library_set,
         };
-        rs.check_own_examples()?;
+        rs.check_examples(false)?;
         Ok(rs)
     }
 
-    /// Each rule's pattern matches its `match` examples and none of its `no_match` examples.
-    fn check_own_examples(&self) -> Result<(), RuleError> {
-        for (r, re) in self.rules.iter().zip(&self.regexes) {
+    /// Each rule's pattern matches its `match` examples and none of its `no_match` examples,
+    /// and each library pattern its examples: the user ones, and the built-in ones too with
+    /// `builtin`.
+    pub fn check_examples(&self, builtin: bool) -> Result<(), RuleError> {
+        let compiled = |file: &PathBuf, id: &str, pattern: &str| {
+            Regex::new(pattern).map_err(|e| RuleError::Pattern {
+                file: file.clone(),
+                id: id.to_string(),
+                message: e.to_string(),
+            })
+        };
+        for l in self.libraries.iter().filter(|l| builtin || !l.builtin) {
+            let id = format!("library {}", l.def.name);
+            let re = compiled(&l.file, &id, &l.def.pattern)?;
+            if let Some(ex) = l.def.matches.iter().find(|ex| !re.is_match(&normalize(ex))) {
+                return Err(RuleError::Example {
+                    file: l.file.clone(),
+                    id,
+                    message: format!("pattern does not match its example {ex:?}"),
+                });
+            }
+        }
+        for r in self.rules.iter().filter(|r| builtin || !r.builtin) {
             let err = |message: String| RuleError::Example {
                 file: r.file.clone(),
                 id: r.def.id.clone(),
@@ -192,17 +191,14 @@ impl RuleSet {
             if r.def.matches.is_empty() {
                 return Err(err("has no `match` examples".into()));
             }
-            for ex in &r.def.matches {
-                if !re.is_match(&normalize(ex)) {
-                    return Err(err(format!("pattern does not match its example {ex:?}")));
-                }
+            let re = compiled(&r.file, &r.def.id, &r.def.pattern)?;
+            if let Some(ex) = r.def.matches.iter().find(|ex| !re.is_match(&normalize(ex))) {
+                return Err(err(format!("pattern does not match its example {ex:?}")));
             }
-            for ex in &r.def.no_match {
-                if re.is_match(&normalize(ex)) {
-                    return Err(err(format!(
-                        "pattern matches its `no_match` example {ex:?}"
-                    )));
-                }
+            if let Some(ex) = r.def.no_match.iter().find(|ex| re.is_match(&normalize(ex))) {
+                return Err(err(format!(
+                    "pattern matches its `no_match` example {ex:?}"
+                )));
             }
         }
         Ok(())
@@ -268,9 +264,11 @@ impl RuleSet {
 
     /// The library a (normalized) name belongs to, by the `[[library]]` table.
     pub fn library_of(&self, normalized: &str) -> &str {
-        self.library_regexes
+        // A set's matches come in pattern order: the first is the first in the table.
+        self.library_set
+            .matches(normalized)
             .iter()
-            .position(|re| re.is_match(normalized))
+            .next()
             .map_or("unknown", |i| self.libraries[i].def.name.as_str())
     }
 
@@ -308,6 +306,30 @@ impl RuleSet {
         }
         Classified { by_name }
     }
+}
+
+/// One `RegexSet` of `(file, rule id, pattern)`s; a pattern that does not compile is named by
+/// its file and rule (found by compiling each alone, on that error only).
+fn compile_set<'a>(
+    patterns: impl Iterator<Item = (&'a PathBuf, String, &'a String)> + Clone,
+) -> Result<RegexSet, RuleError> {
+    RegexSet::new(patterns.clone().map(|p| p.2)).map_err(|set_error| {
+        let bad = |(file, id, pattern): (&PathBuf, String, &String)| {
+            Regex::new(pattern).err().map(|e| RuleError::Pattern {
+                file: file.clone(),
+                id,
+                message: e.to_string(),
+            })
+        };
+        patterns
+            .filter_map(bad)
+            .next()
+            .unwrap_or_else(|| RuleError::Pattern {
+                file: Path::new("rules").to_path_buf(),
+                id: "(set)".into(),
+                message: set_error.to_string(),
+            })
+    })
 }
 
 fn kind_family(kind: ActivityKind) -> &'static str {
@@ -405,6 +427,7 @@ mod tests {
     fn builtin_rules_load_and_their_examples_win() {
         let rs = RuleSet::load(&[]).unwrap();
         assert!(rs.rules.len() > 50);
+        rs.check_examples(true).unwrap();
         let problems = rs.check_winners();
         assert!(problems.is_empty(), "{}", problems.join("\n"));
         // Libraries inferred where the rule leaves them out.

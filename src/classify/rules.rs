@@ -74,6 +74,8 @@ pub struct Rule {
     pub file: PathBuf,
     /// Load order: among equal priorities the earlier rule wins.
     pub order: usize,
+    /// One of the rules built into the binary (their examples are checked by its tests).
+    pub builtin: bool,
 }
 
 /// A loaded library pattern and where it came from.
@@ -83,6 +85,8 @@ pub struct Library {
     pub def: LibraryDef,
     /// The file it was read from.
     pub file: PathBuf,
+    /// One of the patterns built into the binary.
+    pub builtin: bool,
 }
 
 /// Loads the built-in rules, then each user directory in order; a user rule with the id of an
@@ -95,13 +99,14 @@ pub fn load(extra_dirs: &[PathBuf]) -> Result<(Vec<Rule>, Vec<Library>), RuleErr
         let text = f.contents_utf8().unwrap_or_default().to_string();
         files.push((Path::new("rules").join(f.path()), text));
     }
+    let builtin_files = files.len();
     for dir in extra_dirs {
         files.extend(read_dir_files(dir)?);
     }
     let mut rules: Vec<Rule> = Vec::new();
     let mut libraries: Vec<Library> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for (file, text) in files {
+    for (n, (file, text)) in files.into_iter().enumerate() {
         let parsed: RuleFile = toml::from_str(&text).map_err(|e| RuleError::Parse {
             file: file.clone(),
             message: e.to_string(),
@@ -112,11 +117,12 @@ pub fn load(extra_dirs: &[PathBuf]) -> Result<(Vec<Rule>, Vec<Library>), RuleErr
                 message: format!("unknown schema {} (this version reads 1)", parsed.schema),
             });
         }
-        let user = !file.starts_with("rules");
+        let user = n >= builtin_files;
         for (k, def) in parsed.libraries.into_iter().enumerate() {
             let lib = Library {
                 def,
                 file: file.clone(),
+                builtin: !user,
             };
             if user {
                 libraries.insert(k, lib);
@@ -143,6 +149,7 @@ pub fn load(extra_dirs: &[PathBuf]) -> Result<(Vec<Rule>, Vec<Library>), RuleErr
                         def,
                         file: file.clone(),
                         order,
+                        builtin: !user,
                     };
                 }
                 None => {
@@ -152,6 +159,7 @@ pub fn load(extra_dirs: &[PathBuf]) -> Result<(Vec<Rule>, Vec<Library>), RuleErr
                         def,
                         file: file.clone(),
                         order,
+                        builtin: !user,
                     });
                 }
             }

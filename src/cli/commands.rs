@@ -229,6 +229,9 @@ pub(super) fn run_rules(action: RulesAction, global: &GlobalArgs) -> Result<Stat
             let mut dirs = global.rules.clone();
             dirs.extend(dir);
             let rules = load_rules(&dirs)?;
+            rules
+                .check_examples(true)
+                .context("checking the rules' examples")?;
             let problems = rules.check_winners();
             if !problems.is_empty() {
                 for p in &problems {

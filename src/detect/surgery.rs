@@ -7,7 +7,8 @@ use crate::analysis::time::links::is_compile_event;
 use crate::analysis::Context;
 use crate::classify::{Bucket, KernelTag};
 use crate::model::{HostKind, NameId};
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 /// How many kernels may sit between the GEMMs and the softmax of one attention chain (scaling,
 /// masking, dtype casts).
@@ -219,6 +220,27 @@ impl<'c> LaunchedTime<'c> {
     }
 }
 
+/// What an op name is to [`unfused_projections`], by bit.
+const GEMM: u8 = 1;
+const VIEW: u8 = 2;
+const COMPILE: u8 = 4;
+const ACTIVATION: u8 = 8;
+
+/// What each distinct op name is, decided once (traces have millions of ops, few names).
+fn projection_kinds(trace: &crate::model::Trace) -> Vec<u8> {
+    trace.names.per_name(|n| {
+        [
+            (is_gemm_op(n), GEMM),
+            (is_view_op(n), VIEW),
+            (is_compile_event(n), COMPILE),
+            (is_activation_op(n), ACTIVATION),
+        ]
+        .iter()
+        .filter(|(is, _)| *is)
+        .fold(0, |acc, (_, bit)| acc | bit)
+    })
+}
+
 pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     let trace = ctx.trace;
     let host = &trace.host;
@@ -238,27 +260,15 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     });
     let priced = LaunchedTime::new(ctx);
 
-    // What each distinct op name is, decided once (traces have millions of ops, few names).
-    const GEMM: u8 = 1;
-    const VIEW: u8 = 2;
-    const COMPILE: u8 = 4;
-    const ACTIVATION: u8 = 8;
-    let kinds: Vec<u8> = trace.names.per_name(|n| {
-        [
-            (is_gemm_op(n), GEMM),
-            (is_view_op(n), VIEW),
-            (is_compile_event(n), COMPILE),
-            (is_activation_op(n), ACTIVATION),
-        ]
-        .iter()
-        .filter(|(is, _)| *is)
-        .fold(0, |acc, (_, bit)| acc | bit)
-    });
+    let kinds = projection_kinds(trace);
     let kind = |h: usize| kinds[host.name[h].index()];
 
     // Runs of GEMM ops at one nesting level reading an input of the same shape, only views between.
     let mut runs: RunsByLength = BTreeMap::new();
-    let mut first_input: HashMap<NameId, String> = HashMap::new();
+    // Each GEMM's first input shape, by its `Input Dims` (parsed once per distinct text), as
+    // an index into `shapes` (compared per op without a string).
+    let mut first_input: HashMap<NameId, u32> = HashMap::default();
+    let mut shapes: Vec<String> = Vec::new();
     for ops in cpu_ops.chunk_by(|&a, &b| thread_key(a as usize) == thread_key(b as usize)) {
         let key = thread_key(ops[0] as usize);
         // Open ops, each with whether it or an op around it is a GEMM, a view or compile work
@@ -267,7 +277,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
         // Per parent (None = top level): the current run, the input shape it reads, and whether
         // an activation ran since its last GEMM. Only views and one activation may sit between
         // (`silu(gate(y)) * up(y)` runs gate, silu, up); any other op ends the run.
-        let mut current: HashMap<Option<usize>, (Vec<usize>, String, usize)> = HashMap::new();
+        let mut current: HashMap<Option<usize>, (Vec<usize>, u32, usize)> = HashMap::default();
         let flush = |run: Vec<usize>, runs: &mut RunsByLength| {
             if run.len() >= 2 {
                 runs.entry(run.len()).or_default().push((run, key));
@@ -297,19 +307,24 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
                 continue;
             }
             if k & GEMM != 0 && host.input_dims(h) != NameId::NONE {
-                // Parsed once per distinct `Input Dims` text.
-                let shape = first_input
+                let shape = *first_input
                     .entry(host.input_dims(h))
                     .or_insert_with_key(|&dims| {
-                        tensor_dims(trace.names.get(dims))
+                        let first = tensor_dims(trace.names.get(dims))
                             .first()
                             .cloned()
-                            .unwrap_or_default()
-                    })
-                    .clone();
+                            .unwrap_or_default();
+                        match shapes.iter().position(|s| *s == first) {
+                            Some(k) => k as u32,
+                            None => {
+                                shapes.push(first);
+                                shapes.len() as u32 - 1
+                            }
+                        }
+                    });
                 let entry = current
                     .entry(parent)
-                    .or_insert_with(|| (Vec::new(), shape.clone(), 0));
+                    .or_insert_with(|| (Vec::new(), shape, 0));
                 if entry.1 != shape || entry.2 > 1 {
                     let old = std::mem::take(&mut entry.0);
                     flush(old, &mut runs);
@@ -334,13 +349,17 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
 
     // gate/up pairs project to the same width; Q/K/V may not (grouped-query attention).
     if let Some(pairs) = runs.get_mut(&2) {
+        // The weight's shape, parsed once per distinct `Input Dims`.
+        let mut weight: HashMap<NameId, Option<String>> = HashMap::default();
+        let mut w = |h: usize| {
+            weight
+                .entry(host.input_dims(h))
+                .or_insert_with_key(|&dims| tensor_dims(trace.names.get(dims)).get(1).cloned())
+                .clone()
+        };
         pairs.retain(|(run, _)| {
-            let w = |h: usize| {
-                tensor_dims(trace.names.get(host.input_dims(h)))
-                    .get(1)
-                    .cloned()
-            };
-            w(run[0]).is_some() && w(run[0]) == w(run[1])
+            let first = w(run[0]);
+            first.is_some() && first == w(run[1])
         });
     }
     let mut out = Vec::new();

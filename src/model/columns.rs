@@ -36,6 +36,19 @@ impl<T: Copy + TryInto<u32> + From<u32>> Compact<T> {
             v => self.wide[(v - WIDE) as usize],
         }
     }
+    /// Sets row `i` to `v`. A row already wide keeps its slot in the side list; one made
+    /// narrow leaves its old slot unused (rows rarely change, and seldom from wide to narrow).
+    pub(crate) fn set(&mut self, i: usize, v: T) {
+        let old = self.small[i];
+        match v.try_into() {
+            Ok(small) if small < WIDE => self.small[i] = small,
+            _ if old >= WIDE => self.wide[(old - WIDE) as usize] = v,
+            _ => {
+                self.small[i] = WIDE + self.wide.len() as u32;
+                self.wide.push(v);
+            }
+        }
+    }
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.small.len()
@@ -256,6 +269,41 @@ pub const MAX_HOST_EVENT_NS: i64 = 86_400_000_000_000;
 #[cfg(test)]
 mod tests {
     use super::{Durations, Ids, Runs, SparseIds};
+
+    /// Every duration reads back as set, narrow or wide, and a wide row set again keeps its
+    /// slot in the side list (a replay rewrites rows many times).
+    #[test]
+    fn durations_read_back_as_set() {
+        let mut d = Durations::default();
+        for _ in 0..4 {
+            d.push(0);
+        }
+        let values = [
+            0,
+            7,
+            (1 << 31) - 1,
+            1 << 31,
+            u32::MAX as i64,
+            9_000_000_000,
+            -3,
+        ];
+        for (k, &v) in values.iter().enumerate() {
+            let i = k % 4;
+            d.set(i, v);
+            assert_eq!(d.get(i), v, "{v}");
+        }
+        let wide = d.wide.len();
+        for i in 0..4 {
+            d.set(i, -1 - i as i64);
+            assert_eq!(d.get(i), -1 - i as i64);
+        }
+        assert!(d.wide.len() <= wide + 4);
+        for i in 0..4 {
+            d.set(i, 5);
+            assert_eq!(d.get(i), 5);
+        }
+        assert_eq!(d.iter().collect::<Vec<_>>(), [5; 4]);
+    }
 
     /// A sparse column reads back as the plain one, through push, append and retain.
     #[test]

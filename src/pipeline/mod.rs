@@ -426,15 +426,28 @@ fn analyze_one(
     logs: Option<detect::CompileLogs>,
 ) -> (Analysis, ActivityTable, Vec<Finding>) {
     let ctx = analysis::prepare(trace, rules, opts);
-    let findings = detect::detect(&ctx, logs);
     // The step model, while the context holds what it is built from; replayed once the
     // findings say which changes the plan prices.
     let mut constants = catalog.replay.clone();
     if opts.replay_profiled {
         constants.profiler_overhead_ns.value = 0;
     }
-    let replayer = (recommend::wants_replays(&findings, catalog) || !opts.what_if.is_empty())
-        .then(|| analysis::Replayer::new(&ctx, &constants));
+    let wanted = |findings: &[Finding]| {
+        recommend::wants_replays(findings, catalog) || !opts.what_if.is_empty()
+    };
+    let (findings, replayer) = if rayon::current_num_threads() > 1 {
+        // Built beside the detectors (most traces have a finding it prices), dropped unused.
+        let (findings, replayer) = rayon::join(
+            || detect::detect(&ctx, logs),
+            || analysis::Replayer::new(&ctx, &constants),
+        );
+        let replayer = wanted(&findings).then_some(replayer);
+        (findings, replayer)
+    } else {
+        let findings = detect::detect(&ctx, logs);
+        let replayer = wanted(&findings).then(|| analysis::Replayer::new(&ctx, &constants));
+        (findings, replayer)
+    };
     let (mut analysis, table) = ctx.finish();
     if let Some(r) = replayer {
         analysis.parts.replays =

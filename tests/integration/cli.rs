@@ -506,8 +506,10 @@ fn feeds_do_not_depend_on_the_scanner_window() {
 }
 
 /// Rules safety: a user rule with an invalid or pathological (oversized) regex, a duplicate
-/// id, an unknown bucket or a failing example is rejected, naming the file, the rule and why,
-/// both by `rules check` and when analyzing with `--rules`.
+/// id, an unknown bucket, a failing `match` or `no_match` example, or a library pattern that is
+/// invalid or misses its example, is rejected, naming the file, the rule and why, both by
+/// `rules check` and when analyzing with `--rules` (the built-in rules' examples are not
+/// checked per run: those of the user's are).
 #[test]
 fn unsafe_user_rules_are_rejected_with_file_rule_and_reason() {
     let rule = |id: &str, bucket: &str, pattern: &str, example: &str| {
@@ -535,6 +537,25 @@ fn unsafe_user_rules_are_rejected_with_file_rule_and_reason() {
             "failing example",
             rule("u.example", "gemm", "^mygemm", "notmygemm"),
             &["u.example", "notmygemm"],
+        ),
+        (
+            "matching its no_match example",
+            format!(
+                "{}no_match = ['mygemm_tn']\n",
+                rule("u.no-match", "gemm", "^mygemm", "mygemm")
+            ),
+            &["u.no-match", "mygemm_tn"],
+        ),
+        (
+            "library pattern missing its example",
+            "[[library]]\nname = 'mylib'\npattern = '^mylib_'\nmatch = ['otherlib_gemm']\n"
+                .to_string(),
+            &["library mylib", "otherlib_gemm"],
+        ),
+        (
+            "invalid library pattern",
+            "[[library]]\nname = 'badlib'\npattern = '[z-a]'\nmatch = ['x']\n".to_string(),
+            &["library badlib", "pattern"],
         ),
         (
             "duplicate id",

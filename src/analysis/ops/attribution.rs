@@ -3,8 +3,8 @@
 //! `self_ns` goes to the innermost op, `total_ns` to it and every op enclosing it.
 
 use crate::analysis::ops::calls::{
-    composite_call, gemm_call, memory_call, union_per_call, Bandwidth, Call, CallContext, CallMap,
-    CallPhase, CallRecord, FlopTally,
+    union_per_call, Bandwidth, Call, CallContext, CallMap, CallMemo, CallPhase, CallRecord,
+    FlopTally, OpNames,
 };
 use crate::analysis::ops::efficiency;
 use crate::analysis::ops::op_index::OpIndex;
@@ -72,23 +72,19 @@ pub fn ops(
             Bucket::Gemm | Bucket::Attention | Bucket::Conv
         )
     };
-    let composite_name = trace.names.per_name(efficiency::is_composite);
-    let engine_name = trace
-        .names
-        .per_name(|n| n.starts_with("autograd::engine::evaluate_function: "));
-    let forward_only = trace.names.per_name(efficiency::is_forward_only_op);
-    let memory_op = trace
-        .names
-        .per_name(crate::analysis::ops::bytes_moved::is_memory_op);
-    // An autograd node's own op (`AddmmBackward0`): the GEMMs it calls are backward work.
-    let node_name = trace
-        .names
-        .per_name(|n| !n.contains("::") && n.contains("Backward"));
+    let OpNames {
+        composite: composite_name,
+        engine: engine_name,
+        forward_only,
+        memory: memory_op,
+        node: node_name,
+    } = OpNames::of(trace);
     let mut device_peaks: HashMap<(u32, u32), Option<&efficiency::DevicePeaks>> =
         HashMap::default();
     let mut acc: BTreeMap<NameId, Acc> = BTreeMap::new();
     let mut no_op = Acc::default();
     let acts = &trace.activities;
+    let mut memo = CallMemo::default();
     let (mut seen, mut chain, mut composite_chain): (
         Vec<NameId>,
         Vec<NameId>,
@@ -182,7 +178,7 @@ pub fn ops(
                 nested: false,
             };
             if calls.add_composite((outer, execution), at, span, || {
-                composite_call(trace, outer, peaks, flex_density)
+                memo.composite(trace, outer, peaks, flex_density)
             }) {
                 in_composite = true;
                 break;
@@ -195,12 +191,12 @@ pub fn ops(
             nested: in_composite,
         };
         let counted = calls.add_gemm((h, execution), at, span, || {
-            gemm_call(trace, h, peaks, fp32_kernel)
+            memo.gemm(trace, h, peaks, fp32_kernel)
         }) || in_composite;
         if fp32_kernel {
             calls
                 .gemm
-                .settle_fp32((h, execution), || gemm_call(trace, h, peaks, true));
+                .settle_fp32((h, execution), || memo.gemm(trace, h, peaks, true));
         }
         if !counted && compute_kernel(a) {
             *missing.entry((acts.input[a], host.name[h])).or_default() += dur;
@@ -211,7 +207,7 @@ pub fn ops(
             && acts.kind[a] == crate::model::ActivityKind::Kernel
             && memory_op[host.name[h].index()]
         {
-            calls.add_memory((h, execution), at, span, || memory_call(trace, h, peaks));
+            calls.add_memory((h, execution), at, span, || memo.memory(trace, h, peaks));
         }
     }
     let routed = super::routing::RoutedRows::find(trace);

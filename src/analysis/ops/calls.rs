@@ -3,7 +3,7 @@
 //! per distinct value and keyed by (host op, execution).
 
 use crate::analysis::ops::efficiency;
-use crate::model::{NameId, Trace};
+use crate::model::{NameId, OpArgs, Trace};
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -180,6 +180,95 @@ pub(crate) fn composite_call(
         types: NameId::NONE,
         inductor: NameId::NONE,
     })
+}
+
+/// What each op name is, by name id (traces have millions of ops and few names).
+pub(crate) struct OpNames {
+    /// SDPA, convolution: composite ops whose shapes give their FLOPs.
+    pub(crate) composite: Vec<bool>,
+    /// `autograd::engine::evaluate_function: …`: backward runs under it.
+    pub(crate) engine: Vec<bool>,
+    pub(crate) forward_only: Vec<bool>,
+    pub(crate) memory: Vec<bool>,
+    /// An autograd node's own op (`AddmmBackward0`): the GEMMs it calls are backward work.
+    pub(crate) node: Vec<bool>,
+}
+
+impl OpNames {
+    pub(crate) fn of(trace: &Trace) -> OpNames {
+        let names = &trace.names;
+        OpNames {
+            composite: names.per_name(efficiency::is_composite),
+            engine: names.per_name(|n| n.starts_with("autograd::engine::evaluate_function: ")),
+            forward_only: names.per_name(efficiency::is_forward_only_op),
+            memory: names.per_name(crate::analysis::ops::bytes_moved::is_memory_op),
+            node: names.per_name(|n| !n.contains("::") && n.contains("Backward")),
+        }
+    }
+}
+
+/// Which reading of a host op made a call.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CallOf {
+    Gemm { fp32: bool },
+    Memory,
+    Composite,
+}
+
+/// What a call is (FLOPs, bytes, type, peak) follows from its op's name, its recorded
+/// arguments and the device's peaks alone: each distinct set is read once (a model runs the
+/// same shapes every step, and reading the shapes' text per call was most of this pass).
+#[derive(Default)]
+pub(crate) struct CallMemo(HashMap<(CallOf, NameId, OpArgs, usize), Option<Call>>);
+
+impl CallMemo {
+    pub(crate) fn gemm(
+        &mut self,
+        trace: &Trace,
+        h: usize,
+        peaks: Option<&efficiency::DevicePeaks>,
+        fp32: bool,
+    ) -> Option<Call> {
+        self.get(trace, (CallOf::Gemm { fp32 }, h), peaks, || {
+            gemm_call(trace, h, peaks, fp32)
+        })
+    }
+
+    pub(crate) fn memory(
+        &mut self,
+        trace: &Trace,
+        h: usize,
+        peaks: Option<&efficiency::DevicePeaks>,
+    ) -> Option<Call> {
+        self.get(trace, (CallOf::Memory, h), peaks, || {
+            memory_call(trace, h, peaks)
+        })
+    }
+
+    pub(crate) fn composite(
+        &mut self,
+        trace: &Trace,
+        h: usize,
+        peaks: Option<&efficiency::DevicePeaks>,
+        flex_density: Option<f64>,
+    ) -> Option<Call> {
+        self.get(trace, (CallOf::Composite, h), peaks, || {
+            composite_call(trace, h, peaks, flex_density)
+        })
+    }
+
+    fn get(
+        &mut self,
+        trace: &Trace,
+        (of, h): (CallOf, usize),
+        peaks: Option<&efficiency::DevicePeaks>,
+        make: impl FnOnce() -> Option<Call>,
+    ) -> Option<Call> {
+        // The peaks are one of the rule set's entries: its address names it.
+        let device = peaks.map_or(0, |p| std::ptr::from_ref(p) as usize);
+        let key = (of, trace.host.name[h], trace.host.op_args(h), device);
+        *self.0.entry(key).or_insert_with(make)
+    }
 }
 
 /// Calls by (host op, execution), in a vector with a hash index, each 16 bytes: what a call is

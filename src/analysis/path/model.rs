@@ -89,7 +89,10 @@ impl InputModel {
         }
         let keys: Vec<(u32, u32)> = by_stream.keys().copied().collect();
         let mut streams: Vec<Vec<u32>> = by_stream.into_values().collect();
-        let mut place = Places::over(&mine);
+        let mut place = match (mine.first(), mine.last()) {
+            (Some(&first), Some(&last)) => Places::over(first, last, (u32::MAX, u32::MAX)),
+            _ => Places::default(),
+        };
         for (s, list) in streams.iter_mut().enumerate() {
             list.sort_by_key(|&a| (acts.ts_ns[a as usize], a));
             for (k, &a) in list.iter().enumerate() {
@@ -186,46 +189,54 @@ impl InputModel {
     }
 }
 
-/// Where each activity of one input sits: (stream, position), in a vector over the span of
-/// its activity indices (an input's activities are one run of the table, or a few): looked
-/// up for every activity and call of the step model.
+/// Where each activity of one input sits: (stream, position), looked up for every activity
+/// and call of the step model.
+pub(crate) type Places = ActivitySlots<(u32, u32)>;
+
+/// A value for each of one input's activities, in a vector over the span of their trace
+/// indices (an input's activities are one run of the table, or a few): 4-8 B a slot where a
+/// hash map took several times that, on millions of activities.
 #[derive(Default)]
-pub(crate) struct Places {
+pub(crate) struct ActivitySlots<V> {
     first: u32,
-    slots: Vec<(u32, u32)>,
-    placed: usize,
+    slots: Vec<V>,
+    /// The value of a slot that holds none.
+    empty: V,
+    filled: usize,
 }
 
-impl Places {
-    const NONE: (u32, u32) = (u32::MAX, u32::MAX);
-
-    /// Room for the activities `mine` (sorted indices).
-    fn over(mine: &[u32]) -> Places {
-        let (Some(&first), Some(&last)) = (mine.first(), mine.last()) else {
-            return Places::default();
+impl<V: Copy + PartialEq> ActivitySlots<V> {
+    /// Room for activities `first..=last` (none when `last < first`), each slot `empty`.
+    pub(crate) fn over(first: u32, last: u32, empty: V) -> ActivitySlots<V> {
+        let len = if first <= last {
+            (last - first) as usize + 1
+        } else {
+            0
         };
-        Places {
+        ActivitySlots {
             first,
-            slots: vec![Places::NONE; (last - first) as usize + 1],
-            placed: 0,
+            slots: vec![empty; len],
+            empty,
+            filled: 0,
         }
     }
 
-    fn insert(&mut self, a: u32, at: (u32, u32)) {
+    /// Sets activity `a`'s value (`a` within the range it was made over).
+    pub(crate) fn insert(&mut self, a: u32, v: V) {
         let slot = &mut self.slots[(a - self.first) as usize];
-        self.placed += usize::from(*slot == Places::NONE);
-        *slot = at;
+        self.filled += usize::from(*slot == self.empty);
+        *slot = v;
     }
 
-    /// Activity `a`'s stream and position, if it is the input's.
-    pub fn get(&self, a: u32) -> Option<(u32, u32)> {
+    /// Activity `a`'s value, if it has one.
+    pub fn get(&self, a: u32) -> Option<V> {
         let k = a.checked_sub(self.first)? as usize;
-        self.slots.get(k).copied().filter(|&p| p != Places::NONE)
+        self.slots.get(k).copied().filter(|&v| v != self.empty)
     }
 
-    /// How many activities are placed.
+    /// How many activities have a value.
     pub fn len(&self) -> usize {
-        self.placed
+        self.filled
     }
 }
 

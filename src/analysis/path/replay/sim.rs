@@ -2,6 +2,7 @@
 //! waited for is done, each synchronize when its work is.
 
 use crate::analysis::path::replay::graph::{InputGraph, PieceKind};
+use crate::model::Durations;
 
 /// What a replay changes: per host piece its duration and whether a synchronize still waits;
 /// per activity its duration, whether it is gone (fused into another), and whether a graph
@@ -11,7 +12,7 @@ pub(crate) struct Edit {
     /// Per piece its duration, once a change rewrote any: until then each piece's measured
     /// duration less the profiler's cost per event in it (computed as read, so that a replay
     /// that changes only GPU work holds no copy of millions of pieces).
-    host: Option<HostDurations>,
+    host: Option<Durations>,
     /// The profiler's cost per event taken out of the pieces (0: as measured).
     per_event_ns: i64,
     pub waits: Vec<bool>,
@@ -83,53 +84,20 @@ impl Edit {
     pub fn set_host(&mut self, g: &InputGraph, i: usize, ns: i64) {
         let per_event_ns = self.per_event_ns;
         self.host
-            .get_or_insert_with(|| HostDurations::of(g, per_event_ns))
+            .get_or_insert_with(|| host_durations(g, per_event_ns))
             .set(i, ns);
     }
 }
 
-/// Every piece's duration, 4 B each (a replay holds them while it runs, one replay per core);
-/// the few that do not fit (host gaps of seconds) in a map beside.
-#[derive(Clone, Debug)]
-struct HostDurations {
-    ns: Vec<u32>,
-    long: rustc_hash::FxHashMap<u32, i64>,
-}
-
-impl HostDurations {
-    /// In `ns`: the duration is in `long`.
-    const LONG: u32 = u32::MAX;
-
-    fn of(g: &InputGraph, per_event_ns: i64) -> HostDurations {
-        let mut out = HostDurations {
-            ns: vec![0; g.pieces.len()],
-            long: Default::default(),
-        };
-        for i in 0..g.pieces.len() {
-            out.set(i, unprofiled_ns(g, i, per_event_ns));
-        }
-        out
+/// Every piece's duration in this replay, 4 B each (a replay holds them while it runs, one
+/// replay per core); the few that do not fit (host gaps of seconds) beside.
+fn host_durations(g: &InputGraph, per_event_ns: i64) -> Durations {
+    let mut out = Durations::default();
+    out.reserve_exact(g.pieces.len());
+    for i in 0..g.pieces.len() {
+        out.push(unprofiled_ns(g, i, per_event_ns));
     }
-
-    fn get(&self, i: usize) -> i64 {
-        match self.ns[i] {
-            HostDurations::LONG => self.long[&(i as u32)],
-            ns => ns as i64,
-        }
-    }
-
-    fn set(&mut self, i: usize, ns: i64) {
-        if self.ns[i] == HostDurations::LONG {
-            self.long.remove(&(i as u32));
-        }
-        match u32::try_from(ns) {
-            Ok(short) if short != HostDurations::LONG => self.ns[i] = short,
-            _ => {
-                self.ns[i] = HostDurations::LONG;
-                self.long.insert(i as u32, ns);
-            }
-        }
-    }
+    out
 }
 
 /// A piece's duration less the profiler's cost per event recorded inside it (never below a
@@ -386,37 +354,4 @@ fn run(g: &InputGraph, e: &Edit, end: &mut [i64], j: usize, issue: i64) {
         (held + a.gap).max(issue + a.lat)
     };
     end[j] = start + if e.removed[j] { 0 } else { e.dur(g, j) };
-}
-
-#[cfg(test)]
-mod tests {
-    use super::HostDurations;
-
-    /// Every duration reads back as set, in 4 bytes or beside them, and a long one made short
-    /// again leaves nothing behind.
-    #[test]
-    fn host_durations_read_back_as_set() {
-        let mut d = HostDurations {
-            ns: vec![0; 4],
-            long: Default::default(),
-        };
-        let values = [
-            0,
-            7,
-            u32::MAX as i64 - 1,
-            u32::MAX as i64,
-            9_000_000_000,
-            -3,
-        ];
-        for (k, &v) in values.iter().enumerate() {
-            let i = k % 4;
-            d.set(i, v);
-            assert_eq!(d.get(i), v);
-        }
-        for i in 0..4 {
-            d.set(i, 5);
-            assert_eq!(d.get(i), 5);
-        }
-        assert!(d.long.is_empty());
-    }
 }

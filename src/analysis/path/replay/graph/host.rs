@@ -276,7 +276,7 @@ pub(super) fn split_queued(
     let mut splits: Vec<(usize, Vec<Piece>)> = Vec::new();
     let mut b = 0;
     for (i, &p) in pieces.iter().enumerate() {
-        let p_end = pieces.get(i + 1).map_or(pieces_end, |next| next.start);
+        let p_end = super::piece_end(pieces, i, pieces_end);
         let mut cur = p.start;
         let mut parts = Vec::new();
         while b < blocked.len() && blocked[b].0 < p_end {
@@ -288,7 +288,7 @@ pub(super) fn split_queued(
             if s > cur {
                 parts.push(Piece { start: cur, ..p });
             }
-            let done = acts[a as usize].start + acts[a as usize].dur;
+            let done = super::act_end(acts, a);
             let wait = Wait {
                 awaits: Some(a),
                 ret: (e - done.max(s)).max(0),
@@ -355,7 +355,7 @@ pub(super) fn count_events(ctx: &Context, input: u32, (pieces, end): (&mut [Piec
         let Some(k) = pieces.partition_point(|p| p.start <= t).checked_sub(1) else {
             continue;
         };
-        let p_end = pieces.get(k + 1).map_or(end, |next| next.start);
+        let p_end = super::piece_end(pieces, k, end);
         let p = &mut pieces[k];
         if t < p_end && !matches!(p.kind, PieceKind::Gap { .. }) {
             p.count_event();

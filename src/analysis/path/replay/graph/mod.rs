@@ -3,7 +3,7 @@
 //! for, all on the trace's clock.
 
 use crate::analysis::context::Context;
-use crate::analysis::path::model::InputModel;
+use crate::analysis::path::model::{ActivitySlots, InputModel};
 use crate::analysis::path::replay::constants::Constants;
 use crate::classify::Bucket;
 use crate::model::HostKind;
@@ -224,7 +224,7 @@ impl Members {
 impl InputGraph {
     /// Where piece `i` ends: where the next one starts.
     pub fn piece_end(&self, i: usize) -> i64 {
-        self.pieces.get(i + 1).map_or(self.end, |p| p.start)
+        piece_end(&self.pieces, i, self.end)
     }
 
     /// Piece `i`'s measured duration.
@@ -440,7 +440,7 @@ fn activities(
     let mut ids: Vec<(i64, i64, u32)> = Vec::with_capacity(mine().filter_map(issued).count());
     ids.extend(mine().filter_map(issued));
     ids.sort_unstable();
-    let local = LocalIndex::of(ids.iter().map(|&(_, _, a)| a));
+    let local = local_index(ids.iter().map(|&(_, _, a)| a));
     // The step it was launched in: the last whose start is before its launch.
     let span_of = |issue: i64| -> Option<u32> {
         if spans.len() == 1 && spans[0].number.is_none() {
@@ -487,12 +487,7 @@ fn activities(
     drop(ids);
     // Launch latency: exact where the launch came last (it held the activity), else the
     // input's typical one; where GPU work held it, the gap after that work.
-    let end_of = |out: &[Act], l: Option<u32>| {
-        l.map_or(i64::MIN, |l| {
-            let x = &out[l as usize];
-            x.start + x.dur
-        })
-    };
+    let end_of = |out: &[Act], l: Option<u32>| l.map_or(i64::MIN, |l| act_end(out, l));
     // Launch latencies are under 100 µs: 4 B each.
     let mut held: Vec<u32> = Vec::new();
     for a in &out {
@@ -565,43 +560,30 @@ fn ends_by_time(acts: &[Act]) -> Vec<u32> {
     ends
 }
 
+/// Where piece `i` of `pieces` ends: where the next one starts (the pieces are contiguous),
+/// the last at `end`.
+fn piece_end(pieces: &[Piece], i: usize, end: i64) -> i64 {
+    pieces.get(i + 1).map_or(end, |next| next.start)
+}
+
 /// Where activity `k` (local) ends as measured.
 fn act_end(acts: &[Act], k: u32) -> i64 {
     let a = &acts[k as usize];
     a.start + a.dur
 }
 
-/// An input's activities' local indices, by trace index: a vector over the span of their
-/// trace indices (an input's activities are one run of the table, or a few), 4 B each.
-struct LocalIndex {
-    first: u32,
-    slots: Vec<u32>,
-}
+/// Each activity's local index, by its trace index.
+type LocalIndex = ActivitySlots<u32>;
 
-impl LocalIndex {
-    /// The index of `ids` (trace indices, in local order).
-    fn of(ids: impl Iterator<Item = u32> + Clone) -> LocalIndex {
-        let first = ids.clone().min().unwrap_or(0);
-        let last = ids.clone().max().unwrap_or(0);
-        let mut slots = vec![
-            u32::MAX;
-            if first <= last {
-                (last - first) as usize + 1
-            } else {
-                0
-            }
-        ];
-        for (i, a) in ids.enumerate() {
-            slots[(a - first) as usize] = i as u32;
-        }
-        LocalIndex { first, slots }
+/// The index of `ids` (trace indices, in local order).
+fn local_index(ids: impl Iterator<Item = u32> + Clone) -> LocalIndex {
+    let first = ids.clone().min().unwrap_or(0);
+    let last = ids.clone().max().unwrap_or(0);
+    let mut index = LocalIndex::over(first, last, u32::MAX);
+    for (i, a) in ids.enumerate() {
+        index.insert(a, i as u32);
     }
-
-    /// Trace activity `a`'s local index, if it is in the model.
-    fn get(&self, a: u32) -> Option<u32> {
-        let k = a.checked_sub(self.first)? as usize;
-        self.slots.get(k).copied().filter(|&l| l != u32::MAX)
-    }
+    index
 }
 
 #[cfg(test)]
