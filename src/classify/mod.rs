@@ -164,13 +164,6 @@ impl RuleSet {
     /// and each library pattern its examples: the user ones, and the built-in ones too with
     /// `builtin`.
     pub fn check_examples(&self, builtin: bool) -> Result<(), RuleError> {
-        let compiled = |file: &PathBuf, id: &str, pattern: &str| {
-            Regex::new(pattern).map_err(|e| RuleError::Pattern {
-                file: file.clone(),
-                id: id.to_string(),
-                message: e.to_string(),
-            })
-        };
         for l in self.libraries.iter().filter(|l| builtin || !l.builtin) {
             let id = format!("library {}", l.def.name);
             let re = compiled(&l.file, &id, &l.def.pattern)?;
@@ -308,21 +301,23 @@ impl RuleSet {
     }
 }
 
+/// Rule `id`'s pattern compiled alone; an error names its file and rule.
+fn compiled(file: &Path, id: &str, pattern: &str) -> Result<Regex, RuleError> {
+    Regex::new(pattern).map_err(|e| RuleError::Pattern {
+        file: file.to_path_buf(),
+        id: id.to_string(),
+        message: e.to_string(),
+    })
+}
+
 /// One `RegexSet` of `(file, rule id, pattern)`s; a pattern that does not compile is named by
 /// its file and rule (found by compiling each alone, on that error only).
 fn compile_set<'a>(
     patterns: impl Iterator<Item = (&'a PathBuf, String, &'a String)> + Clone,
 ) -> Result<RegexSet, RuleError> {
     RegexSet::new(patterns.clone().map(|p| p.2)).map_err(|set_error| {
-        let bad = |(file, id, pattern): (&PathBuf, String, &String)| {
-            Regex::new(pattern).err().map(|e| RuleError::Pattern {
-                file: file.clone(),
-                id,
-                message: e.to_string(),
-            })
-        };
         patterns
-            .filter_map(bad)
+            .filter_map(|(file, id, pattern)| compiled(file, &id, pattern).err())
             .next()
             .unwrap_or_else(|| RuleError::Pattern {
                 file: Path::new("rules").to_path_buf(),
