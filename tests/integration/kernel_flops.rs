@@ -210,6 +210,51 @@ fn decode_reports_hbm_bandwidth_beside_mfu() {
     assert_eq!(train.analysis.summary.mfu.hbm_util_pct, None);
 }
 
+/// vLLM's attention op packs every request's tokens in one q `[T, H, D]`: its FLOPs come from
+/// the iteration's marker, which TraceLens's instrumented vLLM writes with the token sums
+/// (TraceLens's own B200 sample: one 888-token prompt through 36 gpt-oss layers, q in FP8).
+#[test]
+fn vllm_attention_is_counted_from_its_iteration_marker() {
+    crate::with_shared!(shared => {
+        let path = shared.join("corpus/tracelens_nv/eager_trace.json.gz");
+        let feed = feed_of(&path, &["-q"]);
+        let s = &feed["summary"];
+        let missing: Vec<&str> = s["flops_missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["op"].as_str().unwrap())
+            .collect();
+        assert!(!missing.contains(&"vllm::unified_attention_with_output"), "{missing:?}");
+        // The fused MoE has no count yet: still a lower bound.
+        assert!(missing.contains(&"vllm::moe_forward"));
+        assert_eq!(s["mfu_lower_bound"], true);
+        let row = feed["op_shapes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["op"] == "vllm::unified_attention_with_output")
+            .expect("the attention calls have a rate");
+        assert_eq!(row["calls"], 36);
+        assert_eq!(row["shapes"], "[[888,8,64],[888,1,64],[888,1,64],[888,8,64],[],[],[]]");
+        // 8 query heads x (64 + 64) x the causal triangle of 888 tokens, per layer.
+        let executed = 36.0 * 2.0 * 8.0 * 128.0 * 888.0 * 889.0 / 2.0;
+        let tflops = executed / row["ns"].as_f64().unwrap() / 1e3;
+        assert!((row["tflops"].as_f64().unwrap() - tflops).abs() < 1e-3 * tflops, "{row}");
+        // The step's FLOPs: the GEMMs' (their rows) and every query-key pair of the attention
+        // calls, 888² a layer (one iteration: the step is the iteration).
+        let gemms: f64 = feed["op_shapes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["op"] != "vllm::unified_attention_with_output")
+            .filter_map(|r| Some(r["tflops"].as_f64()? * r["ns"].as_f64()? * 1e3))
+            .sum();
+        let model = gemms + 36.0 * 2.0 * 8.0 * 128.0 * 888.0 * 888.0;
+        assert!(within(num(s, "model_flops_per_step"), model, 1e-5), "{s}");
+    });
+}
+
 /// Every Kineto trace among the fixtures: at most 2% of its kernel time unclassified (the zoo
 /// and the corpus have their own tests).
 #[test]

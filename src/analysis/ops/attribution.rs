@@ -85,6 +85,7 @@ pub fn ops(
     let mut no_op = Acc::default();
     let acts = &trace.activities;
     let mut memo = CallMemo::default();
+    let iterations = super::attention_flops::IterationMarkers::of(trace);
     let (mut seen, mut chain, mut composite_chain): (
         Vec<NameId>,
         Vec<NameId>,
@@ -177,8 +178,9 @@ pub fn ops(
                 phase: phase(pos),
                 nested: false,
             };
+            let iteration = iterations.around(trace, outer);
             if calls.add_composite((outer, execution), at, span, || {
-                memo.composite(trace, outer, peaks, flex_density)
+                memo.composite(trace, outer, peaks, flex_density, iteration)
             }) {
                 in_composite = true;
                 break;

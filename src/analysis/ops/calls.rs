@@ -134,16 +134,21 @@ pub(crate) fn memory_call(
     })
 }
 
-/// A composite call (SDPA, convolution) of host op `outer`, when its shapes give its FLOPs.
+/// A composite call (SDPA, convolution) of host op `outer`, when its shapes give its FLOPs; a
+/// serving engine's attention op needs its iteration's marker too (`iteration`, else none).
 pub(crate) fn composite_call(
     trace: &Trace,
     outer: usize,
     peaks: Option<&efficiency::DevicePeaks>,
     flex_density: Option<f64>,
+    iteration: NameId,
 ) -> Option<Call> {
     let host = &trace.host;
     let name = host.name[outer];
     let dims = host.input_dims(outer);
+    if efficiency::is_iteration_attention(trace.names.get(name)) {
+        return iteration_attention_call(trace, outer, peaks, iteration);
+    }
     // Flex attention computes only the blocks its mask keeps: the user's density, else dense.
     let density = match efficiency::flex_attention_factor(trace.names.get(name)) {
         Some(_) => flex_density.unwrap_or(1.0),
@@ -182,6 +187,38 @@ pub(crate) fn composite_call(
     })
 }
 
+/// A serving engine's attention call (`vllm::unified_attention_with_output`): its FLOPs from its
+/// q/v shapes and the token sums its iteration's marker states.
+fn iteration_attention_call(
+    trace: &Trace,
+    h: usize,
+    peaks: Option<&efficiency::DevicePeaks>,
+    iteration: NameId,
+) -> Option<Call> {
+    let host = &trace.host;
+    let tokens = efficiency::IterationTokens::parse(trace.names.get(iteration))?;
+    let dims = host.input_dims(h);
+    let shapes = efficiency::dims_of(trace.names.get(dims))?;
+    let (flops, model_flops) = efficiency::iteration_attention_flops(&shapes, &tokens)?;
+    let dtype = efficiency::compute_dtype(
+        efficiency::dtype_of(trace.names.get(host.input_types(h)))?,
+        peaks,
+        false,
+    );
+    Some(Call {
+        op: host.name[h],
+        dims,
+        flops,
+        bytes: f64::NAN,
+        peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
+        dtype,
+        model_flops,
+        peak_gbps: hbm_gbps(peaks),
+        types: NameId::NONE,
+        inductor: NameId::NONE,
+    })
+}
+
 /// What each op name is, by name id (traces have millions of ops and few names).
 pub(crate) struct OpNames {
     /// SDPA, convolution: composite ops whose shapes give their FLOPs.
@@ -210,9 +247,14 @@ impl OpNames {
 /// Which reading of a host op made a call.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum CallOf {
-    Gemm { fp32: bool },
+    Gemm {
+        fp32: bool,
+    },
     Memory,
-    Composite,
+    /// A composite call, and its iteration's marker where its FLOPs read one.
+    Composite {
+        iteration: NameId,
+    },
 }
 
 /// What a call is (FLOPs, bytes, type, peak) follows from its op's name, its recorded
@@ -251,9 +293,10 @@ impl CallMemo {
         h: usize,
         peaks: Option<&efficiency::DevicePeaks>,
         flex_density: Option<f64>,
+        iteration: NameId,
     ) -> Option<Call> {
-        self.get(trace, (CallOf::Composite, h), peaks, || {
-            composite_call(trace, h, peaks, flex_density)
+        self.get(trace, (CallOf::Composite { iteration }, h), peaks, || {
+            composite_call(trace, h, peaks, flex_density, iteration)
         })
     }
 

@@ -2,9 +2,10 @@
 //! from `Input type`, and the peak of the device it ran on from `rules/devices.toml` (datasheet
 //! figures, matched on the trace's device name or arch).
 
+pub(crate) use super::attention_flops::iteration_attention_flops;
 pub use super::attention_flops::{
     attention_bytes, attention_is_decode, attention_model_flops, flex_attention_factor,
-    is_attention_op,
+    is_attention_op, is_iteration_attention, IterationTokens,
 };
 pub use super::shapes::dims_of;
 use super::shapes::{concrete_of, fprod, int_list};
