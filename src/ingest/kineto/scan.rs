@@ -179,6 +179,7 @@ impl<'a> Scanner<'a> {
 
     /// Skips any string whose opening quote is behind `i`, escapes checked as serde_json
     /// checks a string it ignores (a `\u` needs four hex digits, whatever they encode).
+    #[inline]
     fn skip_string(&mut self) -> Option<()> {
         loop {
             let q = special_byte(self.b, self.i)?;
@@ -212,44 +213,40 @@ impl<'a> Scanner<'a> {
 
     /// Skips a number, checked against JSON's grammar (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`).
     fn number(&mut self) -> Option<()> {
-        if self.peek()? == b'-' {
-            self.i += 1;
+        let b = self.b;
+        let mut i = self.i;
+        if *b.get(i)? == b'-' {
+            i += 1;
         }
-        match self.peek()? {
+        match *b.get(i)? {
             b'0' => {
-                self.i += 1;
-                if self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                i += 1;
+                if b.get(i).is_some_and(u8::is_ascii_digit) {
                     return None;
                 }
             }
-            b'1'..=b'9' => self.digits(),
+            b'1'..=b'9' => i = digits_end(b, i + 1),
             _ => return None,
         }
-        if self.peek() == Some(b'.') {
-            self.i += 1;
-            if !self.peek()?.is_ascii_digit() {
+        if b.get(i) == Some(&b'.') {
+            if !b.get(i + 1)?.is_ascii_digit() {
                 return None;
             }
-            self.digits();
+            i = digits_end(b, i + 2);
         }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.i += 1;
+        if let Some(b'e' | b'E') = b.get(i) {
+            i += 1;
+            if let Some(b'+' | b'-') = b.get(i) {
+                i += 1;
             }
-            if !self.peek()?.is_ascii_digit() {
+            if !b.get(i)?.is_ascii_digit() {
                 return None;
             }
-            self.digits();
+            i = digits_end(b, i + 1);
         }
+        self.i = i;
         // A number must be followed by something (the text may end mid-number).
         self.peek().map(|_| ())
-    }
-
-    fn digits(&mut self) {
-        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.i += 1;
-        }
     }
 
     /// Skips the value at `i`, at nesting `depth`.
@@ -263,33 +260,86 @@ impl<'a> Scanner<'a> {
                 self.skip_string()
             }
             b'{' => self.object(|sc, _| sc.skip_value(depth + 1)),
-            b'[' => {
-                self.i += 1;
-                self.skip_ws();
-                if self.peek()? == b']' {
-                    self.i += 1;
-                    return Some(());
-                }
-                loop {
-                    self.skip_ws();
-                    self.skip_value(depth + 1)?;
-                    self.skip_ws();
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b']' => {
-                            self.i += 1;
-                            return Some(());
-                        }
-                        _ => return None,
-                    }
-                }
-            }
+            b'[' => self.skip_array(depth),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
             b'n' => self.literal(b"null"),
             _ => self.number(),
         }
     }
+
+    /// Skips the array at `i` (nesting `depth`) and the arrays inside it in one loop, not a
+    /// call per element: recorded shapes and strides are lists of lists of numbers, most of
+    /// the bytes an event's arguments hold. Objects and literals inside go to [`Self::skip_value`].
+    fn skip_array(&mut self, depth: u32) -> Option<()> {
+        // Arrays this walk opened and has not closed.
+        let mut open = 0u32;
+        loop {
+            // A value starts at `i`.
+            match self.peek()? {
+                b'[' => {
+                    if depth + open > MAX_DEPTH {
+                        return None;
+                    }
+                    open += 1;
+                    self.i += 1;
+                    self.skip_ws();
+                    if self.peek()? != b']' {
+                        continue;
+                    }
+                    self.i += 1;
+                    open -= 1;
+                }
+                b'"' => {
+                    self.i += 1;
+                    self.skip_string()?;
+                }
+                b'0'..=b'9' => {
+                    // Integers up to a delimiter (most of the values here) without the
+                    // grammar's walk; anything else (fractions, exponents, `01`) gets it.
+                    let mut j = self.i + 1;
+                    if self.b[self.i] != b'0' {
+                        while self.b.get(j).is_some_and(u8::is_ascii_digit) {
+                            j += 1;
+                        }
+                    }
+                    match self.b.get(j) {
+                        Some(b',' | b']' | b' ') => self.i = j,
+                        _ => self.number()?,
+                    }
+                }
+                b'-' => self.number()?,
+                _ => self.skip_value(depth + open)?,
+            }
+            // After a value: `]`s close arrays, a `,` starts the next value.
+            loop {
+                if open == 0 {
+                    return Some(());
+                }
+                self.skip_ws();
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        self.skip_ws();
+                        break;
+                    }
+                    b']' => {
+                        self.i += 1;
+                        open -= 1;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+    }
+}
+
+/// The end of the digits from `i`.
+#[inline]
+fn digits_end(b: &[u8], i: usize) -> usize {
+    i + b.get(i..).map_or(0, |rest| {
+        rest.iter().position(|c| !c.is_ascii_digit()).unwrap_or(rest.len())
+    })
 }
 
 /// The first byte at or after `i` that ends a plain run of string bytes: a quote, a
@@ -379,6 +429,49 @@ mod tests {
         assert_eq!(
             super::special_byte(b"no special byte here, at all", 0),
             None
+        );
+    }
+
+    #[test]
+    fn nested_lists_read_as_serde_reads_them() {
+        let deep = format!("{{\"x\":{}1{}}}", "[".repeat(150), "]".repeat(150));
+        let mut texts: Vec<String> = [
+            "[[2, 128, 512], [512, 512], []]",
+            "[[],[[]],[[[]]]]",
+            "[0, 10, -0, 0.5, 1e5, 2E-3, 7]",
+            "[\"\", \"c10::BFloat16\", \"[256]\", \"a\\\"b\"]",
+            "[true, null, {\"a\": [1]}, false]",
+            "[ 1 , 2 ]",
+            "[\n  1,\n  2\n]",
+            // What serde rejects: a leading zero, a missing or trailing comma, a stray closer.
+            "[01]",
+            "[1 2]",
+            "[1,]",
+            "[,1]",
+            "[1}",
+            "[[1]",
+            "[1.]",
+            "[-]",
+            "[1x]",
+        ]
+        .iter()
+        .flat_map(|v| {
+            [
+                format!("{{\"args\":{{\"Input Dims\":{v}}},\"ph\":\"X\"}}"),
+                format!("{{\"x\":{v},\"ph\":\"X\"}}"),
+            ]
+        })
+        .collect();
+        texts.push(deep);
+        for text in &texts {
+            check_scanner_against_serde(text).unwrap();
+        }
+        let mut ev = RawEvent::default();
+        let text = r#"{"args":{"Input Dims":[[2, 128, 512], [512, 512], []]}}"#;
+        assert!(scan_event(text, &mut ev).is_some());
+        assert_eq!(
+            ev.args.input_dims.unwrap().get(),
+            "[[2, 128, 512], [512, 512], []]"
         );
     }
 
