@@ -35,7 +35,10 @@
 //! The scanner's first version ran 16.3 ms on one thread: it built the fields (most of a
 //! kilobyte) and moved them per event, and looked for a string's end with `memchr2` and then for
 //! control characters in a second pass; filling them in place and testing eight bytes at a time
-//! for a quote, a backslash or a control character gave the rest.
+//! for a quote, a backslash or a control character gave the rest. Recorded shapes and strides
+//! (lists of lists of integers) are most of an event's argument bytes: they are skipped in one
+//! loop, integers to their delimiter, which took the scanner from 242 M to 219 M instructions
+//! on the first 20 MB of big_eager (callgrind, `--threads 1`; the run 847 M → 825 M).
 
 mod event;
 mod raw;

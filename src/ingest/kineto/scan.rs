@@ -338,7 +338,9 @@ impl<'a> Scanner<'a> {
 #[inline]
 fn digits_end(b: &[u8], i: usize) -> usize {
     i + b.get(i..).map_or(0, |rest| {
-        rest.iter().position(|c| !c.is_ascii_digit()).unwrap_or(rest.len())
+        rest.iter()
+            .position(|c| !c.is_ascii_digit())
+            .unwrap_or(rest.len())
     })
 }
 
