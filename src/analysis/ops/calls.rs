@@ -144,62 +144,43 @@ pub(crate) fn composite_call(
     iteration: NameId,
 ) -> Option<Call> {
     let host = &trace.host;
-    let name = host.name[outer];
-    let dims = host.input_dims(outer);
-    if efficiency::is_iteration_attention(trace.names.get(name)) {
-        return iteration_attention_call(trace, outer, peaks, iteration);
+    let name = trace.names.get(host.name[outer]);
+    let dims = trace.names.get(host.input_dims(outer));
+    if efficiency::is_iteration_attention(name) {
+        // vLLM's: the token sums its iteration's marker states.
+        let tokens = efficiency::IterationTokens::parse(trace.names.get(iteration))?;
+        let (flops, model_flops) =
+            efficiency::iteration_attention_flops(&efficiency::dims_of(dims)?, &tokens)?;
+        return composite(trace, outer, peaks, flops, model_flops);
     }
     // Flex attention computes only the blocks its mask keeps: the user's density, else dense.
-    let density = match efficiency::flex_attention_factor(trace.names.get(name)) {
+    let density = match efficiency::flex_attention_factor(name) {
         Some(_) => flex_density.unwrap_or(1.0),
         None => 1.0,
     };
     let flops = density
-        * (dims != NameId::NONE)
+        * (!dims.is_empty())
             .then(|| {
                 efficiency::composite_flops(
-                    trace.names.get(name),
-                    trace.names.get(dims),
+                    name,
+                    dims,
                     trace.names.get(host.concrete_inputs(outer)),
                 )
             })
             .flatten()?;
-    let dtype = efficiency::compute_dtype(
-        efficiency::dtype_of(trace.names.get(host.input_types(outer)))?,
-        peaks,
-        false,
-    );
-    Some(Call {
-        op: name,
-        dims,
-        flops,
-        bytes: f64::NAN,
-        peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
-        dtype,
-        model_flops: efficiency::attention_model_flops(
-            trace.names.get(name),
-            trace.names.get(dims),
-        )
-        .map_or(flops, |f| f * density),
-        peak_gbps: hbm_gbps(peaks),
-        types: NameId::NONE,
-        inductor: NameId::NONE,
-    })
+    let model_flops = efficiency::attention_model_flops(name, dims).map_or(flops, |f| f * density);
+    composite(trace, outer, peaks, flops, model_flops)
 }
 
-/// A serving engine's attention call (`vllm::unified_attention_with_output`): its FLOPs from its
-/// q/v shapes and the token sums its iteration's marker states.
-fn iteration_attention_call(
+/// A composite call of host op `h` with these FLOPs, in the type of its first typed input.
+fn composite(
     trace: &Trace,
     h: usize,
     peaks: Option<&efficiency::DevicePeaks>,
-    iteration: NameId,
+    flops: f64,
+    model_flops: f64,
 ) -> Option<Call> {
     let host = &trace.host;
-    let tokens = efficiency::IterationTokens::parse(trace.names.get(iteration))?;
-    let dims = host.input_dims(h);
-    let shapes = efficiency::dims_of(trace.names.get(dims))?;
-    let (flops, model_flops) = efficiency::iteration_attention_flops(&shapes, &tokens)?;
     let dtype = efficiency::compute_dtype(
         efficiency::dtype_of(trace.names.get(host.input_types(h)))?,
         peaks,
@@ -207,7 +188,7 @@ fn iteration_attention_call(
     );
     Some(Call {
         op: host.name[h],
-        dims,
+        dims: host.input_dims(h),
         flops,
         bytes: f64::NAN,
         peak_tflops: peaks.and_then(|p| p.peak_tflops(dtype)).unwrap_or(f64::NAN),
