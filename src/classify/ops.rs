@@ -3,7 +3,7 @@
 
 use super::Bucket;
 use crate::error::RuleError;
-use regex::Regex;
+use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -44,13 +44,18 @@ impl OpRules {
         })?;
         let mut regexes = Vec::new();
         for r in &parsed.ops {
-            let re = Regex::new(&r.pattern).map_err(|e| RuleError::Pattern {
-                file: file.clone(),
-                id: r.id.clone(),
-                message: e.to_string(),
-            })?;
+            // As the kernel rules' tables: bytes with ASCII classes, Unicode where needed.
+            let re = RegexBuilder::new(&r.pattern)
+                .unicode(false)
+                .build()
+                .or_else(|_| Regex::new(&r.pattern))
+                .map_err(|e| RuleError::Pattern {
+                    file: file.clone(),
+                    id: r.id.clone(),
+                    message: e.to_string(),
+                })?;
             for ex in &r.matches {
-                if !re.is_match(ex) {
+                if !re.is_match(ex.as_bytes()) {
                     return Err(RuleError::Example {
                         file: file.clone(),
                         id: r.id.clone(),
@@ -59,7 +64,7 @@ impl OpRules {
                 }
             }
             for ex in &r.no_match {
-                if re.is_match(ex) {
+                if re.is_match(ex.as_bytes()) {
                     return Err(RuleError::Example {
                         file: file.clone(),
                         id: r.id.clone(),
@@ -79,7 +84,7 @@ impl OpRules {
     pub fn bucket_of(&self, op: &str) -> Option<Bucket> {
         self.regexes
             .iter()
-            .position(|re| re.is_match(op))
+            .position(|re| re.is_match(op.as_bytes()))
             .map(|i| self.rules[i].bucket)
     }
 }
