@@ -259,6 +259,43 @@ fn host_indexes(
     )
 }
 
+/// Three passes over the host events that read what is built before them and not each other,
+/// side by side: the regions, torch.compile's facts, the ops' attribution.
+fn host_passes(
+    inp: &regions::Inputs,
+    host_windows: &[(i64, i64)],
+    op_index: &op_index::OpIndex,
+    (rules, classified, opts): (&RuleSet, &Classified, &AnalysisOptions),
+) -> (
+    Option<Vec<regions::RegionRow>>,
+    compile::CompileFacts,
+    attribution::OpTables,
+) {
+    let (regions, (facts, ops)) = rayon::join(
+        || opts.regions.then(|| regions::analyze(inp)),
+        || {
+            rayon::join(
+                || compile::facts(inp.trace, inp.links, inp.steps, host_windows),
+                || {
+                    if !opts.attribution {
+                        return Default::default();
+                    }
+                    attribution::ops(
+                        inp.trace,
+                        op_index,
+                        &rules.devices,
+                        classified,
+                        inp.activity_buckets,
+                        inp.in_scope,
+                        opts.flex_density,
+                    )
+                },
+            )
+        },
+    );
+    (regions, facts, ops)
+}
+
 /// Classifies the trace and computes every aggregate: the [`Context`] the detectors read, from
 /// which [`Context::finish`] cuts the [`Analysis`] and the [`ActivityTable`].
 pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptions) -> Context<'a> {
@@ -291,22 +328,25 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         &in_scope,
         &mut parts.phases,
     );
-    let regions = opts.regions.then(|| {
-        regions::analyze(&regions::Inputs {
-            trace,
-            links: &links,
-            steps: &steps,
-            activity_buckets: &activity_buckets,
-            in_scope: &in_scope,
-            devices: &devices,
-            timelines: &timelines,
-        })
-    });
+    let region_inputs = regions::Inputs {
+        trace,
+        links: &links,
+        steps: &steps,
+        activity_buckets: &activity_buckets,
+        in_scope: &in_scope,
+        devices: &devices,
+        timelines: &timelines,
+    };
+    let (regions, compile_facts, op_tables) = host_passes(
+        &region_inputs,
+        &parts.host_windows,
+        &op_index,
+        (rules, &classified, opts),
+    );
     drop(devices);
     let durations: Vec<i64> = parts.step_durations.iter().map(|d| d.1).collect();
     let (step_ns, warmup_in_window) =
         steps::step_stats(&durations).map_or((None, false), |(s, w)| (Some(s), w));
-    let compile_facts = compile::facts(trace, &links, &steps, &parts.host_windows);
     let tagged_ns = tagged_ns(trace, &classified, &in_scope);
     let (compile, compile_detail) = compile_summary(&compile_facts, &tagged_ns, tables.kernel_ns);
     let mut summary = Summary {
@@ -321,19 +361,6 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     };
     let marker = steps.marker.iter().flatten().next().cloned();
     summary.set_iterations(&parts.phases, marker.as_ref());
-    let op_tables = if opts.attribution {
-        attribution::ops(
-            trace,
-            &op_index,
-            &rules.devices,
-            &classified,
-            &activity_buckets,
-            &in_scope,
-            opts.flex_density,
-        )
-    } else {
-        Default::default()
-    };
     let op_of = op_index.owner_ops();
     drop(op_index);
     let steps_per_input: Vec<usize> = (0..trace.inputs.len())
