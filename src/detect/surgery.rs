@@ -244,18 +244,19 @@ fn projection_kinds(trace: &crate::model::Trace) -> Vec<u8> {
 pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     let trace = ctx.trace;
     let host = &trace.host;
-    // The cpu_ops by (input, tid), each thread's in time order (u32: millions of ops).
-    let mut cpu_ops: Vec<u32> = (0..host.len())
-        .filter(|&h| host.kind[h] == HostKind::CpuOp)
-        .map(|h| h as u32)
-        .collect();
+    // The cpu_ops by (input, tid), each thread's in time order (u32: millions of ops), in a
+    // list of their exact count sorted in place: on a 2 GB trace a grown list and a stable
+    // sort's buffer were 25 MB more at the analysis's peak. Ties keep the trace's order.
+    let is_op = |h: &usize| host.kind[*h] == HostKind::CpuOp;
+    let mut cpu_ops: Vec<u32> = Vec::with_capacity((0..host.len()).filter(is_op).count());
+    cpu_ops.extend((0..host.len()).filter(is_op).map(|h| h as u32));
     let thread_key = |h: usize| (host.input[h], host.tid(h));
-    cpu_ops.sort_by_key(|&h| {
-        let h = h as usize;
+    cpu_ops.sort_unstable_by_key(|&h| {
         (
-            thread_key(h),
-            host.ts_ns[h],
-            std::cmp::Reverse(host.dur_ns.get(h)),
+            thread_key(h as usize),
+            host.ts_ns[h as usize],
+            std::cmp::Reverse(host.dur_ns.get(h as usize)),
+            h,
         )
     });
     let priced = LaunchedTime::new(ctx);
