@@ -111,6 +111,8 @@ pub struct Context<'a> {
     /// The aggregate numbers, complete: modules, sources, kernel candidates and the eager
     /// modules included.
     pub analysis: Analysis,
+    /// How long its stages took.
+    pub stages: Stages,
 }
 
 impl Context<'_> {
@@ -296,12 +298,56 @@ fn host_passes(
     (regions, facts, ops)
 }
 
+/// How long each stage of an analysis took, in order (wall time; for `--timings`, never in a
+/// report): what a run's time is spent on, and what waits for what on many cores.
+#[derive(Clone, Debug, Default)]
+pub struct Stages {
+    /// Each stage's name and time, in the order they first ran.
+    pub list: Vec<(&'static str, std::time::Duration)>,
+    last: Option<std::time::Instant>,
+}
+
+impl Stages {
+    /// A clock whose first stage starts now.
+    pub fn start() -> Stages {
+        Stages {
+            list: Vec::new(),
+            last: Some(std::time::Instant::now()),
+        }
+    }
+
+    /// Ends stage `name` now: the time since the previous stage ended (or the clock started).
+    pub fn lap(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.add(name, now - self.last.unwrap_or(now));
+        self.last = Some(now);
+    }
+
+    /// Adds `d` to stage `name` (a new stage goes last).
+    pub fn add(&mut self, name: &'static str, d: std::time::Duration) {
+        match self.list.iter_mut().find(|s| s.0 == name) {
+            Some(s) => s.1 += d,
+            None => self.list.push((name, d)),
+        }
+    }
+
+    /// Adds every stage of `other` (several ranks' analyses: their sum).
+    pub fn add_all(&mut self, other: &Stages) {
+        for &(name, d) in &other.list {
+            self.add(name, d);
+        }
+    }
+}
+
 /// Classifies the trace and computes every aggregate: the [`Context`] the detectors read, from
 /// which [`Context::finish`] cuts the [`Analysis`] and the [`ActivityTable`].
 pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptions) -> Context<'a> {
+    let mut clock = Stages::start();
     let classified = rules.classify_trace(trace);
     let links = Links::build(trace);
+    clock.lap("classify+links");
     let (op_index, (mut steps, timelines)) = host_indexes(trace, &links, opts);
+    clock.lap("ops+steps+timelines");
     let (activity_buckets, op_view) =
         op_index::activity_buckets(trace, &op_index, rules, &classified);
     let mut selecting = steps.select(opts.steps, opts.skip_warmup, opts.phase);
@@ -311,6 +357,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     selecting |= !unfinished.is_empty();
     let (step_span, host_span) = step_spans(trace, &steps);
     let in_scope = activities_in_scope(trace, &steps, selecting, &step_span);
+    clock.lap("buckets+scope");
     let tables = kernel_tables(
         trace,
         rules,
@@ -328,6 +375,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         &in_scope,
         &mut parts.phases,
     );
+    clock.lap("kernels+partition");
     let region_inputs = regions::Inputs {
         trace,
         links: &links,
@@ -343,6 +391,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         &op_index,
         (rules, &classified, opts),
     );
+    clock.lap("regions+compile+attribution");
     drop(devices);
     let durations: Vec<i64> = parts.step_durations.iter().map(|d| d.1).collect();
     let (step_ns, warmup_in_window) =
@@ -435,11 +484,23 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         module_of: Vec::new(),
         source_of: Vec::new(),
         analysis,
+        stages: Stages::default(),
     };
-    add_collectives_and_counters(&mut ctx);
-    add_critical_path(&mut ctx);
-    ctx.add_frames_and_candidates();
+    complete(&mut ctx, &mut clock);
+    ctx.stages = clock;
     ctx
+}
+
+/// The passes that read the context itself, each timed on `clock`: the collectives and
+/// counters, the critical path, the frames and kernel candidates.
+fn complete(ctx: &mut Context, clock: &mut Stages) {
+    clock.lap("summary");
+    add_collectives_and_counters(ctx);
+    clock.lap("collectives");
+    add_critical_path(ctx);
+    clock.lap("critical path");
+    ctx.add_frames_and_candidates();
+    clock.lap("frames+candidates");
 }
 
 /// What bounds each step: the critical path, and every item on it for merging ranks. (Not run

@@ -29,7 +29,7 @@ pub(crate) mod signals;
 pub(crate) mod table;
 pub(crate) mod time;
 
-pub use context::{prepare, AnalysisOptions, Context};
+pub use context::{prepare, AnalysisOptions, Context, Stages};
 pub use kernels::{BucketRow, KernelRow};
 pub use numbers::median;
 pub use ops::attribution::{MemoryShapeRow, OpRow, NO_OP};

@@ -343,6 +343,16 @@ pub(super) fn run_configured(
             run.trace.host.len(),
             run.timings.analysis.as_secs_f64()
         );
+        let stages = &run.timings.stages.list;
+        if !stages.is_empty() {
+            let each: Vec<String> = stages
+                .iter()
+                .map(|(name, d)| format!("{name} {:.1}", d.as_secs_f64() * 1e3))
+                .collect();
+            // Each stage's wall time; the detectors and the replays' step model run side by
+            // side on more than one thread, and several ranks' stages are summed.
+            eprintln!("timings: analysis stages (ms): {}", each.join(", "));
+        }
     }
     Ok(run)
 }

@@ -5,7 +5,7 @@
 
 use crate::analysis::time::partition::PartitionRow;
 use crate::analysis::time::steps::StepRange;
-use crate::analysis::{self, ActivityTable, Analysis, AnalysisOptions, BucketRow, Summary};
+use crate::analysis::{self, ActivityTable, Analysis, AnalysisOptions, BucketRow, Stages, Summary};
 use crate::classify::devices::DevicePeaks;
 use crate::classify::RuleSet;
 use crate::compare::{self, Diff};
@@ -78,12 +78,14 @@ pub struct RankView {
 }
 
 /// How long the stages took (for `--timings`; never rendered into a report).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Timings {
     /// Reading the inputs.
     pub read: Duration,
     /// Analysis, detection and the plan.
     pub analysis: Duration,
+    /// The analysis's own stages (summed over ranks when it analyzed several).
+    pub stages: Stages,
 }
 
 /// Everything one run computed.
@@ -184,10 +186,8 @@ pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
     if let Some(w) = &mut run.analysis.parts.what_if {
         w.recommendations = config.what_if.clone();
     }
-    run.timings = Timings {
-        read,
-        analysis: started.elapsed() - read,
-    };
+    run.timings.read = read;
+    run.timings.analysis = started.elapsed() - read;
     Ok(run)
 }
 
@@ -284,7 +284,7 @@ pub fn partial(
     let rank = ranks.into_iter().next().flatten();
     let opts = partial_options(&config.analysis);
     let catalog = Catalog::load(&config.rule_dirs)?;
-    let (analysis, _, findings) = analyze_one(&trace, (&rules, &catalog), &opts, None);
+    let (analysis, _, findings, _) = analyze_one(&trace, (&rules, &catalog), &opts, None);
     Ok(partial::Partial::new(
         rank,
         analysis,
@@ -328,8 +328,8 @@ pub fn merge(partials: &[(String, Vec<u8>)], config: &Config) -> Result<Run, Run
         devices: rules.devices.clone(),
         detect_passes: 1,
         timings: Timings {
-            read: Duration::ZERO,
             analysis: started.elapsed(),
+            ..Timings::default()
         },
     })
 }
@@ -401,19 +401,21 @@ pub fn run_trace(
     let joined = (!logs.is_empty())
         .then(|| analysis::compile::logs::join(logs, has_trace.then_some(&trace)));
     let logs = joined.as_ref().map(|j| (j, &catalog.compile_fixes));
-    let (analysis, activities, findings, ranks, detect_passes) =
-        analyze_all(&trace, (rules, catalog), opts, logs);
-    let plan = recommend::plan(&analysis, &findings, catalog, env);
+    let a = analyze_all(&trace, (rules, catalog), opts, logs);
+    let plan = recommend::plan(&a.analysis, &a.findings, catalog, env);
     Run {
         trace,
-        activities,
-        analysis,
-        findings,
+        activities: a.table,
+        analysis: a.analysis,
+        findings: a.findings,
         plan,
-        ranks,
+        ranks: a.ranks,
         devices: rules.devices.clone(),
-        detect_passes,
-        timings: Timings::default(),
+        detect_passes: a.passes,
+        timings: Timings {
+            stages: a.stages,
+            ..Timings::default()
+        },
     }
 }
 
@@ -424,8 +426,9 @@ fn analyze_one(
     (rules, catalog): (&RuleSet, &Catalog),
     opts: &AnalysisOptions,
     logs: Option<detect::CompileLogs>,
-) -> (Analysis, ActivityTable, Vec<Finding>) {
-    let ctx = analysis::prepare(trace, rules, opts);
+) -> (Analysis, ActivityTable, Vec<Finding>, Stages) {
+    let mut ctx = analysis::prepare(trace, rules, opts);
+    let mut stages = std::mem::take(&mut ctx.stages);
     // The step model, while the context holds what it is built from; replayed once the
     // findings say which changes the plan prices.
     let mut constants = catalog.replay.clone();
@@ -437,18 +440,24 @@ fn analyze_one(
     };
     let (findings, replayer) = if rayon::current_num_threads() > 1 {
         // Built beside the detectors (most traces have a finding it prices), dropped unused.
-        let (findings, replayer) = rayon::join(
-            || detect::detect(&ctx, logs),
-            || analysis::Replayer::new(&ctx, &constants),
+        let ((findings, detecting), (replayer, modelling)) = rayon::join(
+            || timed(|| detect::detect(&ctx, logs)),
+            || timed(|| analysis::Replayer::new(&ctx, &constants)),
         );
+        stages.add("detect", detecting);
+        stages.add("replays' step model", modelling);
         let replayer = wanted(&findings).then_some(replayer);
         (findings, replayer)
     } else {
-        let findings = detect::detect(&ctx, logs);
-        let replayer = wanted(&findings).then(|| analysis::Replayer::new(&ctx, &constants));
+        let (findings, detecting) = timed(|| detect::detect(&ctx, logs));
+        stages.add("detect", detecting);
+        let (replayer, modelling) =
+            timed(|| wanted(&findings).then(|| analysis::Replayer::new(&ctx, &constants)));
+        stages.add("replays' step model", modelling);
         (findings, replayer)
     };
     let (mut analysis, table) = ctx.finish();
+    let replaying = Instant::now();
     if let Some(r) = replayer {
         analysis.parts.replays =
             recommend::replays(&analysis, &findings, catalog, &|set| r.replay(set));
@@ -456,7 +465,15 @@ fn analyze_one(
             analysis.parts.what_if = Some(r.what_if(&opts.what_if));
         }
     }
-    (analysis, table, findings)
+    stages.add("replays", replaying.elapsed());
+    (analysis, table, findings, stages)
+}
+
+/// `f`'s result and how long it took.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let started = Instant::now();
+    let out = f();
+    (out, started.elapsed())
 }
 
 /// [`analyze_one`] of the whole trace; when it holds several ranks, each rank's partial (in
@@ -467,15 +484,22 @@ fn analyze_all(
     (rules, catalog): (&RuleSet, &Catalog),
     opts: &AnalysisOptions,
     logs: Option<detect::CompileLogs>,
-) -> (Analysis, ActivityTable, Vec<Finding>, Vec<RankView>, u32) {
+) -> Analyzed {
     use rayon::prelude::*;
     let mut ranks: BTreeMap<Option<u32>, Vec<u32>> = BTreeMap::new();
     for (i, input) in trace.inputs.iter().enumerate() {
         ranks.entry(input.rank).or_default().push(i as u32);
     }
     if ranks.keys().flatten().count() <= 1 {
-        let (a, t, f) = analyze_one(trace, (rules, catalog), opts, logs);
-        return (a, t, f, Vec::new(), 1);
+        let (analysis, table, findings, stages) = analyze_one(trace, (rules, catalog), opts, logs);
+        return Analyzed {
+            analysis,
+            table,
+            findings,
+            ranks: Vec::new(),
+            passes: 1,
+            stages,
+        };
     }
     // Inputs without a rank (torch.compile logs, a stray trace) are one more part, merged last.
     let mut groups: Vec<(Option<u32>, Vec<u32>)> = ranks.into_iter().collect();
@@ -483,31 +507,53 @@ fn analyze_all(
     groups.rotate_left(unranked_first);
     let settings = partial::Settings::of(opts, rules);
     let rank_opts = partial_options(opts);
-    let parts: Vec<(partial::Partial, (ActivityTable, Vec<u32>))> = groups
+    let parts: Vec<RankPart> = groups
         .into_par_iter()
         .map(|(rank, inputs)| {
-            let (a, table, findings) =
+            let (a, table, findings, stages) =
                 analyze_one(&trace.subset(&inputs), (rules, catalog), &rank_opts, None);
             let p = partial::Partial::new(rank, a, findings, settings.clone());
             // Through JSON, as a file carries it (one holding a non-finite float from a corrupt
             // counter, which JSON cannot, is kept as it is rather than failing the analysis).
             let p = partial::Partial::from_json(&p.to_json(), "(in memory)").unwrap_or(p);
-            (p, (table, inputs))
+            (p, (table, inputs), stages)
         })
         .collect();
-    let (partials, tables): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+    // The ranks' stages summed (they ran side by side), then the merge.
+    let mut stages = Stages::start();
+    let (mut partials, mut tables) = (Vec::new(), Vec::new());
+    for (p, t, s) in parts {
+        partials.push(p);
+        tables.push(t);
+        stages.add_all(&s);
+    }
     let rank_passes = partials.len() as u32;
     let skipped = trace.skipped.clone();
     let merged = partial::merge_in_rank_order(partials, rules, (opts.top, skipped), logs);
     let table = ActivityTable::stitch(trace, tables);
-    let passes = rank_passes + 1;
-    (
-        merged.analysis,
+    stages.lap("merge ranks");
+    Analyzed {
+        analysis: merged.analysis,
         table,
-        merged.findings,
-        merged.ranks,
-        passes,
-    )
+        findings: merged.findings,
+        ranks: merged.ranks,
+        passes: rank_passes + 1,
+        stages,
+    }
+}
+
+/// One rank's analysis as a partial, its activity table and inputs, and its stages.
+type RankPart = (partial::Partial, (ActivityTable, Vec<u32>), Stages);
+
+/// What [`analyze_all`] computed.
+struct Analyzed {
+    analysis: Analysis,
+    table: ActivityTable,
+    findings: Vec<Finding>,
+    ranks: Vec<RankView>,
+    /// Detection passes: one per rank, and one for the job.
+    passes: u32,
+    stages: Stages,
 }
 
 /// Which run of a comparison is being analyzed.

@@ -661,3 +661,69 @@ fn every_format_is_deterministic_and_path_free() {
         );
     }
 }
+
+/// The analysis stages `--timings` prints: (name, milliseconds) in order, and the analysis total.
+fn stage_timings(args: &[&str], input: &std::path::Path) -> (Vec<(String, f64)>, f64) {
+    let out = bin()
+        .args(["-q", "--timings", "--json", "-"])
+        .args(args)
+        .arg(input)
+        .assert()
+        .success()
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out).unwrap();
+    let total = err
+        .lines()
+        .find_map(|l| l.strip_prefix("timings: read "))
+        .and_then(|l| l.split("analysis ").nth(1))
+        .and_then(|t| t.trim_end_matches(" s").parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no analysis time in {err}"));
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix("timings: analysis stages (ms): "))
+        .unwrap_or_else(|| panic!("no stages in {err}"));
+    let stages = line
+        .split(", ")
+        .map(|s| {
+            let (name, ms) = s.rsplit_once(' ').unwrap();
+            (name.to_string(), ms.parse::<f64>().unwrap())
+        })
+        .collect();
+    (stages, total * 1e3)
+}
+
+#[test]
+fn timings_name_the_analysis_stages_and_add_up_to_at_most_the_analysis() {
+    // One thread: the stages run one after another inside the analysis.
+    let (stages, total_ms) = stage_timings(&["--threads", "1"], &fixture(MANUAL));
+    let names: Vec<&str> = stages.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "classify+links",
+            "ops+steps+timelines",
+            "buckets+scope",
+            "kernels+partition",
+            "regions+compile+attribution",
+            "summary",
+            "collectives",
+            "critical path",
+            "frames+candidates",
+            "detect",
+            "replays' step model",
+            "replays",
+        ]
+    );
+    let sum: f64 = stages.iter().map(|s| s.1).sum();
+    // Each is printed to 0.1 ms, the total to 1 ms.
+    assert!(
+        sum <= total_ms + 1.0 + 0.05 * stages.len() as f64,
+        "{sum} ms of {total_ms}: {stages:?}"
+    );
+    // Two ranks: each rank's stages summed, then their merge.
+    let (ranks, _) = stage_timings(&[], &fixture("kineto/h100x2/balanced"));
+    assert_eq!(ranks.last().map(|s| s.0.as_str()), Some("merge ranks"));
+    assert_eq!(ranks.len(), stages.len() + 1);
+}
