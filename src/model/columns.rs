@@ -115,13 +115,15 @@ impl Runs {
     }
     /// The values in row order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.runs
-            .iter()
-            .enumerate()
-            .flat_map(move |(k, &(first, v))| {
-                let end = self.runs.get(k + 1).map_or(self.len, |r| r.0);
-                std::iter::repeat_n(v, end - first)
-            })
+        self.ranges()
+            .flat_map(|(rows, v)| std::iter::repeat_n(v, rows.len()))
+    }
+    /// Each run's rows and value, in row order.
+    pub fn ranges(&self) -> impl Iterator<Item = (std::ops::Range<usize>, u32)> + '_ {
+        self.runs.iter().enumerate().map(move |(k, &(first, v))| {
+            let end = self.runs.get(k + 1).map_or(self.len, |r| r.0);
+            (first..end, v)
+        })
     }
     /// The values as a plain column (for exports that want one).
     pub fn to_vec(&self) -> Vec<u32> {

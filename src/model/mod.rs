@@ -296,16 +296,23 @@ impl Trace {
                 .collect(),
             ..Default::default()
         };
-        for k in 0..self.activities.len() {
-            let mut r = self.activities.row(k);
-            if let Some(input) = map(r.input) {
+        // The rows of the inputs kept, by their runs in the `input` column: a rank's subset
+        // reads its own rows only (each of a job's ranks read every row before: quadratic).
+        let kept = |runs: &columns::Runs| -> Vec<(std::ops::Range<usize>, u32)> {
+            runs.ranges()
+                .filter_map(|(rows, v)| Some((rows, map(v)?)))
+                .collect()
+        };
+        for (rows, input) in kept(&self.activities.input) {
+            for k in rows {
+                let mut r = self.activities.row(k);
                 r.input = input;
                 out.activities.push(r);
             }
         }
-        for k in 0..self.host.len() {
-            let mut r = self.host.row(k);
-            if let Some(input) = map(r.input) {
+        for (rows, input) in kept(&self.host.input) {
+            for k in rows {
+                let mut r = self.host.row(k);
                 r.input = input;
                 out.host.push(r);
             }

@@ -510,12 +510,17 @@ fn analyze_all(
     let parts: Vec<RankPart> = groups
         .into_par_iter()
         .map(|(rank, inputs)| {
-            let (a, table, findings, stages) =
-                analyze_one(&trace.subset(&inputs), (rules, catalog), &rank_opts, None);
-            let p = partial::Partial::new(rank, a, findings, settings.clone());
-            // Through JSON, as a file carries it (one holding a non-finite float from a corrupt
-            // counter, which JSON cannot, is kept as it is rather than failing the analysis).
-            let p = partial::Partial::from_json(&p.to_json(), "(in memory)").unwrap_or(p);
+            let (subset, cutting) = timed(|| trace.subset(&inputs));
+            let (a, table, findings, mut stages) =
+                analyze_one(&subset, (rules, catalog), &rank_opts, None);
+            stages.add("rank subsets", cutting);
+            let (p, encoding) = timed(|| {
+                let p = partial::Partial::new(rank, a, findings, settings.clone());
+                // Through JSON, as a file carries it (one holding a non-finite float from a
+                // corrupt counter, which JSON cannot, is kept as it is rather than failing).
+                partial::Partial::from_json(&p.to_json(), "(in memory)").unwrap_or(p)
+            });
+            stages.add("partials through JSON", encoding);
             (p, (table, inputs), stages)
         })
         .collect();

@@ -300,3 +300,60 @@ fn inputs_carry_their_jobs_distributed_info() {
     let single = crate::common::feed_of(&fixture("kineto/h100/train_regions.json.gz"), &[]);
     assert!(single["inputs"][0].get("distributed").is_none());
 }
+
+/// A rank's subset of a job's trace holds the rows of that rank's file read alone, in order
+/// (the subset reads each input's runs of rows, not every row of the job per rank).
+#[test]
+fn a_ranks_subset_holds_its_own_files_rows_in_order() {
+    let files: Vec<std::path::PathBuf> = ["rank0.json.gz", "rank1.json.gz"]
+        .iter()
+        .map(|f| fixture(&format!("kineto/h100x2/balanced/{f}")))
+        .collect();
+    let opts = ReadOptions::default();
+    let job = read_all(&files, &opts).unwrap();
+    assert_eq!(job.inputs.len(), 2);
+    for (i, file) in files.iter().enumerate() {
+        let alone = read_all(std::slice::from_ref(file), &opts).unwrap();
+        let sub = job.subset(&[i as u32]);
+        let (a, s) = (&alone.activities, &sub.activities);
+        assert!(
+            a.len() > 100 && a.len() == s.len(),
+            "{} vs {}",
+            a.len(),
+            s.len()
+        );
+        for k in 0..a.len() {
+            assert_eq!(
+                (
+                    a.ts_ns[k],
+                    a.dur_ns[k],
+                    a.input[k],
+                    alone.names.get(a.name[k])
+                ),
+                (
+                    s.ts_ns[k],
+                    s.dur_ns[k],
+                    s.input[k],
+                    sub.names.get(s.name[k])
+                ),
+                "activity {k} of {}",
+                file.display()
+            );
+        }
+        let (a, s) = (&alone.host, &sub.host);
+        assert!(
+            a.len() > 100 && a.len() == s.len(),
+            "{} vs {}",
+            a.len(),
+            s.len()
+        );
+        for k in 0..a.len() {
+            assert_eq!(
+                (a.ts_ns[k], a.input[k], alone.names.get(a.name[k])),
+                (s.ts_ns[k], s.input[k], sub.names.get(s.name[k])),
+                "host event {k} of {}",
+                file.display()
+            );
+        }
+    }
+}
