@@ -234,7 +234,7 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true)]
     pub quiet: bool,
 
-    /// Print how long reading, analysis and rendering took, on stderr.
+    /// Print how long reading and each stage of the analysis took, on stderr.
     #[arg(long, global = true)]
     pub timings: bool,
 }
