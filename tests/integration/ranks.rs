@@ -312,16 +312,17 @@ fn a_ranks_subset_holds_its_own_files_rows_in_order() {
     let opts = ReadOptions::default();
     let job = read_all(&files, &opts).unwrap();
     assert_eq!(job.inputs.len(), 2);
+    let same_rows = |alone: usize, sub: usize| {
+        assert!(
+            alone > 100 && alone == sub,
+            "{alone} rows alone, {sub} in the subset"
+        );
+    };
     for (i, file) in files.iter().enumerate() {
         let alone = read_all(std::slice::from_ref(file), &opts).unwrap();
         let sub = job.subset(&[i as u32]);
         let (a, s) = (&alone.activities, &sub.activities);
-        assert!(
-            a.len() > 100 && a.len() == s.len(),
-            "{} vs {}",
-            a.len(),
-            s.len()
-        );
+        same_rows(a.len(), s.len());
         for k in 0..a.len() {
             assert_eq!(
                 (
@@ -341,12 +342,7 @@ fn a_ranks_subset_holds_its_own_files_rows_in_order() {
             );
         }
         let (a, s) = (&alone.host, &sub.host);
-        assert!(
-            a.len() > 100 && a.len() == s.len(),
-            "{} vs {}",
-            a.len(),
-            s.len()
-        );
+        same_rows(a.len(), s.len());
         for k in 0..a.len() {
             assert_eq!(
                 (a.ts_ns[k], a.input[k], alone.names.get(a.name[k])),
