@@ -186,9 +186,10 @@ fn simd_tape_batch(doc: &[u8], ranges: &[(usize, usize)]) -> usize {
 struct SerdePieces;
 
 impl PieceParser for SerdePieces {
-    type Piece = usize;
-    fn element(&self, rows: &mut usize, input: &PieceInput<'_>, s: usize) -> Option<usize> {
-        let (e, kept) = kineto::element_for_bench(input, s, true)?;
+    type Piece = Counted;
+    fn element(&self, piece: &mut Self::Piece, input: &PieceInput<'_>, s: usize) -> Option<usize> {
+        let (rows, seen) = piece;
+        let (e, kept) = kineto::element_for_bench(input, s, true, seen)?;
         *rows += usize::from(kept);
         Some(e)
     }
@@ -198,9 +199,10 @@ impl PieceParser for SerdePieces {
 struct ScannerPieces;
 
 impl PieceParser for ScannerPieces {
-    type Piece = usize;
-    fn element(&self, rows: &mut usize, input: &PieceInput<'_>, s: usize) -> Option<usize> {
-        let (e, kept) = kineto::element_for_bench(input, s, false)?;
+    type Piece = Counted;
+    fn element(&self, piece: &mut Self::Piece, input: &PieceInput<'_>, s: usize) -> Option<usize> {
+        let (rows, seen) = piece;
+        let (e, kept) = kineto::element_for_bench(input, s, false, seen)?;
         *rows += usize::from(kept);
         Some(e)
     }
@@ -211,8 +213,9 @@ impl PieceParser for ScannerPieces {
 struct SimdPieces;
 
 impl PieceParser for SimdPieces {
-    type Piece = usize;
-    fn element(&self, rows: &mut usize, input: &PieceInput<'_>, s: usize) -> Option<usize> {
+    type Piece = Counted;
+    fn element(&self, piece: &mut Counted, input: &PieceInput<'_>, s: usize) -> Option<usize> {
+        let rows = &mut piece.0;
         thread_local! {
             static SCRATCH: std::cell::RefCell<(Vec<u8>, simd_json::Buffers)> =
                 std::cell::RefCell::new((Vec::new(), simd_json::Buffers::new(4096)));
@@ -233,8 +236,11 @@ impl PieceParser for SimdPieces {
 #[derive(Default)]
 struct Rows(usize);
 
-impl PieceSink<usize> for Rows {
-    fn append(&mut self, rows: usize) -> Result<(), ScanError> {
+/// A piece's rows, and what the reader's scanner checked in it (unused by the others).
+type Counted = (usize, kineto::Seen);
+
+impl PieceSink<Counted> for Rows {
+    fn append(&mut self, (rows, _): Counted) -> Result<(), ScanError> {
         self.0 += rows;
         Ok(())
     }
@@ -243,7 +249,7 @@ impl PieceSink<usize> for Rows {
     }
 }
 
-fn walk_pieces<P: PieceParser<Piece = usize>>(doc: &[u8], parser: &P, parallel: bool) -> usize {
+fn walk_pieces<P: PieceParser<Piece = Counted>>(doc: &[u8], parser: &P, parallel: bool) -> usize {
     let mut rows = Rows::default();
     if parallel {
         json_stream::scan_parallel(

@@ -107,9 +107,14 @@ impl<P: PieceParser, S: PieceSink<P::Piece> + Send> Handler for Pieces<'_, P, S>
         let scan_piece = |(k, &start): (usize, &usize)| -> Scanned<P::Piece> {
             let piece_end = starts.get(k + 1).copied();
             let region = &buf[start..piece_end.unwrap_or(buf.len())];
-            let text = match std::str::from_utf8(region) {
+            // simdutf8 checks 32 bytes a step (std's check was 3% of a one-thread read); only
+            // a piece that is not UTF-8 to its end asks std where it stops.
+            let text = match simdutf8::basic::from_utf8(region) {
                 Ok(t) => t,
-                Err(e) => std::str::from_utf8(&region[..e.valid_up_to()]).unwrap_or_default(),
+                Err(_) => match std::str::from_utf8(region) {
+                    Ok(t) => t,
+                    Err(e) => std::str::from_utf8(&region[..e.valid_up_to()]).unwrap_or_default(),
+                },
             };
             let input = PieceInput {
                 buf,

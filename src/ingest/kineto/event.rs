@@ -160,11 +160,12 @@ pub(super) fn parse_element<'a>(
     input: &PieceInput<'a>,
     s: usize,
     path: EventPath,
+    seen: &mut super::seen::Seen,
 ) -> Option<(usize, Parsed<'a>)> {
     if let Some(text) = input.text_from(s) {
         if path == EventPath::Scanner {
             let mut ev = RawEvent::default();
-            if let Some(e) = super::scan::scan_event(text, &mut ev) {
+            if let Some(e) = super::seen::scan_event(text, &mut ev, seen) {
                 return Some((s + e, interpret(&ev, s)));
             }
         }
@@ -418,21 +419,23 @@ pub fn parse_batch_for_bench(buf: &[u8], ranges: &[(usize, usize)]) -> [usize; 3
     counts
 }
 
-/// The reader's parse of the element at `s`, on its own (by the scanner, or by serde alone):
-/// its end, and whether it is a row (GPU or host). The parser benchmark's view of the hot
-/// path; not a stable API.
+/// The reader's parse of the element at `s`, on its own (by the scanner, or by serde alone),
+/// `seen` holding what the scanner saw in the piece's earlier elements: its end, and
+/// whether it is a row (GPU or host). The parser benchmark's view of the hot path; not a
+/// stable API.
 #[doc(hidden)]
 pub fn element_for_bench(
     input: &PieceInput<'_>,
     s: usize,
     serde_only: bool,
+    seen: &mut super::seen::Seen,
 ) -> Option<(usize, bool)> {
     let path = if serde_only {
         EventPath::Serde
     } else {
         EventPath::Scanner
     };
-    let (e, parsed) = parse_element(input, s, path)?;
+    let (e, parsed) = parse_element(input, s, path, seen)?;
     Some((e, matches!(parsed, Parsed::Gpu(_) | Parsed::Host(_))))
 }
 
@@ -456,8 +459,16 @@ fn offset_in(bytes: &[u8], e: &serde_json::Error) -> usize {
 /// does (the same fields, the same end), or declines it. Not an API.
 #[doc(hidden)]
 pub fn check_scanner_against_serde(text: &str) -> Result<(), String> {
+    let mut seen = super::seen::Seen::default();
+    check_scanned(text, &mut seen)?;
+    // Again, with the shape and the values it saw the first time remembered.
+    check_scanned(text, &mut seen)
+}
+
+/// [`check_scanner_against_serde`] with what the scanner saw before.
+pub(super) fn check_scanned(text: &str, seen: &mut super::seen::Seen) -> Result<(), String> {
     let mut scanned = RawEvent::default();
-    let Some(end) = super::scan::scan_event(text, &mut scanned) else {
+    let Some(end) = super::seen::scan_event(text, &mut scanned, seen) else {
         return Ok(());
     };
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<RawEvent<'_>>();

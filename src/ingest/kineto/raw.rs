@@ -75,13 +75,26 @@ macro_rules! raw_args {
             /// The field `key` names and a bit of its own (the scanner's repeated-key check);
             /// None for a key the model does not read.
             #[allow(unused_assignments)]
-            pub(super) fn slot(&mut self, key: &str) -> Option<(u64, &mut Option<Raw<'a>>)> {
+            pub(super) fn slot(&mut self, key: &[u8]) -> Option<(u64, &mut Option<Raw<'a>>)> {
                 let mut bit = 1u64;
                 $(
-                    if key == $key {
+                    if key == $key.as_bytes() {
                         return Some((bit, &mut self.$field));
                     }
                     bit <<= 1;
+                )*
+                None
+            }
+
+            /// The field of index `k` (its bit's place in [`RawArgs::slot`]).
+            #[allow(unused_assignments)]
+            pub(super) fn slot_at(&mut self, k: u8) -> Option<&mut Option<Raw<'a>>> {
+                let mut at = 0u8;
+                $(
+                    if k == at {
+                        return Some(&mut self.$field);
+                    }
+                    at += 1;
                 )*
                 None
             }
