@@ -119,17 +119,27 @@ pub(super) fn read_field<'a>(
         Field::Dur => raw_value(text, i, &mut ev.dur),
         Field::Skip => skip_value(b, i, 1),
         Field::Args => args(text, i, &mut ev.args, values, steps),
-        Field::Arg(k) => {
-            let slot = ev.args.slot_at(k)?;
-            if *b.get(i)? == b'n' {
-                return literal(b, i, b"null");
-            }
-            let e = values.skip(b, i)?;
-            *slot = Some(Raw(text.get(i..e)?));
-            Some(e)
-        }
+        Field::Arg(k) => arg_value(text, i, ev.args.slot_at(k)?, values),
         Field::SkipArg => values.skip(b, i),
     }
+}
+
+/// A value of `args` the model reads, at `i`: its text as written into `slot` (null: None),
+/// checked as serde checks it (by `values` when it checked the same before). Returns its end.
+#[inline(always)]
+fn arg_value<'a>(
+    text: &'a str,
+    i: usize,
+    slot: &mut Option<Raw<'a>>,
+    values: &mut Checked,
+) -> Option<usize> {
+    let b = text.as_bytes();
+    if *b.get(i)? == b'n' {
+        return literal(b, i, b"null");
+    }
+    let e = values.skip(b, i)?;
+    *slot = Some(Raw(text.get(i..e)?));
+    Some(e)
 }
 
 /// Keys of an event object the model reads, by bit.
@@ -164,28 +174,16 @@ fn args<'a>(
     let mut seen = 0u64;
     loop {
         let (key, v) = key(b, i)?;
-        let field = match args.slot(key) {
-            None => Field::SkipArg,
-            Some((bit, _)) => {
+        let (field, e) = match args.slot(key) {
+            None => (Field::SkipArg, values.skip(b, v)?),
+            Some((bit, slot)) => {
                 if seen & bit != 0 {
                     return None;
                 }
                 seen |= bit;
-                Field::Arg(bit.trailing_zeros() as u8)
+                let field = Field::Arg(bit.trailing_zeros() as u8);
+                (field, arg_value(text, v, slot, values)?)
             }
-        };
-        let e = match field {
-            Field::Arg(k) => {
-                let slot = args.slot_at(k)?;
-                if *b.get(v)? == b'n' {
-                    literal(b, v, b"null")?
-                } else {
-                    let e = values.skip(b, v)?;
-                    *slot = Some(Raw(text.get(v..e)?));
-                    e
-                }
-            }
-            _ => values.skip(b, v)?,
         };
         steps.push(Step {
             start: v,
