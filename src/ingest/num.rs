@@ -28,6 +28,10 @@ pub fn unquote(lexeme: &str) -> &str {
 /// Parses a microsecond value (`12`, `12.5`, `1.2e3`, `"12"`) into nanoseconds, exactly for plain
 /// decimals. `None` for `null`, non-numbers, NaN and values out of range.
 pub fn micros_to_ns(lexeme: &str) -> Option<i64> {
+    // A plain decimal, as Kineto writes every timestamp, needs no trimming or unquoting.
+    if let Some(ns) = plain_micros_to_ns(lexeme.as_bytes()) {
+        return ns;
+    }
     let s = trim(unquote(lexeme));
     if let Some(ns) = plain_micros_to_ns(s.as_bytes()) {
         return ns;
@@ -70,38 +74,66 @@ pub fn micros_to_ns(lexeme: &str) -> Option<i64> {
     Some(if neg { -ns } else { ns })
 }
 
+/// The value of an ASCII digit, None for any other byte.
+fn digit(c: u8) -> Option<u8> {
+    let d = c.wrapping_sub(b'0');
+    (d <= 9).then_some(d)
+}
+
 /// [`micros_to_ns`] of a plain decimal (`digits[.digits]`, Kineto's every timestamp) in one
-/// pass; `None` when the lexeme is anything else (signs, exponents, empty parts: the general
-/// path decides those). Same result as the general path, overflow included.
+/// pass over its bytes; `None` when the lexeme is anything else (blanks, quotes, signs,
+/// exponents, an empty integer part, more than 18 integer digits: the general path decides
+/// those). Same result as the general path, overflow included (the fraction adds at most
+/// 1000 ns, so one checked addition decides what the general path's several do).
 fn plain_micros_to_ns(b: &[u8]) -> Option<Option<i64>> {
-    let int_len = b.iter().take_while(|c| c.is_ascii_digit()).count();
-    let frac = match &b[int_len..] {
-        [] => &b[int_len..],
-        [b'.', rest @ ..] if rest.iter().all(u8::is_ascii_digit) => rest,
+    let mut whole = 0i64;
+    let mut i = 0;
+    while let Some(d) = b.get(i).copied().and_then(digit) {
+        if i == 18 {
+            return None;
+        }
+        whole = whole * 10 + i64::from(d);
+        i += 1;
+    }
+    let frac = match &b[i..] {
+        [] => &b[i..],
+        [b'.', rest @ ..] => rest,
         _ => return None,
     };
-    if int_len == 0 || int_len > 18 {
-        // Empty integer parts (`.5`) and long ones (possible overflow) take the general path.
+    if i == 0 {
         return None;
     }
-    let whole = b[..int_len]
-        .iter()
-        .fold(0i64, |acc, &d| acc * 10 + i64::from(d - b'0'));
-    let mut ns = whole.checked_mul(1000);
-    let mut scale = 100;
-    for &d in frac.iter().take(3) {
-        ns = ns.and_then(|n| n.checked_add(i64::from(d - b'0') * scale));
-        scale /= 10;
+    let mut add = 0i64;
+    for (k, &c) in frac.iter().enumerate() {
+        let d = i64::from(digit(c)?);
+        match k {
+            0 => add += d * 100,
+            1 => add += d * 10,
+            2 => add += d,
+            // Round half up on the first dropped digit.
+            3 => add += i64::from(d >= 5),
+            _ => {}
+        }
     }
-    if frac.len() > 3 && frac[3] >= b'5' {
-        ns = ns.and_then(|n| n.checked_add(1));
+    Some(whole.checked_mul(1000).and_then(|ns| ns.checked_add(add)))
+}
+
+/// A run of 1 to 19 ASCII digits as a number (10^19 - 1 fits a u64); None for anything else.
+fn plain_u64(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 19 {
+        return None;
     }
-    Some(ns)
+    b.iter()
+        .try_fold(0u64, |acc, &c| Some(acc * 10 + u64::from(digit(c)?)))
 }
 
 /// Parses an id or count (`17`, `"17"`, `17.0`); negative and fractional ids are truncated toward
 /// zero and clamped at zero. `None` for `null` and non-numbers.
 pub fn to_u64(lexeme: &str) -> Option<u64> {
+    // Kineto's every id: plain digits, no trimming, unquoting or checks for overflow.
+    if let Some(v) = plain_u64(lexeme.as_bytes()) {
+        return Some(v);
+    }
     let s = trim(unquote(lexeme));
     if let Ok(v) = s.parse::<u64>() {
         return Some(v);
@@ -170,6 +202,9 @@ mod tests {
             "1.99950",
             "1.9995",
             "00012.000",
+            "1.23456789",
+            "123456789012345678.5",
+            "1234567890123456789",
         ] {
             assert_eq!(micros_to_ns(s), general(s), "{s}");
             assert!(
@@ -187,6 +222,22 @@ mod tests {
         assert_eq!(to_u64("\"42\""), Some(42));
         assert_eq!(to_u64("42.0"), Some(42));
         assert_eq!(to_u64("-3"), Some(0));
+        // Plain digits take the short path; what it declines, std's parse decides.
+        let std_parse = |s: &str| {
+            let float = || s.parse::<f64>().ok().filter(|v| v.is_finite());
+            s.parse::<u64>().ok().or_else(|| float().map(|v| v as u64))
+        };
+        for s in [
+            "0",
+            "007",
+            "9999999999999999999",
+            "18446744073709551616",
+            "+5",
+            "1x",
+            "",
+        ] {
+            assert_eq!(to_u64(s), std_parse(s), "{s}");
+        }
         assert_eq!(to_u64("null"), None);
         assert_eq!(trailing_u64("stream 7"), Some(7));
         assert_eq!(trailing_u64("\"25738\""), Some(25738));

@@ -79,6 +79,9 @@ pub struct HostEvents {
     /// The distinct (pid, tid) pairs; strings in old traces are mapped to numbers by the reader.
     pub threads: Vec<(u64, u64)>,
     thread_ids: rustc_hash::FxHashMap<(u64, u64), u32>,
+    /// The last pair looked up and its index: events come thread by thread, most of them
+    /// on the thread of the one before.
+    last_thread: Option<((u64, u64), u32)>,
     /// Start on the trace's clock, in ns.
     pub ts_ns: Vec<i64>,
     /// Duration, in ns.
@@ -237,12 +240,20 @@ impl HostEvents {
     }
     /// The index of a (pid, tid) pair in `threads`, added when new.
     fn thread_of(&mut self, key: (u64, u64)) -> u32 {
-        if let Some(&t) = self.thread_ids.get(&key) {
-            return t;
+        match self.last_thread {
+            Some((last, t)) if last == key => return t,
+            _ => {}
         }
-        let t = self.threads.len() as u32;
-        self.threads.push(key);
-        self.thread_ids.insert(key, t);
+        let t = match self.thread_ids.get(&key) {
+            Some(&t) => t,
+            None => {
+                let t = self.threads.len() as u32;
+                self.threads.push(key);
+                self.thread_ids.insert(key, t);
+                t
+            }
+        };
+        self.last_thread = Some((key, t));
         t
     }
     /// Appends another table's rows column by column, renaming names and inputs.

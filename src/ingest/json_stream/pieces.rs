@@ -212,6 +212,9 @@ fn likely_element_start(buf: &[u8], at: usize) -> Option<usize> {
 /// runs beside the parse.
 struct ReadAhead {
     blocks: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    /// Blocks read, handed back to the reading thread to fill again (a fresh block is zeroed
+    /// and faulted in: a few percent of a read).
+    spare: std::sync::mpsc::SyncSender<Vec<u8>>,
     current: Vec<u8>,
     at: usize,
     done: bool,
@@ -225,7 +228,8 @@ impl Read for ReadAhead {
             }
             match self.blocks.recv() {
                 Ok(Ok(block)) => {
-                    self.current = block;
+                    let used = std::mem::replace(&mut self.current, block);
+                    let _ = self.spare.try_send(used);
                     self.at = 0;
                 }
                 Ok(Err(e)) => {
@@ -270,12 +274,14 @@ pub fn scan_parallel<R: Read + Send, P: PieceParser, S: PieceSink<P::Piece> + Se
         pending: Vec::new(),
     };
     let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(2);
+    let (spare_tx, spare_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
     let read_bytes = block.clamp(64 << 10, 1 << 20);
     std::thread::scope(|scope| {
         scope.spawn(move || {
             let mut reader = reader;
             loop {
-                let mut next = vec![0; read_bytes];
+                let mut next = spare_rx.try_recv().unwrap_or_default();
+                next.resize(read_bytes, 0);
                 let (n, failed) = crate::ingest::fill(&mut reader, &mut next);
                 next.truncate(n);
                 let at_end = next.is_empty() || failed.is_some();
@@ -292,6 +298,7 @@ pub fn scan_parallel<R: Read + Send, P: PieceParser, S: PieceSink<P::Piece> + Se
         });
         let ahead = ReadAhead {
             blocks: rx,
+            spare: spare_tx,
             current: Vec::new(),
             at: 0,
             done: false,

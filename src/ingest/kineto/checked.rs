@@ -7,13 +7,18 @@ use super::lex::{skip_value, word_at};
 /// own bytes; a number's is not), so recorded shapes, strides and types, a few hundred
 /// distinct values repeated op after op, are compared, not walked again. Found by their first
 /// 16 bytes, many ways to a bucket (values that share them, `["c10::BFloat16", …`, crowd
-/// one), and told apart by their first 32 as words.
+/// one), and told apart by their first 32 as words. The way a value was last found in is
+/// kept by the hash of those 32 bytes: most values are found there at once, without searching
+/// their crowded bucket (a way found there is compared all the same).
 pub struct Checked {
     /// Per bucket, its ways (a length of 0: none).
     ways: Vec<Way>,
     bytes: Vec<u8>,
     /// The next way to replace, per bucket.
     next: Vec<u8>,
+    /// By the hash of a value's first 32 bytes, the way (index into `ways`) it was last
+    /// found in or put in; out of range: none.
+    recent: Vec<u32>,
 }
 
 /// A checked value: its first 32 bytes as words, with the masks of the bytes it has of them
@@ -32,6 +37,7 @@ impl Default for Checked {
             ways: vec![Way::default(); Self::WAYS << Self::BITS],
             bytes: Vec::new(),
             next: vec![0; 1 << Self::BITS],
+            recent: vec![u32::MAX; 1 << Self::RECENT_BITS],
         }
     }
 }
@@ -39,6 +45,7 @@ impl Default for Checked {
 impl Checked {
     const BITS: u32 = 7;
     const WAYS: usize = 16;
+    const RECENT_BITS: u32 = 10;
     /// The bytes of a value compared as words.
     const HEAD: usize = 32;
     /// The most bytes of values kept (see [`Self::full`]).
@@ -63,14 +70,19 @@ impl Checked {
         // not part of it.
         let h = (w[0] ^ w[1].rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let bucket = (h >> (64 - Self::BITS)) as usize;
-        for way in &self.ways[bucket * Self::WAYS..][..Self::WAYS] {
-            let differ = (0..4).fold(0, |d, k| d | ((w[k] ^ way.head[k]) & way.masks[k]));
-            if way.len == 0 || differ != 0 {
-                continue;
+        let h32 = (h ^ (w[2] ^ w[3].rotate_left(23)).wrapping_mul(0xc2b2_ae3d_27d4_eb4f))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let recent = (h32 >> (64 - Self::RECENT_BITS)) as usize;
+        let rest = || b.get(i + Self::HEAD..).unwrap_or_default();
+        if let Some(way) = self.ways.get(self.recent[recent] as usize) {
+            if let Some(len) = self.holds(way, &w, rest()) {
+                return Some(i + len);
             }
-            let (at, len) = (way.at as usize, way.len as usize);
-            let rest = b.get(i + Self::HEAD..).unwrap_or_default();
-            if len <= Self::HEAD || rest.starts_with(&self.bytes[at..at + len - Self::HEAD]) {
+        }
+        let first = bucket * Self::WAYS;
+        for (k, way) in self.ways[first..first + Self::WAYS].iter().enumerate() {
+            if let Some(len) = self.holds(way, &w, rest()) {
+                self.recent[recent] = (first + k) as u32;
                 return Some(i + len);
             }
         }
@@ -86,7 +98,9 @@ impl Checked {
                     _ => u64::MAX,
                 };
                 let way = &mut self.next[bucket];
-                self.ways[bucket * Self::WAYS + usize::from(*way)] = Way {
+                let k = bucket * Self::WAYS + usize::from(*way);
+                self.recent[recent] = k as u32;
+                self.ways[k] = Way {
                     head: w,
                     masks: std::array::from_fn(mask),
                     at,
@@ -96,5 +110,55 @@ impl Checked {
             }
         }
         Some(e)
+    }
+
+    /// The length of `way`'s value when the value whose first 32 bytes are `w` (followed by
+    /// `rest`) starts with the whole of it.
+    #[inline(always)]
+    fn holds(&self, way: &Way, w: &[u64; 4], rest: &[u8]) -> Option<usize> {
+        let differ = (0..4).fold(0, |d, k| d | ((w[k] ^ way.head[k]) & way.masks[k]));
+        if way.len == 0 || differ != 0 {
+            return None;
+        }
+        let (at, len) = (way.at as usize, way.len as usize);
+        (len <= Self::HEAD || rest.starts_with(&self.bytes[at..at + len - Self::HEAD]))
+            .then_some(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every lookup ends where the walk ends the value: values found by the way they were last
+    /// in, by the search of their bucket, after their way was given to another value (a
+    /// bucket's ways are fewer than the values crowding it), and values that begin like a
+    /// kept one but are not it.
+    #[test]
+    fn found_values_end_where_the_walk_ends_them() {
+        let mut checked = Checked::default();
+        // The same first 16 bytes: one bucket, more values than ways.
+        let crowd =
+            (0..3 * Checked::WAYS).map(|k| format!(r#"["c10::BFloat16", "c10::Float", {k}]"#));
+        let short = (0..8).map(|k| format!(r#""s{k}""#));
+        let values: Vec<String> = crowd.chain(short).collect();
+        let walk = |b: &[u8]| skip_value(b, 0, 2);
+        for round in 0..3 {
+            for (k, v) in values.iter().enumerate() {
+                // What follows a value changes from event to event.
+                let text = format!(r#"{v}, "Ev Idx": {}}}"#, k + round);
+                let b = text.as_bytes();
+                assert_eq!(checked.skip(b, 0), walk(b), "{text}");
+            }
+        }
+        for text in [
+            r#"["c10::BFloat16", "c10::Float", 1, 2], "x": 0}"#,
+            r#""s1x", "x": 0}"#,
+            r#"["c10::BFloat16", "c10::Float", 3"#,
+            r#"["c10::BFloat16", "c10::Float", 4]"#,
+        ] {
+            let b = text.as_bytes();
+            assert_eq!(checked.skip(b, 0), walk(b), "{text}");
+        }
     }
 }
