@@ -162,12 +162,19 @@ impl SimOut {
     }
 }
 
-/// `x` of `d` scaled to `d2` (a point inside a piece whose duration changed).
+/// `x` of `d` scaled to `d2` (a point inside a piece whose duration changed): exact, in i128
+/// only where the product leaves i64 (a 128-bit division was a tenth of a replay).
 fn scale(x: i64, d2: i64, d: i64) -> i64 {
     if d <= 0 {
         return 0;
     }
-    ((x as i128 * d2 as i128) / d as i128) as i64
+    if d2 == d {
+        return x;
+    }
+    match x.checked_mul(d2) {
+        Some(product) => product / d,
+        None => ((x as i128 * d2 as i128) / d as i128) as i64,
+    }
 }
 
 /// The replayed start and end of the pieces a replay reads back: every piece, or only those
@@ -354,4 +361,29 @@ fn run(g: &InputGraph, e: &Edit, end: &mut [i64], j: usize, issue: i64) {
         (held + a.gap).max(issue + a.lat)
     };
     end[j] = start + if e.removed[j] { 0 } else { e.dur(g, j) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scale;
+
+    /// The short ways (an unchanged piece, a product that fits i64) give the 128-bit result.
+    #[test]
+    fn scaling_is_exact_either_way() {
+        let wide = |x: i64, d2: i64, d: i64| ((x as i128 * d2 as i128) / d as i128) as i64;
+        let big = i64::MAX / 3;
+        for (x, d2, d) in [
+            (0, 5, 7),
+            (3, 5, 7),
+            (-3, 5, 7),
+            (6, 7, 7),
+            (1_000_000_007, 2_000_000_011, 3_000_000_019),
+            (big, 5, 7),
+            (big, big, big - 1),
+            (-big, big, 3),
+        ] {
+            assert_eq!(scale(x, d2, d), wide(x, d2, d), "{x} {d2} {d}");
+        }
+        assert_eq!(scale(5, 3, 0), 0);
+    }
 }

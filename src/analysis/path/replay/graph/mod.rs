@@ -447,7 +447,8 @@ fn activities(
             return Some(0);
         }
         let k = spans.partition_point(|s| s.cpu_start.min(s.start) <= issue);
-        (k > 0 && issue < spans[k - 1].end.max(spans[k - 1].cpu_end)).then_some((k - 1) as u32)
+        // Lazily: `then_some` would compute `k - 1` before the test (k = 0: an overflow).
+        (k > 0 && issue < spans[k - 1].end.max(spans[k - 1].cpu_end)).then(|| (k - 1) as u32)
     };
     let mut out: Vec<Act> = ids
         .iter()
