@@ -4,6 +4,7 @@
 use super::evidence as ev;
 use super::{round2, step_count, Detail, Finding, Severity};
 use crate::analysis::time::links::is_compile_event;
+use crate::analysis::time::order::sort_mostly_sorted_by_key;
 use crate::analysis::Context;
 use crate::classify::{Bucket, KernelTag};
 use crate::model::{HostKind, NameId};
@@ -251,7 +252,7 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     let mut cpu_ops: Vec<u32> = Vec::with_capacity((0..host.len()).filter(is_op).count());
     cpu_ops.extend((0..host.len()).filter(is_op).map(|h| h as u32));
     let thread_key = |h: usize| (host.input[h], host.tid(h));
-    cpu_ops.sort_unstable_by_key(|&h| {
+    sort_mostly_sorted_by_key(&mut cpu_ops, |h| {
         (
             thread_key(h as usize),
             host.ts_ns[h as usize],

@@ -21,6 +21,7 @@
 use crate::analysis::path::Label;
 use crate::analysis::time::links::{is_allocator_call, is_free_call, is_sync_call, Links};
 use crate::analysis::time::names::is_data_loading;
+use crate::analysis::time::order::sort_mostly_sorted_by_key;
 use crate::model::{HostKind, NameId, SyncKind, Trace};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -106,26 +107,24 @@ impl InputModel {
                 by_thread.entry(host.thread[h]).or_default().push(h as u32);
             }
         }
-        // Outer events first where two start together.
+        // Outer events first where two start together, then in the table's order.
         let key = |h: u32| {
             (
                 host.ts_ns[h as usize],
                 std::cmp::Reverse(host.end_ns(h as usize)),
+                h,
             )
         };
         for list in by_thread.values_mut() {
-            if !list.is_sorted_by_key(|&h| key(h)) {
-                list.sort_by_key(|&h| key(h));
-            }
+            sort_mostly_sorted_by_key(list, key);
         }
-        let mut launched: HashMap<u32, u32> = HashMap::default();
-        for &a in &mine {
-            if let Some(h) = links.launch[a as usize] {
-                // The first activity of a call (a graph launch has many): the one it waits on
-                // is found by stream below.
-                launched.entry(h).or_insert(a);
-            }
-        }
+        // The first activity of a call (a graph launch has many): the one it waits on is found
+        // by stream below.
+        let launched = Launched::new(
+            host.len(),
+            mine.iter()
+                .filter_map(|&a| links.launch[a as usize].map(|h| (h, a))),
+        );
         let records: HashMap<u64, &crate::model::GpuSync> = trace
             .syncs
             .rows
@@ -155,6 +154,7 @@ impl InputModel {
         let ctx = Build {
             trace,
             links,
+            kinds: &trace.names.per_name(CallKind::of),
             streams: &streams,
             keys: &keys,
             place: &place,
@@ -241,11 +241,7 @@ impl<V: Copy + PartialEq> ActivitySlots<V> {
 }
 
 /// The thread holding `ProfilerStep#N`, else the one whose calls launch most.
-fn main_thread(
-    trace: &Trace,
-    threads: &[(u32, Vec<u32>)],
-    launched: &HashMap<u32, u32>,
-) -> Option<u32> {
+fn main_thread(trace: &Trace, threads: &[(u32, Vec<u32>)], launched: &Launched) -> Option<u32> {
     let host = &trace.host;
     let steps = threads.iter().find(|(_, evs)| {
         evs.iter().any(|&h| {
@@ -263,11 +259,100 @@ fn main_thread(
         .iter()
         .max_by_key(|(t, evs)| {
             (
-                evs.iter().filter(|h| launched.contains_key(h)).count(),
+                evs.iter().filter(|&&h| launched.get(h).is_some()).count(),
                 std::cmp::Reverse(*t),
             )
         })
         .map(|(t, _)| *t)
+}
+
+/// What a name says of a call or range, as bits (decided once per name).
+struct CallKind;
+
+impl CallKind {
+    /// The allocator's malloc (cudaMalloc and kin; not a free).
+    const ALLOC: u8 = 1;
+    /// A free (it synchronizes).
+    const FREE: u8 = 2;
+    /// A synchronize or a blocking copy.
+    const SYNC: u8 = 4;
+    /// A synchronize of the whole device (or context).
+    const DEVICE_SYNC: u8 = 8;
+    /// `cudaEventRecord` and kin.
+    const RECORD: u8 = 16;
+    /// `cudaStreamWaitEvent` and kin.
+    const STREAM_WAIT: u8 = 32;
+    /// The data loader's range.
+    const DATA_LOADING: u8 = 64;
+
+    fn of(name: &str) -> u8 {
+        let free = is_free_call(name);
+        [
+            (is_allocator_call(name) && !free, Self::ALLOC),
+            (free, Self::FREE),
+            (is_sync_call(name), Self::SYNC),
+            (
+                name.contains("DeviceSynchronize") || name.contains("CtxSynchronize"),
+                Self::DEVICE_SYNC,
+            ),
+            (name.contains("EventRecord"), Self::RECORD),
+            (name.contains("StreamWaitEvent"), Self::STREAM_WAIT),
+            (is_data_loading(name), Self::DATA_LOADING),
+        ]
+        .iter()
+        .filter(|(holds, _)| *holds)
+        .fold(0, |bits, (_, bit)| bits | bit)
+    }
+}
+
+/// Each launching call's first activity, by host event: a bit per event says whether it
+/// launched, and the activities sit in the calls' order, found by counting the bits before.
+/// Read in time order, it is read in order (a hash map of a 2 GB trace's calls missed the
+/// cache on every lookup).
+struct Launched {
+    /// Bit `h % 64` of word `h / 64`: whether call `h` launched.
+    calls: Vec<u64>,
+    /// How many calls launched before each word.
+    before: Vec<u32>,
+    /// The first activity of each call that launched, by call.
+    first: Vec<u32>,
+}
+
+impl Launched {
+    /// From each activity's launching call, in activity order: a call's first activity is
+    /// the first of it in the list.
+    fn new(events: usize, launches: impl Iterator<Item = (u32, u32)>) -> Launched {
+        let mut pairs: Vec<(u32, u32)> = launches.collect();
+        // By call, a call's activities in list order (stable).
+        pairs.sort_by_key(|p| p.0);
+        pairs.dedup_by_key(|p| p.0);
+        let mut calls = vec![0u64; events.div_ceil(64)];
+        for &(h, _) in &pairs {
+            calls[h as usize / 64] |= 1 << (h % 64);
+        }
+        let mut before = Vec::with_capacity(calls.len());
+        let mut n = 0u32;
+        for w in &calls {
+            before.push(n);
+            n += w.count_ones();
+        }
+        Launched {
+            calls,
+            before,
+            first: pairs.into_iter().map(|p| p.1).collect(),
+        }
+    }
+
+    /// The first activity call `h` launched.
+    fn get(&self, h: u32) -> Option<u32> {
+        let (w, bit) = (h as usize / 64, h % 64);
+        let word = *self.calls.get(w)?;
+        if word & (1 << bit) == 0 {
+            return None;
+        }
+        let below = (word & ((1u64 << bit) - 1)).count_ones();
+        Some(self.first[(self.before[w] + below) as usize])
+    }
 }
 
 struct Build<'a> {
@@ -276,7 +361,9 @@ struct Build<'a> {
     streams: &'a [Vec<u32>],
     keys: &'a [(u32, u32)],
     place: &'a Places,
-    launched: &'a HashMap<u32, u32>,
+    /// What each name says of a call ([`CallKind`] bits), by name: decided once per name.
+    kinds: &'a [u8],
+    launched: &'a Launched,
     records: &'a HashMap<u64, &'a crate::model::GpuSync>,
     /// Start of each `cudaEventRecord` a stream wait names, by correlation.
     record_calls: &'a HashMap<u64, i64>,
@@ -305,7 +392,7 @@ impl Build<'_> {
 
     /// Cross-stream waits issued by one thread's calls (`events` by start).
     fn waits_of(&self, events: &[u32], waits: &mut HashMap<u32, u32>) {
-        let (host, names) = (&self.trace.host, &self.trace.names);
+        let host = &self.trace.host;
         let is_call = |h: usize| matches!(host.kind[h], HostKind::Runtime | HostKind::Driver);
         // The streams the thread launched on, most recent last, each once.
         let mut recent: Vec<usize> = Vec::new();
@@ -319,7 +406,7 @@ impl Build<'_> {
             if !is_call(h) {
                 continue;
             }
-            if let Some(&a) = self.launched.get(&(h as u32)) {
+            if let Some(a) = self.launched.get(h as u32) {
                 let s = self.stream_of(a);
                 // A wait applies to the next launch on its stream (any, where it is unknown).
                 pending.retain(|(waiting, candidates, at)| {
@@ -337,10 +424,10 @@ impl Build<'_> {
                 recent.push(s);
                 continue;
             }
-            let name = names.get(host.name[h]);
-            if name.contains("EventRecord") {
+            let kind = self.kinds[host.name[h].index()];
+            if kind & CallKind::RECORD != 0 {
                 record = Some((host.ts_ns[h], recent.clone()));
-            } else if name.contains("StreamWaitEvent") {
+            } else if kind & CallKind::STREAM_WAIT != 0 {
                 let sync = self.records.get(&host.correlation.get(h));
                 let device = sync.map_or(0, |s| s.device);
                 let at = match sync.map(|s| s.record_correlation) {
@@ -385,7 +472,7 @@ impl Build<'_> {
 
     /// The segments of one thread and its synchronizes that waited for the GPU.
     fn thread_model(&self, events: &[u32]) -> ThreadModel {
-        let (host, names) = (&self.trace.host, &self.trace.names);
+        let host = &self.trace.host;
         let mut ops: Vec<HostSeg> = Vec::new();
         let mut syncs: Vec<HostSeg> = Vec::new();
         let mut allocs: Vec<HostSeg> = Vec::new();
@@ -397,7 +484,7 @@ impl Build<'_> {
         for &h in events {
             let h = h as usize;
             let (s, e) = (host.ts_ns[h], host.end_ns(h));
-            let name = names.get(host.name[h]);
+            let kind = self.kinds[host.name[h].index()];
             let seg = |label| HostSeg {
                 start: s,
                 end: e,
@@ -406,7 +493,7 @@ impl Build<'_> {
             };
             match host.kind[h] {
                 HostKind::Annotation => {
-                    if is_data_loading(name) {
+                    if kind & CallKind::DATA_LOADING != 0 {
                         loading.push(seg(Label::DataLoading));
                     }
                     continue;
@@ -415,7 +502,8 @@ impl Build<'_> {
                 HostKind::Runtime | HostKind::Driver | HostKind::CpuOp => {}
             }
             let call = host.kind[h] != HostKind::CpuOp;
-            let launches = call && self.launched.contains_key(&(h as u32));
+            let launched = self.launched.get(h as u32);
+            let launches = call && launched.is_some();
             match outer {
                 Some((k, end)) if s < end => {
                     if launches {
@@ -430,16 +518,16 @@ impl Build<'_> {
                     outer = Some((ops.len() - 1, e));
                 }
             }
-            if call && is_allocator_call(name) && !is_free_call(name) {
+            if call && kind & CallKind::ALLOC != 0 {
                 allocs.push(seg(Label::Host));
             }
-            if call && (is_sync_call(name) || is_free_call(name)) {
+            if call && kind & (CallKind::SYNC | CallKind::FREE) != 0 {
                 syncs.push(seg(Label::Sync));
                 if let Some(g) = self.gate(h, last_stream) {
                     gated.push(g);
                 }
             }
-            if let Some(&a) = self.launched.get(&(h as u32)) {
+            if let Some(a) = launched {
                 last_stream = Some(self.stream_of(a));
             }
         }
@@ -472,10 +560,7 @@ impl Build<'_> {
                 None => last_stream.into_iter().collect(),
             },
             _ => {
-                let name = self.trace.names.get(host.name[h]);
-                if name.contains("DeviceSynchronize")
-                    || name.contains("CtxSynchronize")
-                    || is_free_call(name)
+                if self.kinds[host.name[h].index()] & (CallKind::DEVICE_SYNC | CallKind::FREE) != 0
                 {
                     (0..self.streams.len()).collect()
                 } else {
@@ -484,7 +569,7 @@ impl Build<'_> {
             }
         };
         // A blocking copy waits for its own copy (launched by it, so after `s`).
-        let own = self.launched.get(&(h as u32)).copied();
+        let own = self.launched.get(h as u32);
         let mut best: Option<u32> = own;
         for st in streams {
             if let Some(a) = self.last_launched_before(st, s) {
@@ -520,12 +605,23 @@ fn disjoint(mut v: Vec<HostSeg>) -> Vec<HostSeg> {
     out
 }
 
-/// `base` (sorted, disjoint) with `over` (sorted, disjoint) painted on top.
+/// `base` (sorted, disjoint) with `over` (sorted, disjoint) painted on top, sorted: what is
+/// left of `base` and `over` merged as they are made (both come in order; a sort of the
+/// millions of segments took a fifth of the model on a 2 GB trace).
 pub(crate) fn paint(base: Vec<HostSeg>, over: &[HostSeg]) -> Vec<HostSeg> {
     if over.is_empty() {
         return base;
     }
     let mut out: Vec<HostSeg> = Vec::with_capacity(base.len() + 2 * over.len());
+    // The next of `over` to merge in: before any piece of `base` that sorts after it.
+    let mut next = 0;
+    let emit = |out: &mut Vec<HostSeg>, next: &mut usize, seg: HostSeg| {
+        while *next < over.len() && (over[*next].start, over[*next].end) < (seg.start, seg.end) {
+            out.push(over[*next]);
+            *next += 1;
+        }
+        out.push(seg);
+    };
     let mut j = 0;
     for b in base {
         let mut cur = b.start;
@@ -535,20 +631,99 @@ pub(crate) fn paint(base: Vec<HostSeg>, over: &[HostSeg]) -> Vec<HostSeg> {
         let mut k = j;
         while k < over.len() && over[k].start < b.end {
             if over[k].start > cur {
-                out.push(HostSeg {
+                let seg = HostSeg {
                     start: cur,
                     end: over[k].start,
                     ..b
-                });
+                };
+                emit(&mut out, &mut next, seg);
             }
             cur = cur.max(over[k].end);
             k += 1;
         }
         if cur < b.end {
-            out.push(HostSeg { start: cur, ..b });
+            emit(&mut out, &mut next, HostSeg { start: cur, ..b });
         }
     }
-    out.extend_from_slice(over);
-    out.sort_by_key(|s| (s.start, s.end));
+    out.extend_from_slice(&over[next..]);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{paint, HostSeg, Label, Launched};
+    use crate::model::NameId;
+
+    /// A call's first activity in list order, found for calls in any word of the bits; calls
+    /// that launched nothing, or past the events, have none.
+    #[test]
+    fn launched_finds_each_calls_first_activity() {
+        let launches = [
+            (5, 10),
+            (200, 11),
+            (5, 12),
+            (63, 13),
+            (64, 14),
+            (0, 15),
+            (200, 9),
+        ];
+        let launched = Launched::new(300, launches.into_iter());
+        let want = |h: u32| launches.iter().find(|l| l.0 == h).map(|l| l.1);
+        for h in 0..400 {
+            assert_eq!(launched.get(h), want(h), "{h}");
+        }
+        assert_eq!(Launched::new(0, std::iter::empty()).get(0), None);
+    }
+
+    /// Painting merges as it goes what sorting the pieces and the paint together gives: over
+    /// segments before, inside, across and after the base's, touching them or not.
+    #[test]
+    fn painting_keeps_the_segments_sorted() {
+        let seg = |start: i64, end: i64, label| HostSeg {
+            start,
+            end,
+            label,
+            name: NameId::NONE,
+        };
+        let base: Vec<HostSeg> = [(0, 10), (10, 20), (25, 40), (50, 51), (60, 90)]
+            .iter()
+            .map(|&(s, e)| seg(s, e, Label::Launch))
+            .collect();
+        let overs: [&[(i64, i64)]; 6] = [
+            &[(-5, -1)],
+            &[(2, 4), (5, 12), (30, 55)],
+            &[(0, 10), (20, 25)],
+            &[(-3, 100)],
+            &[(40, 50), (51, 60), (95, 99)],
+            &[(1, 2), (3, 4), (61, 62), (63, 64), (89, 91)],
+        ];
+        for over in overs {
+            let over: Vec<HostSeg> = over.iter().map(|&(s, e)| seg(s, e, Label::Sync)).collect();
+            let got = paint(base.clone(), &over);
+            let mut want: Vec<HostSeg> = Vec::new();
+            for b in &base {
+                // What of `b` no segment of `over` covers, by unit of time.
+                let free = |t: i64| !over.iter().any(|o| o.start <= t && t < o.end);
+                let mut t = b.start;
+                while t < b.end {
+                    if free(t) {
+                        let s = t;
+                        while t < b.end && free(t) {
+                            t += 1;
+                        }
+                        want.push(HostSeg {
+                            start: s,
+                            end: t,
+                            ..*b
+                        });
+                    } else {
+                        t += 1;
+                    }
+                }
+            }
+            want.extend_from_slice(&over);
+            want.sort_by_key(|s| (s.start, s.end));
+            assert_eq!(got, want, "{over:?}");
+        }
+    }
 }

@@ -8,7 +8,8 @@ use crate::analysis::path::replay::constants::Constants;
 use crate::analysis::path::replay::graph::{InputGraph, PieceKind, Wait};
 use crate::analysis::path::replay::sim::Edit;
 use crate::classify::{Bucket, KernelTag};
-use crate::model::Vendor;
+use crate::model::{NameId, Vendor};
+use rustc_hash::FxHashMap as HashMap;
 
 /// What the trace tells the transforms beyond the model: per graph, each activity's tag, the
 /// device's peaks and vendor, the typical dispatch and the shortest kernel.
@@ -50,9 +51,6 @@ impl Facts {
         let per_graph = graphs
             .iter()
             .map(|g| {
-                let name = |a: &crate::analysis::path::replay::graph::Act| {
-                    trace.names.get(trace.activities.name[a.id as usize])
-                };
                 let meta = &trace.inputs[g.input as usize];
                 let peaks = meta.devices.first().and_then(|d| {
                     let p = crate::classify::devices::peaks_of(&ctx.rules.devices, d)?;
@@ -71,15 +69,27 @@ impl Facts {
                     .collect();
                 elementwise.sort_unstable();
                 let (relayout_ns, hbm_from_table) = relayout_times(ctx, g, meta);
+                // What the kernel's name says, once per name: a pageable upload, an fp32
+                // convolution, the optimizer's multi-tensor kernels.
+                let mut said: HashMap<NameId, [bool; 3]> = HashMap::default();
+                let says = |a: &crate::analysis::path::replay::graph::Act| {
+                    let kernel = trace.activities.name[a.id as usize];
+                    *said.entry(kernel).or_insert_with(|| {
+                        let n = trace.names.get(kernel);
+                        [
+                            n.contains("HtoD") && n.contains("Pageable"),
+                            conv.as_ref().is_some_and(|re| re.is_match(n)),
+                            n.contains("multi_tensor_apply") || n.contains("fused_adam"),
+                        ]
+                    })
+                };
+                let flags: Vec<[bool; 3]> = g.acts.iter().map(says).collect();
                 let pageable_upload = g
                     .acts
                     .iter()
                     .enumerate()
                     .filter_map(|(k, a)| {
-                        let n = name(a);
-                        let bytes = (n.contains("HtoD") && n.contains("Pageable"))
-                            .then(|| upload_bytes(ctx, a))
-                            .flatten()?;
+                        let bytes = flags[k][0].then(|| upload_bytes(ctx, a)).flatten()?;
                         Some((k as u32, bytes))
                     })
                     .collect();
@@ -97,19 +107,10 @@ impl Facts {
                     fp32_conv: g
                         .acts
                         .iter()
-                        .map(|a| {
-                            a.bucket == Bucket::Conv
-                                && conv.as_ref().is_some_and(|re| re.is_match(name(a)))
-                        })
+                        .zip(&flags)
+                        .map(|(a, f)| a.bucket == Bucket::Conv && f[1])
                         .collect(),
-                    multi_tensor: g
-                        .acts
-                        .iter()
-                        .map(|a| {
-                            let n = name(a);
-                            n.contains("multi_tensor_apply") || n.contains("fused_adam")
-                        })
-                        .collect(),
+                    multi_tensor: flags.iter().map(|f| f[2]).collect(),
                     peaks,
                     vendor: meta.vendor,
                     dispatch_ns: dispatch.get(dispatch.len() / 2).copied().unwrap_or(0),
@@ -157,19 +158,25 @@ fn relayout_times(
             .flatten()
             .map(|h| h as usize)
     };
-    // The rate: the median of what memory-bound kernels of 10 µs or more reach.
+    // The rate: the median of what memory-bound kernels of 10 µs or more reach. Their ops'
+    // bytes parsed once per op name and shapes (a step repeats them).
+    let mut parsed: HashMap<[NameId; 4], Option<f64>> = HashMap::default();
     let mut rates: Vec<f64> = g
         .acts
         .iter()
         .filter(|a| a.bucket == Bucket::Elementwise && a.dur >= 10_000)
         .filter_map(|a| {
             let h = op(a)?;
-            let bytes = op_bytes(
-                trace.names.get(host.name[h]),
-                trace.names.get(host.input_dims(h)),
-                trace.names.get(host.input_types(h)),
-                trace.names.get(host.concrete_inputs(h)),
-            )?;
+            let texts = [
+                host.name[h],
+                host.input_dims(h),
+                host.input_types(h),
+                host.concrete_inputs(h),
+            ];
+            let bytes = (*parsed.entry(texts).or_insert_with(|| {
+                let [name, dims, types, concrete] = texts.map(|t| trace.names.get(t));
+                op_bytes(name, dims, types, concrete)
+            }))?;
             Some(bytes / a.dur as f64)
         })
         .filter(|r| r.is_finite() && *r > 0.0)
@@ -191,18 +198,29 @@ fn relayout_times(
     let mut per_op: std::collections::HashMap<usize, (i64, f64)> = Default::default();
     let mut op_at: Vec<Option<usize>> = vec![None; g.acts.len()];
     let mut extra: Vec<i64> = vec![0; g.acts.len()];
+    // What a kernel's name says, once per name (a step runs the same kernels many times):
+    // whether it streams channels_last, is depthwise, takes NCHW.
+    let mut layouts: HashMap<NameId, [bool; 3]> = HashMap::default();
     for (k, a) in g.acts.iter().enumerate() {
-        let kernel = trace.names.get(trace.activities.name[a.id as usize]);
-        let lower = kernel.to_ascii_lowercase();
-        let streaming = lower.contains("nhwc") || lower.contains("channels_last");
-        let inductor = ctx.classified.get(trace.activities.name[a.id as usize]).tag
-            == Some(KernelTag::Inductor);
-        if streaming || inductor || !matches!(a.bucket, Bucket::Conv | Bucket::Elementwise) {
+        if !matches!(a.bucket, Bucket::Conv | Bucket::Elementwise) {
+            continue;
+        }
+        let kernel = trace.activities.name[a.id as usize];
+        let [streaming, depthwise, nchw] = *layouts.entry(kernel).or_insert_with(|| {
+            let lower = trace.names.get(kernel).to_ascii_lowercase();
+            [
+                lower.contains("nhwc") || lower.contains("channels_last"),
+                lower.contains("depthwise"),
+                lower.contains("nchw"),
+            ]
+        });
+        let inductor = ctx.classified.get(kernel).tag == Some(KernelTag::Inductor);
+        if streaming || inductor {
             continue;
         }
         let Some(h) = op(a) else { continue };
         let name = trace.names.get(host.name[h]);
-        if name.contains("convolution") && !lower.contains("depthwise") {
+        if name.contains("convolution") && !depthwise {
             // A kernel that only takes NCHW (cuDNN's `…nchw…` engines) runs between two
             // transposes in a channels_last model: its input's and its output's, each read
             // and written once (the channels_last arms of the pairs show them).
@@ -210,7 +228,7 @@ fn relayout_times(
                 trace.names.get(host.input_dims(h)),
                 trace.names.get(host.input_types(h)),
             );
-            if let (true, Some(x)) = (lower.contains("nchw"), x) {
+            if let (true, Some(x)) = (nchw, x) {
                 extra[k] = (4.0 * x / rate).round() as i64;
             }
             continue;

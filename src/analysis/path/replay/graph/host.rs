@@ -8,6 +8,7 @@ use crate::analysis::path::model::{GatedSync, InputModel};
 use crate::analysis::path::replay::constants::Constants;
 use crate::analysis::path::Label;
 use crate::analysis::time::links::is_free_call;
+use crate::analysis::time::order::{partition_point_near, sort_mostly_sorted_by_key};
 use crate::model::HostKind;
 use rustc_hash::FxHashMap as HashMap;
 /// The host's pieces over `[start, end)`: the main thread's work, the other threads' where the
@@ -60,7 +61,9 @@ pub(super) fn pieces(
         covered.sort_unstable();
     }
     drop(covered);
-    raw.sort_by_key(|s| (s.start, s.end));
+    // The main thread's segments, then each other thread's in order: a few runs. (Disjoint
+    // and not empty, no two start together.)
+    sort_mostly_sorted_by_key(&mut raw, |s| (s.start, s.end));
     // Counted first: the pieces are kept for the replays (tens of MB on a 2 GB trace).
     let mut out: Vec<Piece> = Vec::with_capacity(piece_count(&raw, (start, end)));
     let mut cur = start;
@@ -134,6 +137,7 @@ pub(super) fn pieces(
 
 /// A thread's segment where no thread before it in the merge order ran: 24 B, a million or
 /// more on a 2 GB trace.
+#[derive(Clone, Copy)]
 struct Seg {
     start: i64,
     end: i64,
@@ -203,7 +207,7 @@ impl DataDependent {
                     host.thread[h as usize] == t && host.kind[h as usize] == HostKind::CpuOp
                 })
                 .collect();
-            ops.sort_by_key(|&h| host.ts_ns[h as usize]);
+            sort_mostly_sorted_by_key(&mut ops, |h| (host.ts_ns[h as usize], h));
             for g in &tm.gated {
                 let k = ops.partition_point(|&h| host.ts_ns[h as usize] <= g.start);
                 let enclosing = ops[..k].iter().rev().take(64).any(|&h| {
@@ -342,6 +346,9 @@ fn expand_in_place(pieces: &mut Vec<Piece>, splits: Vec<(usize, Vec<Piece>)>) {
 /// in at most one, found by binary search (no list of millions of starts to sort).
 pub(super) fn count_events(ctx: &Context, input: u32, (pieces, end): (&mut [Piece], i64)) {
     let host = &ctx.trace.host;
+    // Host events come mostly in time order (per thread): each search starts where the last
+    // ended, not over all the pieces (a binary search over them cost ~60 ns an event).
+    let mut after = 0;
     for h in 0..host.len() {
         if host.input[h] != input
             || !matches!(
@@ -352,7 +359,8 @@ pub(super) fn count_events(ctx: &Context, input: u32, (pieces, end): (&mut [Piec
             continue;
         }
         let t = host.ts_ns[h];
-        let Some(k) = pieces.partition_point(|p| p.start <= t).checked_sub(1) else {
+        after = partition_point_near(pieces, after, |p| p.start <= t);
+        let Some(k) = after.checked_sub(1) else {
             continue;
         };
         let p_end = super::piece_end(pieces, k, end);
