@@ -74,47 +74,30 @@ pub fn micros_to_ns(lexeme: &str) -> Option<i64> {
     Some(if neg { -ns } else { ns })
 }
 
-/// The value of an ASCII digit, None for any other byte.
-fn digit(c: u8) -> Option<u8> {
-    let d = c.wrapping_sub(b'0');
-    (d <= 9).then_some(d)
-}
-
 /// [`micros_to_ns`] of a plain decimal (`digits[.digits]`, Kineto's every timestamp) in one
-/// pass over its bytes; `None` when the lexeme is anything else (blanks, quotes, signs,
-/// exponents, an empty integer part, more than 18 integer digits: the general path decides
-/// those). Same result as the general path, overflow included (the fraction adds at most
-/// 1000 ns, so one checked addition decides what the general path's several do).
+/// pass over its bytes, eight digits at a time; `None` when the lexeme is anything else
+/// (blanks, quotes, signs, exponents, an empty integer part, more than 18 integer digits: the
+/// general path decides those). Same result as the general path, overflow included (the
+/// fraction adds at most 1000 ns, so one checked addition decides what the general path's
+/// several do).
 fn plain_micros_to_ns(b: &[u8]) -> Option<Option<i64>> {
-    let mut whole = 0i64;
-    let mut i = 0;
-    while let Some(d) = b.get(i).copied().and_then(digit) {
-        if i == 18 {
-            return None;
-        }
-        whole = whole * 10 + i64::from(d);
-        i += 1;
+    let n = digits_end(b, 0);
+    if n == 0 || n > 18 {
+        return None;
     }
-    let frac = match &b[i..] {
-        [] => &b[i..],
+    let frac = match &b[n..] {
+        [] => &b[n..],
         [b'.', rest @ ..] => rest,
         _ => return None,
     };
-    if i == 0 {
+    if digits_end(frac, 0) != frac.len() {
         return None;
     }
-    let mut add = 0i64;
-    for (k, &c) in frac.iter().enumerate() {
-        let d = i64::from(digit(c)?);
-        match k {
-            0 => add += d * 100,
-            1 => add += d * 10,
-            2 => add += d,
-            // Round half up on the first dropped digit.
-            3 => add += i64::from(d >= 5),
-            _ => {}
-        }
-    }
+    // 18 digits fit an i64.
+    let whole = digits_value(b, n) as i64;
+    let digit = |k: usize| frac.get(k).map_or(0, |&c| i64::from(c - b'0'));
+    // Round half up on the first dropped digit.
+    let add = digit(0) * 100 + digit(1) * 10 + digit(2) + i64::from(digit(3) >= 5);
     Some(whole.checked_mul(1000).and_then(|ns| ns.checked_add(add)))
 }
 
@@ -123,8 +106,14 @@ fn plain_u64(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 19 {
         return None;
     }
-    b.iter()
-        .try_fold(0u64, |acc, &c| Some(acc * 10 + u64::from(digit(c)?)))
+    if b.len() < 8 {
+        // Ids and counts, a few digits each: one pass, one at a time.
+        return b.iter().try_fold(0u64, |acc, &c| {
+            let d = c.wrapping_sub(b'0');
+            (d <= 9).then(|| acc * 10 + u64::from(d))
+        });
+    }
+    (digits_end(b, 0) == b.len()).then(|| digits_value(b, b.len()))
 }
 
 /// Parses an id or count (`17`, `"17"`, `17.0`); negative and fractional ids are truncated toward
@@ -147,6 +136,78 @@ pub fn trailing_u64(s: &str) -> Option<u64> {
     let s = unquote(s);
     let digits = s.len() - s.bytes().rev().take_while(|b| b.is_ascii_digit()).count();
     s[digits..].parse().ok()
+}
+
+// Digits eight at a time, as words.
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `w` that is not an ASCII digit, exact for the lowest such byte
+/// (a borrow can mark bytes above it): a byte is not a digit where subtracting `0` borrows
+/// into its high bit (below `0`), where adding 0x46 reaches its high bit (above `9`), or where
+/// its high bit is set already.
+#[inline(always)]
+fn non_digits(w: u64) -> u64 {
+    let below_zero = w.wrapping_sub(ONES * 0x30) & !w & HIGH;
+    below_zero | ((w.wrapping_add(ONES * 0x46) | w) & HIGH)
+}
+
+/// The eight bytes of `b` at `i` as a word, the first the lowest (None past the end).
+#[inline(always)]
+fn word(b: &[u8], i: usize) -> Option<u64> {
+    let chunk: [u8; 8] = b.get(i..i + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(chunk))
+}
+
+/// The end of the ASCII digits from `i`, eight bytes at a time (timestamps have 13-19 digits).
+#[inline(always)]
+pub(super) fn digits_end(b: &[u8], mut i: usize) -> usize {
+    while let Some(w) = word(b, i) {
+        let other = non_digits(w);
+        if other != 0 {
+            return i + (other.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+/// The value of eight ASCII digits, the first in the lowest byte; bytes of 0 count as leading
+/// zeros (the pairs, then the fours, then the eight, each a multiply).
+#[inline(always)]
+fn eight_digits(w: u64) -> u64 {
+    let w = (w & 0x0F0F_0F0F_0F0F_0F0F).wrapping_mul(2561) >> 8;
+    let w = (w & 0x00FF_00FF_00FF_00FF).wrapping_mul(6_553_601) >> 16;
+    (w & 0x0000_FFFF_0000_FFFF).wrapping_mul(42_949_672_960_001) >> 32
+}
+
+/// The value of the ASCII digits `b[..n]` (n at most 19), eight at a time: the last few read
+/// as the eight bytes ending with them, those before them masked to zeros (fewer than eight in
+/// all: one at a time).
+#[inline]
+fn digits_value(b: &[u8], n: usize) -> u64 {
+    const SCALE: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+    let mut v = 0u64;
+    let mut i = 0;
+    while i + 8 <= n {
+        v = v * 100_000_000 + word(b, i).map_or(0, eight_digits);
+        i += 8;
+    }
+    let r = n - i;
+    if r == 0 {
+        return v;
+    }
+    match n.checked_sub(8).and_then(|at| word(b, at)) {
+        Some(w) => v * SCALE[r] + eight_digits(w & (u64::MAX << (8 * (8 - r)))),
+        // Fewer than eight: one at a time (ids and counts, a few digits each).
+        None => b[..n]
+            .iter()
+            .fold(0, |acc, &c| acc * 10 + u64::from(c - b'0')),
+    }
 }
 
 #[cfg(test)]
@@ -214,6 +275,42 @@ mod tests {
         }
         assert_eq!(micros_to_ns(" 12.5 "), Some(12_500));
         assert_eq!(micros_to_ns("\u{a0}12"), micros_to_ns("12"));
+    }
+
+    #[test]
+    fn digit_runs_end_at_the_first_other_byte() {
+        let digits = b"12345678901234567890";
+        for len in 0..digits.len() {
+            for other in [b'.', b',', b'/', b':', b' ', 0x80, 0xff, b'e', 0] {
+                let mut b = digits[..len].to_vec();
+                b.push(other);
+                b.extend_from_slice(b"123456789");
+                for from in 0..=len {
+                    assert_eq!(digits_end(&b, from), len, "{len} {other} {from}");
+                }
+            }
+            assert_eq!(digits_end(&digits[..len], 0), len);
+        }
+    }
+
+    /// Eight at a time, as the digits are written: every length, alone in its lexeme or
+    /// followed by more bytes, against the digit-by-digit value.
+    #[test]
+    fn digit_runs_read_as_their_value() {
+        let digits = b"9876543210123456789";
+        for start in 0..digits.len() {
+            for len in 1..=digits.len() - start {
+                let d = &digits[start..start + len];
+                let want = d.iter().fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'));
+                assert_eq!(digits_value(d, len), want);
+                let mut longer = d.to_vec();
+                longer.extend_from_slice(b".123456789");
+                assert_eq!(digits_value(&longer, len), want);
+                assert_eq!(plain_u64(d), Some(want));
+            }
+        }
+        assert_eq!(plain_u64(b"00000000000000000001"), None);
+        assert_eq!(plain_u64(b"12a"), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The `args` values the event scanner has checked already (see [`Checked`]).
 
-use super::lex::{skip_value, word_at};
+use super::lex::{number, skip_value, word_at};
 
 /// Values of `args` the scanner has checked already: a value at depth 2 that starts with the
 /// whole of a checked list, object or string is that value (their ends are decided by their
@@ -63,6 +63,7 @@ impl Checked {
     pub(super) fn skip(&mut self, b: &[u8], i: usize) -> Option<usize> {
         let head = match b.get(i..i + Self::HEAD) {
             Some(head) if matches!(head[0], b'[' | b'{' | b'"') => head,
+            _ if b.get(i).is_some_and(u8::is_ascii_digit) => return number(b, i),
             _ => return skip_value(b, i, 2),
         };
         let w: [u64; 4] = std::array::from_fn(|k| word_at(head, 8 * k));

@@ -360,6 +360,9 @@ pub(super) fn grid_in_work_items(call: &str) -> bool {
 
 /// The product of a grid or block `[x, y, z]` (0 when it is not 1 to 3 numbers; saturating).
 pub(super) fn workgroups(raw: &str) -> u32 {
+    if let Some(n) = plain_workgroups(raw.as_bytes()) {
+        return n;
+    }
     let dims: Vec<u64> = raw
         .trim()
         .trim_start_matches('[')
@@ -372,6 +375,28 @@ pub(super) fn workgroups(raw: &str) -> u32 {
     }
     let n = dims.iter().fold(1u64, |acc, &d| acc.saturating_mul(d));
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// [`workgroups`] of a list as Kineto writes it (`[240, 1, 1]`: one to three runs of up to 19
+/// digits, commas and spaces between them) without the splitting; None for anything else,
+/// which the general path decides.
+fn plain_workgroups(b: &[u8]) -> Option<u32> {
+    let inner = b.strip_prefix(b"[")?.strip_suffix(b"]")?;
+    let (mut product, mut dims) = (1u64, 0);
+    for part in inner.split(|&c| c == b',') {
+        let start = part.iter().position(|&c| c != b' ')?;
+        let end = part.iter().rposition(|&c| c != b' ')? + 1;
+        let digits = &part[start..end];
+        if digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let d = digits
+            .iter()
+            .fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'));
+        product = product.saturating_mul(d);
+        dims += 1;
+    }
+    (dims <= 3).then(|| u32::try_from(product).unwrap_or(u32::MAX))
 }
 
 /// What identifies a GPU activity of a Kineto trace in the model: (ts, dur, device, stream,

@@ -3,6 +3,8 @@
 //! building them. Each function takes the bytes and a position and returns the position after
 //! what it read, or None where serde must decide.
 
+use super::super::num::digits_end;
+
 /// Deepest nesting the scanner walks (serde_json stops at 128; deeper events go to it).
 const MAX_DEPTH: u32 = 100;
 
@@ -94,9 +96,16 @@ pub(super) fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
 
 /// Skips the number at `i`, checked against JSON's grammar
 /// (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`), and returns its end.
-fn number(b: &[u8], i: usize) -> Option<usize> {
-    // Kineto's forms first (ids, counts, microseconds: `[1-9][0-9]*(.[0-9]+)?`), then the rest.
-    if let Some(b'1'..=b'9') = b.get(i) {
+#[inline]
+pub(super) fn number(b: &[u8], i: usize) -> Option<usize> {
+    // Kineto's forms first (ids, counts, microseconds: `[1-9][0-9]*(.[0-9]+)?`, a lone `0`),
+    // then the rest.
+    if b.get(i) == Some(&b'0') {
+        let next = *b.get(i + 1)?;
+        if !next.is_ascii_digit() && !matches!(next, b'.' | b'e' | b'E') {
+            return Some(i + 1);
+        }
+    } else if let Some(b'1'..=b'9') = b.get(i) {
         let mut j = digits_end(b, i + 1);
         if b.get(j) == Some(&b'.') {
             if !b.get(j + 1)?.is_ascii_digit() {
@@ -249,27 +258,6 @@ fn below(x: u64, n: u64) -> u64 {
     x.wrapping_sub(ONES * n) & !x & HIGH
 }
 
-/// The end of the digits from `i`, eight bytes at a time (timestamps have 13-19 digits): a
-/// byte is not a digit where it is below `0`, or where adding 0x46 reaches its high bit (above
-/// `9`), or where the high bit is set already.
-#[inline]
-fn digits_end(b: &[u8], mut i: usize) -> usize {
-    while let Some(chunk) = b.get(i..i + 8) {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(w);
-        let other = below(w, 0x30) | ((w.wrapping_add(ONES * 0x46) | w) & HIGH);
-        if other != 0 {
-            return i + (other.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while b.get(i).is_some_and(u8::is_ascii_digit) {
-        i += 1;
-    }
-    i
-}
-
 /// The first byte at or after `i` that ends a plain run of string bytes: a quote, a
 /// backslash or a control character (serde_json's errors inside strings). Eight bytes at a
 /// time: a byte is zero in `w ^ c` where it equals `c`, and [`below`] finds the lowest byte
@@ -322,21 +310,5 @@ mod tests {
             super::special_byte(b"no special byte here, at all", 0),
             None
         );
-    }
-
-    #[test]
-    fn digit_runs_end_at_the_first_other_byte() {
-        let digits = b"12345678901234567890";
-        for len in 0..digits.len() {
-            for other in [b'.', b',', b'/', b':', b' ', 0x80, 0xff, b'e', 0] {
-                let mut b = digits[..len].to_vec();
-                b.push(other);
-                b.extend_from_slice(b"123456789");
-                for from in 0..=len {
-                    assert_eq!(super::digits_end(&b, from), len, "{len} {other} {from}");
-                }
-            }
-            assert_eq!(super::digits_end(&digits[..len], 0), len);
-        }
     }
 }

@@ -58,7 +58,10 @@
 //! 4.03 G → 2.76 G, the scanner 2.74 G → 1.46 G. Numbers as Kineto writes them (`ts`, `dur`,
 //! ids: plain digits) convert in one pass without trimming, unquoting or overflow checks
 //! (`num`; 247 → 165 instructions a call): 4.96 G → 4.77 G with the last way and the thread
-//! remembered.
+//! remembered. Timestamps' digits found and valued eight at a time (a word's digits by three
+//! multiplies), numbers read or skipped by their grammar without the dispatch on their first
+//! byte, grids multiplied out without splitting their text and each event added to its piece's
+//! columns where it is parsed (not moved twice): 4.51 G → 4.25 G (2026-11-30).
 
 mod checked;
 mod event;
@@ -379,12 +382,13 @@ struct KinetoParser {
 impl PieceParser for KinetoParser {
     type Piece = Chunk;
     fn element(&self, chunk: &mut Chunk, input: &PieceInput<'_>, s: usize) -> Option<usize> {
-        let (e, parsed) = SEEN.with_borrow_mut(|seen| {
+        // Pushed where it is parsed: an event's fields are most of a kilobyte to move.
+        SEEN.with_borrow_mut(|seen| {
             seen.trim();
-            parse_element(input, s, self.path, seen)
-        })?;
-        chunk.push(parsed, input.base, self.skip_python_frames);
-        Some(e)
+            let (e, parsed) = parse_element(input, s, self.path, seen)?;
+            chunk.push(parsed, input.base, self.skip_python_frames);
+            Some(e)
+        })
     }
 }
 

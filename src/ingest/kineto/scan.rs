@@ -9,7 +9,7 @@
 //! the layouts it has seen, is `seen::scan_event`; JSON's grammar is in `lex`.
 
 use super::checked::Checked;
-use super::lex::{after_field, key, literal, plain_end, skip_value, ws, Next};
+use super::lex::{after_field, key, literal, number, plain_end, skip_value, ws, Next};
 use super::raw::{Raw, RawArgs, RawEvent, Text};
 use std::borrow::Cow;
 
@@ -218,10 +218,12 @@ fn text_value<'a>(text: &'a str, i: usize, slot: &mut Option<Text<'a>>) -> Optio
 #[inline(always)]
 fn raw_value<'a>(text: &'a str, i: usize, slot: &mut Option<Raw<'a>>) -> Option<usize> {
     let b = text.as_bytes();
-    if *b.get(i)? == b'n' {
-        return literal(b, i, b"null");
-    }
-    let e = skip_value(b, i, 1)?;
+    let e = match *b.get(i)? {
+        // Most are numbers (ids, times): their grammar without the dispatch on the first byte.
+        b'0'..=b'9' => number(b, i)?,
+        b'n' => return literal(b, i, b"null"),
+        _ => skip_value(b, i, 1)?,
+    };
     *slot = Some(Raw(text.get(i..e)?));
     Some(e)
 }

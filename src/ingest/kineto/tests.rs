@@ -239,3 +239,46 @@ fn grids_in_work_items_are_divided_by_the_block() {
     assert_eq!(workgroups("[4294967296, 2, 1]"), u32::MAX);
     assert_eq!(workgroups("not a grid"), 0);
 }
+
+/// The short path for lists as Kineto writes them gives what splitting the text gives, and
+/// leaves every other form to it.
+#[test]
+fn grids_read_alike_on_either_path() {
+    let split = |raw: &str| -> u32 {
+        let dims: Vec<u64> = raw
+            .trim()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .split(',')
+            .filter_map(|d| d.trim().parse::<u64>().ok())
+            .collect();
+        if dims.is_empty() || dims.len() > 3 {
+            return 0;
+        }
+        let n = dims.iter().fold(1u64, |acc, &d| acc.saturating_mul(d));
+        u32::try_from(n).unwrap_or(u32::MAX)
+    };
+    for raw in [
+        "[240, 1, 1]",
+        "[61440,1,1]",
+        "[7]",
+        "[ 3 , 4 ]",
+        "[]",
+        "[1, 2, 3, 4]",
+        "[1,,2]",
+        "[1, x, 2]",
+        "[+5, 2]",
+        "[1 2, 3]",
+        "[\t4, 5]",
+        "[[2, 3]]",
+        "[4294967296, 2, 1]",
+        "[9999999999999999999, 9999999999999999999, 2]",
+        "[99999999999999999999, 2]",
+        "[0, 5, 5]",
+        " [6, 7] ",
+        "\"[6, 7]\"",
+        "null",
+    ] {
+        assert_eq!(workgroups(raw), split(raw), "{raw}");
+    }
+}
