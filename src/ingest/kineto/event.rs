@@ -360,9 +360,11 @@ pub(super) fn grid_in_work_items(call: &str) -> bool {
 
 /// The product of a grid or block `[x, y, z]` (0 when it is not 1 to 3 numbers; saturating).
 pub(super) fn workgroups(raw: &str) -> u32 {
-    if let Some(n) = plain_workgroups(raw.as_bytes()) {
-        return n;
-    }
+    plain_workgroups(raw.as_bytes()).unwrap_or_else(|| listed_workgroups(raw))
+}
+
+/// [`workgroups`] of any form: the text split at its commas, each part that parses a dimension.
+pub(super) fn listed_workgroups(raw: &str) -> u32 {
     let dims: Vec<u64> = raw
         .trim()
         .trim_start_matches('[')
