@@ -113,6 +113,9 @@ pub struct Context<'a> {
     pub analysis: Analysis,
     /// How long its stages took.
     pub stages: Stages,
+    /// The dependency models the critical path walked, by input: the replays' step model
+    /// starts from them rather than building them again.
+    pub(crate) path_models: Vec<Option<crate::analysis::path::model::InputModel>>,
 }
 
 impl Context<'_> {
@@ -485,6 +488,7 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
         source_of: Vec::new(),
         analysis,
         stages: Stages::default(),
+        path_models: Vec::new(),
     };
     complete(&mut ctx, &mut clock);
     ctx.stages = clock;
@@ -513,8 +517,9 @@ fn add_critical_path(ctx: &mut Context) {
         &ctx.in_scope[..],
     );
     let window_ns = ctx.analysis.summary.window_ns;
-    let (path, items, comms) =
+    let (path, items, comms, models) =
         crate::analysis::path::analyze(ctx.trace, inputs, window_ns, ctx.opts);
+    ctx.path_models = models;
     ctx.analysis.critical_path = path;
     ctx.analysis.parts.path_items = items;
     ctx.analysis.parts.path_comms = comms;

@@ -144,6 +144,10 @@ fn tensor_dims(raw: &str) -> Vec<String> {
 /// Runs of projection ops (host event indices) by run length, with their (input, thread).
 type RunsByLength = BTreeMap<usize, Vec<(Vec<usize>, (u32, u64))>>;
 
+/// A run of GEMMs at one nesting level: the ops, the input shape they read (an index), and the
+/// other ops since the last of them (an activation counts 1, anything else but a view 2).
+type Run = (Vec<usize>, u32, usize);
+
 /// The GPU time of the kernels a host op launched: the runtime calls of its thread inside its
 /// span, and their in-scope activities.
 struct LaunchedTime<'c> {
@@ -274,79 +278,79 @@ pub fn unfused_projections(ctx: &Context) -> Vec<Finding> {
     for ops in cpu_ops.chunk_by(|&a, &b| thread_key(a as usize) == thread_key(b as usize)) {
         let key = thread_key(ops[0] as usize);
         // Open ops, each with whether it or an op around it is a GEMM, a view or compile work
-        // (the ops inside those are their implementation or tracing, not the model).
-        let mut stack: Vec<(usize, bool)> = Vec::new();
-        // Per parent (None = top level): the current run, the input shape it reads, and whether
-        // an activation ran since its last GEMM. Only views and one activation may sit between
-        // (`silu(gate(y)) * up(y)` runs gate, silu, up); any other op ends the run.
-        let mut current: HashMap<Option<usize>, (Vec<usize>, u32, usize)> = HashMap::default();
-        let flush = |run: Vec<usize>, runs: &mut RunsByLength| {
-            if run.len() >= 2 {
+        // (the ops inside those are their implementation or tracing, not the model), and the
+        // run of GEMMs directly under it (`top`: at the top level): the GEMMs, the input shape
+        // they read, and whether an activation ran since the last. Only views and one
+        // activation may sit between (`silu(gate(y)) * up(y)` runs gate, silu, up); any other
+        // op ends the run. A run lives in its parent's entry, so it ends with it.
+        let mut stack: Vec<(usize, bool, Option<Run>)> = Vec::new();
+        let mut top: Option<Run> = None;
+        let flush = |run: Option<Run>, runs: &mut RunsByLength| {
+            if let Some((run, _, _)) = run.filter(|r| r.0.len() >= 2) {
                 runs.entry(run.len()).or_default().push((run, key));
             }
         };
         for h in ops.iter().map(|&h| h as usize) {
             let start = host.ts_ns[h];
-            while let Some(&(top, _)) = stack.last() {
-                if host.ts_ns[top].saturating_add(host.dur_ns.get(top)) <= start {
-                    stack.pop();
-                    // The runs under an op end with it (keeps the map as deep as the stack).
-                    if let Some((run, _, _)) = current.remove(&Some(top)) {
-                        flush(run, &mut runs);
-                    }
-                } else {
+            while let Some(&(open, _, _)) = stack.last() {
+                if host.ts_ns[open].saturating_add(host.dur_ns.get(open)) > start {
                     break;
                 }
+                if let Some((_, _, run)) = stack.pop() {
+                    flush(run, &mut runs);
+                }
             }
-            let parent = stack.last().map(|&(p, _)| p);
             // Only the outermost op counts (aten::linear → aten::addmm is one projection; the
             // ops inside another op are its implementation).
             // Ops under torch.compile's own work are tracing with fake tensors, not the model.
-            let nested = stack.last().is_some_and(|&(_, masked)| masked);
+            let nested = stack.last().is_some_and(|&(_, masked, _)| masked);
             let k = kind(h);
-            stack.push((h, nested || k & (GEMM | VIEW | COMPILE) != 0));
-            if nested {
-                continue;
-            }
-            if k & GEMM != 0 && host.input_dims(h) != NameId::NONE {
-                let shape = *first_input
-                    .entry(host.input_dims(h))
-                    .or_insert_with_key(|&dims| {
-                        let first = tensor_dims(trace.names.get(dims))
-                            .first()
-                            .cloned()
-                            .unwrap_or_default();
-                        match shapes.iter().position(|s| *s == first) {
-                            Some(k) => k as u32,
-                            None => {
-                                shapes.push(first);
-                                shapes.len() as u32 - 1
-                            }
-                        }
-                    });
-                let entry = current
-                    .entry(parent)
-                    .or_insert_with(|| (Vec::new(), shape, 0));
-                if entry.1 != shape || entry.2 > 1 {
-                    let old = std::mem::take(&mut entry.0);
-                    flush(old, &mut runs);
-                    entry.1 = shape;
-                }
-                entry.0.push(h);
-                entry.2 = 0;
-            } else if k & VIEW == 0 {
-                if let Some(entry) = current.get_mut(&parent) {
-                    entry.2 += if k & ACTIVATION != 0 { 1 } else { 2 };
-                    if entry.2 > 1 {
+            if !nested {
+                let slot = match stack.last_mut() {
+                    Some(parent) => &mut parent.2,
+                    None => &mut top,
+                };
+                if k & GEMM != 0 && host.input_dims(h) != NameId::NONE {
+                    let shape =
+                        *first_input
+                            .entry(host.input_dims(h))
+                            .or_insert_with_key(|&dims| {
+                                let first = tensor_dims(trace.names.get(dims))
+                                    .first()
+                                    .cloned()
+                                    .unwrap_or_default();
+                                match shapes.iter().position(|s| *s == first) {
+                                    Some(k) => k as u32,
+                                    None => {
+                                        shapes.push(first);
+                                        shapes.len() as u32 - 1
+                                    }
+                                }
+                            });
+                    let entry = slot.get_or_insert_with(|| (Vec::new(), shape, 0));
+                    if entry.1 != shape || entry.2 > 1 {
                         let old = std::mem::take(&mut entry.0);
-                        flush(old, &mut runs);
+                        flush(Some((old, 0, 0)), &mut runs);
+                        entry.1 = shape;
+                    }
+                    entry.0.push(h);
+                    entry.2 = 0;
+                } else if k & VIEW == 0 {
+                    if let Some(entry) = slot.as_mut() {
+                        entry.2 += if k & ACTIVATION != 0 { 1 } else { 2 };
+                        if entry.2 > 1 {
+                            let old = std::mem::take(&mut entry.0);
+                            flush(Some((old, 0, 0)), &mut runs);
+                        }
                     }
                 }
             }
+            stack.push((h, nested || k & (GEMM | VIEW | COMPILE) != 0, None));
         }
-        for (_, (run, _, _)) in current.drain() {
+        for (_, _, run) in stack.drain(..) {
             flush(run, &mut runs);
         }
+        flush(top, &mut runs);
     }
 
     // gate/up pairs project to the same width; Q/K/V may not (grouped-query attention).

@@ -281,21 +281,27 @@ impl Tally {
     }
 }
 
-/// The critical path of every kept step of every input, over a window of `window_ns`, and
-/// every item on it (uncapped, for merging ranks).
+/// The critical path of every kept step of every input, over a window of `window_ns`,
+/// every item on it (uncapped, for merging ranks), and the dependency models walked (by input;
+/// the replays' step model starts from them).
 pub(crate) fn analyze(
     trace: &Trace,
     (links, steps, buckets, in_scope): (&Links, &Steps, &[Bucket], &[bool]),
     window_ns: i64,
     opts: &crate::analysis::AnalysisOptions,
-) -> (CriticalPath, Vec<PathItem>, Vec<PathComm>) {
-    let (paths, items, comms) = step_paths(
+) -> (
+    CriticalPath,
+    Vec<PathItem>,
+    Vec<PathComm>,
+    Vec<Option<model::InputModel>>,
+) {
+    let (paths, items, comms, models) = step_paths(
         trace,
         (links, steps, buckets, in_scope),
         opts.dispatch_threshold_ns,
     );
     let path = CriticalPath::from_parts(paths, &items, window_ns, opts.top);
-    (path, items, comms)
+    (path, items, comms, models)
 }
 
 /// The ranks' paths with each collective kernel's time split: the part before the last rank
@@ -371,14 +377,28 @@ fn move_ns(labels: &mut Vec<LabelNs>, w: i64, label: Label) {
     labels.sort_by_key(|l| (l.label, l.bucket));
 }
 
-/// Each kept step's path, per input, and every item on them.
+/// One input's steps' paths, the items on them, its collectives and its dependency model.
+type InputPaths = (
+    Vec<StepPath>,
+    Items,
+    Vec<PathComm>,
+    Option<model::InputModel>,
+);
+
+/// Each kept step's path, per input, every item on them, and the models walked.
+#[allow(clippy::type_complexity)]
 fn step_paths(
     trace: &Trace,
     (links, steps, buckets, in_scope): (&Links, &Steps, &[Bucket], &[bool]),
     dispatch_threshold_ns: i64,
-) -> (Vec<StepPath>, Vec<PathItem>, Vec<PathComm>) {
+) -> (
+    Vec<StepPath>,
+    Vec<PathItem>,
+    Vec<PathComm>,
+    Vec<Option<model::InputModel>>,
+) {
     use rayon::prelude::*;
-    let per_input: Vec<(Vec<StepPath>, Items, Vec<PathComm>)> = (0..trace.inputs.len())
+    let per_input: Vec<InputPaths> = (0..trace.inputs.len())
         .into_par_iter()
         .map(|input| {
             let spans: Vec<(Option<u64>, walk::Span)> = if steps.per_input[input].is_empty() {
@@ -417,7 +437,7 @@ fn step_paths(
             let acts = &trace.activities;
             let active = (0..acts.len()).any(|a| in_scope[a] && acts.input[a] as usize == input);
             if spans.is_empty() || !active {
-                return (Vec::new(), Items::default(), Vec::new());
+                return (Vec::new(), Items::default(), Vec::new(), None);
             }
             let model = model::InputModel::build(trace, links, input as u32);
             let walker = walk::Walker {
@@ -459,13 +479,15 @@ fn step_paths(
                 })
                 .collect();
             comms.sort_by_key(|c| (c.step, c.ts, c.stream, c.start));
-            (paths, items, comms)
+            (paths, items, comms, Some(model))
         })
         .collect();
     let mut paths = Vec::new();
     let mut items: Vec<PathItem> = Vec::new();
     let mut comms: Vec<PathComm> = Vec::new();
-    for (p, i, c) in per_input {
+    let mut models = Vec::new();
+    for (p, i, c, m) in per_input {
+        models.push(m);
         paths.extend(p);
         comms.extend(c);
         let mut rows: Vec<PathItem> = i
@@ -484,7 +506,7 @@ fn step_paths(
         rows.sort_by(|a, b| (a.kind, &a.name, a.label).cmp(&(b.kind, &b.name, b.label)));
         items.extend(rows);
     }
-    (paths, items, comms)
+    (paths, items, comms, models)
 }
 
 /// An input without steps: per device, the span of its activities in scope (the window's).

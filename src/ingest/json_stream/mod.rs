@@ -10,7 +10,8 @@
 //!   the byte range of each complete event, and a `ScanSink` gets them in batches.
 //! - `scan_parallel`: each window is cut into pieces at likely element boundaries (`}` `,` `{`)
 //!   that the rayon pool parses at once through a `PieceParser` (which may find an element's
-//!   end while parsing it), while the input is read a block ahead on its own thread. A piece's
+//!   end while parsing it), while the input is read a window ahead on its own thread (swapped
+//!   in whole, the event the window before cut copied in front of it). A piece's
 //!   work is kept only when the scan of the piece before it, from a verified start, ends exactly
 //!   where it starts; so a guess inside a string costs time, never correctness, and the
 //!   `PieceSink` gets the same events with the same errors at the same offsets as from the
@@ -81,85 +82,93 @@ enum State {
     Done,
 }
 
-/// Block reader with a sliding window over the input.
-struct Window<R> {
-    reader: R,
-    buf: Vec<u8>,
+/// A sliding window over the input: `buf[pos..end]` is what is not consumed yet.
+pub(super) struct Window {
+    pub(super) buf: Vec<u8>,
     /// Start of unconsumed data.
-    pos: usize,
+    pub(super) pos: usize,
     /// End of valid data.
-    end: usize,
+    pub(super) end: usize,
     /// Absolute offset of `buf[0]`.
-    base: u64,
-    eof: bool,
-    eof_cause: Option<String>,
+    pub(super) base: u64,
+    pub(super) eof: bool,
+    pub(super) eof_cause: Option<String>,
 }
 
-impl<R: Read> Window<R> {
-    fn new(reader: R, block: usize) -> Self {
-        Window {
-            reader,
-            buf: vec![0; block],
-            pos: 0,
-            end: 0,
-            base: 0,
-            eof: false,
-            eof_cause: None,
-        }
+impl Window {
+    fn abs(&self, i: usize) -> u64 {
+        self.base + i as u64
     }
 
-    /// Reads more data, keeping `buf[keep..end]`, until the window is full or the input ends
-    /// (a decoder hands over a few KiB per call; pieces parsed in parallel need a full window).
-    /// Returns false when nothing more could be read.
-    fn refill(&mut self, keep: usize) -> Result<bool, ScanError> {
-        if self.eof {
+    /// An error from the input found after `at` (a window index): a corrupt or cut compressed
+    /// stream ends the data we can trust (the window keeps what came before it); anything
+    /// else fails the scan there.
+    pub(super) fn stop_at_error(&mut self, e: io::Error, at: usize) -> Result<(), ScanError> {
+        match e.kind() {
+            io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::InvalidInput
+            | io::ErrorKind::InvalidData => {
+                self.eof = true;
+                self.eof_cause = Some(e.to_string());
+                Ok(())
+            }
+            _ => Err(ScanError::Io {
+                offset: self.abs(at),
+                source: e,
+            }),
+        }
+    }
+}
+
+/// Where a window's bytes come from: a reader copied into it ([`Stream`]), or whole blocks
+/// read ahead on another thread and swapped in (`pieces::Blocks`).
+pub(super) trait Feed {
+    /// The window's first buffer (`block` bytes).
+    fn first_buffer(&self, block: usize) -> Vec<u8> {
+        vec![0; block]
+    }
+    /// Reads more data into `w`, keeping `w.buf[keep..w.end]` (moved to the front, `w.pos`
+    /// with it), until the window is full or the input ends (a decoder hands over a few KiB
+    /// per call; pieces parsed in parallel need a full window). Returns false when nothing
+    /// more could be read.
+    fn refill(&mut self, w: &mut Window, keep: usize) -> Result<bool, ScanError>;
+}
+
+/// A reader read into the window.
+pub(super) struct Stream<R>(pub(super) R);
+
+impl<R: Read> Feed for Stream<R> {
+    fn refill(&mut self, w: &mut Window, keep: usize) -> Result<bool, ScanError> {
+        if w.eof {
             return Ok(false);
         }
         if keep > 0 {
-            self.buf.copy_within(keep..self.end, 0);
-            self.end -= keep;
-            self.pos -= keep;
-            self.base += keep as u64;
+            w.buf.copy_within(keep..w.end, 0);
+            w.end -= keep;
+            w.pos -= keep;
+            w.base += keep as u64;
         }
-        if self.end == self.buf.len() {
-            let n = self.buf.len() * 2;
-            self.buf.resize(n, 0);
+        if w.end == w.buf.len() {
+            let n = w.buf.len() * 2;
+            w.buf.resize(n, 0);
         }
-        let before = self.end;
-        while self.end < self.buf.len() {
-            match self.reader.read(&mut self.buf[self.end..]) {
+        let before = w.end;
+        while w.end < w.buf.len() {
+            match self.0.read(&mut w.buf[w.end..]) {
                 Ok(0) => {
-                    self.eof = true;
+                    w.eof = true;
                     break;
                 }
-                Ok(n) => self.end += n,
+                Ok(n) => w.end += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // A corrupt or cut compressed stream: treat as the end of the data we can trust.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::UnexpectedEof
-                            | io::ErrorKind::InvalidInput
-                            | io::ErrorKind::InvalidData
-                    ) =>
-                {
-                    self.eof = true;
-                    self.eof_cause = Some(e.to_string());
-                    break;
-                }
                 Err(e) => {
-                    return Err(ScanError::Io {
-                        offset: self.base + self.end as u64,
-                        source: e,
-                    })
+                    let at = w.end;
+                    w.stop_at_error(e, at)?;
+                    break;
                 }
             }
         }
-        Ok(self.end > before)
-    }
-
-    fn abs(&self, i: usize) -> u64 {
-        self.base + i as u64
+        Ok(w.end > before)
     }
 }
 
@@ -313,19 +322,26 @@ pub fn scan<R: Read, S: ScanSink>(
         sink,
         ranges: Vec::new(),
     };
-    walk(reader, &mut batches, block)
+    walk(Stream(reader), &mut batches, block)
 }
 
 /// Walks the document: the top-level object's keys, and the events array through `handler`.
 // One state machine over the window: its states share the cursor and the window, and split
 // into functions they would pass all of them back and forth.
 #[allow(clippy::too_many_lines)]
-pub(super) fn walk<R: Read, H: Handler>(
-    reader: R,
+pub(super) fn walk<F: Feed, H: Handler>(
+    mut feed: F,
     handler: &mut H,
     block: usize,
 ) -> Result<ScanOutcome, ScanError> {
-    let mut w = Window::new(reader, block.max(16));
+    let mut w = Window {
+        buf: feed.first_buffer(block.max(16)),
+        pos: 0,
+        end: 0,
+        base: 0,
+        eof: false,
+        eof_cause: None,
+    };
     let mut out = ScanOutcome::default();
     let mut state = State::Start;
 
@@ -476,7 +492,7 @@ pub(super) fn walk<R: Read, H: Handler>(
             }
         }
         let keep = w.pos;
-        if !w.refill(keep)? {
+        if !feed.refill(&mut w, keep)? {
             // End of input.
             w.pos = skip_ws(&w.buf[..w.end], w.pos);
             out.bytes = w.abs(w.end);

@@ -2,7 +2,9 @@
 //! input is read a block ahead on its own thread ([`scan_parallel`]).
 
 use super::lexical::{is_ws, skip_ws, value_end};
-use super::{scan_events, walk, EventsRun, Handler, RunEnd, ScanError, ScanOutcome};
+use super::{
+    scan_events, walk, EventsRun, Feed, Handler, RunEnd, ScanError, ScanOutcome, Stream, Window,
+};
 use std::io::{self, Read};
 
 /// Part of a window as a piece parser sees it: the bytes, and as much of them from the piece's
@@ -65,7 +67,7 @@ pub fn scan_pieces<R: Read, P: PieceParser, S: PieceSink<P::Piece> + Send>(
         piece_bytes: usize::MAX,
         pending: Vec::new(),
     };
-    walk(reader, &mut pieces, block)
+    walk(Stream(reader), &mut pieces, block)
 }
 
 /// Pieces of about `piece_bytes`, scanned and parsed in parallel.
@@ -208,44 +210,84 @@ fn likely_element_start(buf: &[u8], at: usize) -> Option<usize> {
     }
 }
 
-/// Reads on its own thread, a block ahead: decompression (or the copy out of the page cache)
-/// runs beside the parse.
-struct ReadAhead {
-    blocks: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
-    /// Blocks read, handed back to the reading thread to fill again (a fresh block is zeroed
-    /// and faulted in: a few percent of a read).
-    spare: std::sync::mpsc::SyncSender<Vec<u8>>,
-    current: Vec<u8>,
-    at: usize,
-    done: bool,
+/// One block read ahead: `len` bytes of data after `head` spare bytes; `last` when the input
+/// ended with it (or failed: `error`).
+struct Filled {
+    block: Vec<u8>,
+    len: usize,
+    last: bool,
+    error: Option<io::Error>,
 }
 
-impl Read for ReadAhead {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        while self.at == self.current.len() {
-            if self.done {
-                return Ok(0);
-            }
-            match self.blocks.recv() {
-                Ok(Ok(block)) => {
-                    let used = std::mem::replace(&mut self.current, block);
-                    let _ = self.spare.try_send(used);
-                    self.at = 0;
-                }
-                Ok(Err(e)) => {
-                    self.done = true;
-                    return Err(e);
-                }
-                Err(_) => {
-                    self.done = true;
-                    return Ok(0);
-                }
-            }
+/// Windows read (decompressed, or copied out of the page cache) a block ahead on their own
+/// thread. Each block keeps `head` spare bytes before its data, where the end of the window
+/// before it (the event the window cut) is copied: a refill swaps buffers instead of
+/// copying the window, which with the read's wait was a sixth of a two-thread read.
+struct Blocks {
+    filled: std::sync::mpsc::Receiver<Filled>,
+    /// Buffers done with, handed back to the reading thread to fill again (a fresh block is
+    /// zeroed and faulted in: a few percent of a read).
+    spare: std::sync::mpsc::SyncSender<Vec<u8>>,
+    head: usize,
+}
+
+/// After a block's data is in `w`: the input ends with it when it was the last (or failed).
+fn ended(w: &mut Window, last: bool, error: Option<io::Error>) -> Result<(), ScanError> {
+    w.eof = last;
+    match error {
+        Some(e) => w.stop_at_error(e, w.end),
+        None => Ok(()),
+    }
+}
+
+impl Feed for Blocks {
+    fn first_buffer(&self, _block: usize) -> Vec<u8> {
+        Vec::new()
+    }
+    fn refill(&mut self, w: &mut Window, keep: usize) -> Result<bool, ScanError> {
+        if w.eof {
+            return Ok(false);
         }
-        let n = out.len().min(self.current.len() - self.at);
-        out[..n].copy_from_slice(&self.current[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
+        let Ok(mut f) = self.filled.recv() else {
+            // The reading thread is gone without saying why: the data ends here.
+            w.eof = true;
+            return Ok(false);
+        };
+        let tail = w.end - keep;
+        let kept_at = w.base + keep as u64;
+        if tail <= self.head && kept_at >= (self.head - tail) as u64 {
+            let start = self.head - tail;
+            f.block[start..self.head].copy_from_slice(&w.buf[keep..w.end]);
+            let done = std::mem::replace(&mut w.buf, f.block);
+            let _ = self.spare.try_send(done);
+            w.base = kept_at - start as u64;
+            w.pos = start;
+            w.end = self.head + f.len;
+            ended(w, f.last, f.error)?;
+            return Ok(f.len > 0);
+        }
+        // The first window, or one that keeps more than `head` (an event longer than the
+        // window): copied, with blocks until the new data is at least as long as what was
+        // kept, so that a window that must grow doubles.
+        let mut buf = Vec::with_capacity(tail + f.len.max(tail));
+        buf.extend_from_slice(&w.buf[keep..w.end]);
+        let (last, error) = loop {
+            buf.extend_from_slice(&f.block[self.head..self.head + f.len]);
+            let _ = self.spare.try_send(f.block);
+            if f.last || buf.len() - tail >= tail.max(1) {
+                break (f.last, f.error);
+            }
+            match self.filled.recv() {
+                Ok(next) => f = next,
+                Err(_) => break (true, None),
+            }
+        };
+        w.buf = buf;
+        w.base = kept_at;
+        w.pos = 0;
+        w.end = w.buf.len();
+        ended(w, last, error)?;
+        Ok(w.end > tail)
     }
 }
 
@@ -273,38 +315,37 @@ pub fn scan_parallel<R: Read + Send, P: PieceParser, S: PieceSink<P::Piece> + Se
         piece_bytes,
         pending: Vec::new(),
     };
-    let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(2);
-    let (spare_tx, spare_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
-    let read_bytes = block.clamp(64 << 10, 1 << 20);
+    // Handed over one at a time: the thread fills the next block while this one is parsed.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Filled>(0);
+    let (spare_tx, spare_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+    let width = block.max(16);
+    let head = width.min(64 << 10);
     std::thread::scope(|scope| {
         scope.spawn(move || {
             let mut reader = reader;
             loop {
-                let mut next = spare_rx.try_recv().unwrap_or_default();
-                next.resize(read_bytes, 0);
-                let (n, failed) = crate::ingest::fill(&mut reader, &mut next);
-                next.truncate(n);
-                let at_end = next.is_empty() || failed.is_some();
-                if !next.is_empty() && tx.send(Ok(next)).is_err() {
-                    return;
-                }
-                if let Some(e) = failed {
-                    let _ = tx.send(Err(e));
-                }
-                if at_end {
+                let mut block = spare_rx.try_recv().unwrap_or_default();
+                block.resize(head + width, 0);
+                let (len, error) = crate::ingest::fill(&mut reader, &mut block[head..]);
+                let last = len < width || error.is_some();
+                let filled = Filled {
+                    block,
+                    len,
+                    last,
+                    error,
+                };
+                if tx.send(filled).is_err() || last {
                     return;
                 }
             }
         });
-        let ahead = ReadAhead {
-            blocks: rx,
+        let blocks = Blocks {
+            filled: rx,
             spare: spare_tx,
-            current: Vec::new(),
-            at: 0,
-            done: false,
+            head,
         };
         // The walk owns the receiver: when it stops early, the reader thread's next send
         // fails and it ends.
-        walk(ahead, &mut pieces, block)
+        walk(blocks, &mut pieces, block)
     })
 }

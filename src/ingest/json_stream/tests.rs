@@ -274,3 +274,76 @@ fn pieces_scanned_in_parallel_give_what_the_plain_scan_does() {
         }
     }
 }
+
+/// Hands over `data` in reads of `step` bytes, then fails with `kind` at byte `fail_at`.
+struct Failing<'a> {
+    data: &'a [u8],
+    at: usize,
+    step: usize,
+    fail_at: usize,
+    kind: io::ErrorKind,
+}
+impl Read for Failing<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.at >= self.fail_at {
+            return Err(io::Error::new(self.kind, "the stream broke"));
+        }
+        let n = out.len().min(self.step).min(self.fail_at - self.at);
+        out[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn blocks_read_ahead_end_where_the_plain_read_does() {
+    // A corrupt compressed tail ends the data (what came before it is analyzed); any other
+    // failure fails the scan at the same offset, whichever way the window is filled.
+    let events: Vec<String> = (0..2000)
+        .map(|i| match i % 5 {
+            0 => format!(r#"{{"ph":"X","name":"{}","ts":{i}}}"#, "n".repeat(i % 300)),
+            _ => format!(r#"{{"ph":"X","name":"k{i}","ts":{i}}}"#),
+        })
+        .collect();
+    let doc = format!(r#"{{"traceEvents":[{}],"z":1}}"#, events.join(",\n"));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    for kind in [io::ErrorKind::InvalidData, io::ErrorKind::Other] {
+        for fail_at in [0, 1, 100, doc.len() / 3, doc.len() - 5, doc.len()] {
+            let failing = |step| Failing {
+                data: doc.as_bytes(),
+                at: 0,
+                step,
+                fail_at,
+                kind,
+            };
+            let mut plain = Offsets::default();
+            let a = scan(failing(1000), &mut plain, 4096);
+            for (block, piece, step) in [(4096, 500, 1000), (64, 7, 13), (1 << 20, 100, 4096)] {
+                let mut parallel = Offsets::default();
+                let b = pool
+                    .install(|| scan_parallel(failing(step), &Texts, &mut parallel, block, piece));
+                let what = format!("{kind:?} at {fail_at}, window {block}, piece {piece}");
+                match (&a, &b) {
+                    (Ok(x), Ok(y)) => {
+                        assert_eq!(x, y, "{what}");
+                        assert_eq!(plain.seen, parallel.seen, "{what}");
+                    }
+                    (
+                        Err(ScanError::Io { offset: x, .. }),
+                        Err(ScanError::Io { offset: y, .. }),
+                    ) => {
+                        assert_eq!(x, y, "{what}");
+                    }
+                    other => panic!("{what}: {other:?}"),
+                }
+            }
+            if kind == io::ErrorKind::InvalidData && fail_at > 0 && fail_at < doc.len() {
+                let out = a.as_ref().unwrap();
+                assert!(out.truncated && out.truncation_cause.is_some(), "{fail_at}");
+            }
+        }
+    }
+}

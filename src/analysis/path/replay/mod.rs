@@ -22,6 +22,7 @@ mod trail;
 mod transforms;
 
 use crate::analysis::context::Context;
+use crate::analysis::path::model::InputModel;
 use sim::Keep;
 
 pub use change::Transform;
@@ -44,7 +45,17 @@ pub struct Replayer {
 impl Replayer {
     /// The models of every input with steps (or GPU work) in scope.
     pub fn new(ctx: &Context, constants: &Constants) -> Replayer {
-        let graphs = graph::build_all(ctx, constants);
+        Replayer::from_models(ctx, Vec::new(), constants)
+    }
+
+    /// [`Replayer::new`], starting from the dependency models the critical path walked (by
+    /// input; one missing is built).
+    pub(crate) fn from_models(
+        ctx: &Context,
+        models: Vec<Option<InputModel>>,
+        constants: &Constants,
+    ) -> Replayer {
+        let graphs = graph::build_all(ctx, models, constants);
         let facts = transforms::Facts::of(ctx, &graphs, constants);
         Replayer::with_bases(graphs, facts, constants.clone())
     }

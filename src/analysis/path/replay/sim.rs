@@ -123,7 +123,7 @@ impl Edit {
             PieceKind::Dispatch | PieceKind::Host | PieceKind::Loading | PieceKind::Gap { .. }
         );
         if own && self.host_factor != 1.0 {
-            (self.host(g, i) as f64 * self.host_factor).round() as i64
+            crate::analysis::numbers::round_to_i64(self.host(g, i) as f64 * self.host_factor)
         } else {
             self.host(g, i)
         }

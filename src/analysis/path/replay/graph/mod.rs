@@ -254,11 +254,17 @@ impl InputGraph {
 }
 
 /// The model of every input with steps or GPU work in scope.
-pub(crate) fn build_all(ctx: &Context, constants: &Constants) -> Vec<InputGraph> {
+pub(crate) fn build_all(
+    ctx: &Context,
+    mut models: Vec<Option<InputModel>>,
+    constants: &Constants,
+) -> Vec<InputGraph> {
     use rayon::prelude::*;
-    (0..ctx.trace.inputs.len() as u32)
+    models.resize_with(ctx.trace.inputs.len(), || None);
+    models
         .into_par_iter()
-        .filter_map(|input| build(ctx, input, constants))
+        .enumerate()
+        .filter_map(|(input, model)| build(ctx, input as u32, model, constants))
         .collect()
 }
 
@@ -306,11 +312,17 @@ fn spans_of(ctx: &Context, input: usize) -> Vec<Span> {
     out
 }
 
-fn build(ctx: &Context, input: u32, constants: &Constants) -> Option<InputGraph> {
+/// One input's graph, from its dependency model when the critical path left one.
+fn build(
+    ctx: &Context,
+    input: u32,
+    model: Option<InputModel>,
+    constants: &Constants,
+) -> Option<InputGraph> {
     let trace = ctx.trace;
     let spans = spans_of(ctx, input as usize);
     let (start, end) = (spans.first()?.start, spans.iter().map(|s| s.end).max()?);
-    let mut model = InputModel::build(trace, &ctx.links, input);
+    let mut model = model.unwrap_or_else(|| InputModel::build(trace, &ctx.links, input));
     let optimizer = optimizer_ranges(ctx, input);
     let in_optimizer = |t: i64| {
         let k = optimizer.partition_point(|r| r.0 <= t);
