@@ -216,7 +216,7 @@ pub struct HostTimeline {
 /// overlapping ones).
 /// In place: the spans can be millions (every outermost host call), so no second copy.
 pub fn merge(mut v: Vec<(i64, i64)>, bridge_ns: i64) -> Vec<(i64, i64)> {
-    crate::analysis::time::order::sort_mostly_sorted_by_key(&mut v, |x| x);
+    super::order::sort_mostly_sorted_by_key(&mut v, |x| x);
     let mut kept = 0;
     for r in 0..v.len() {
         let (s, e) = v[r];
