@@ -37,8 +37,9 @@ pub fn file(name: &str, data: &[u8]) {
     read_and_analyze(&[path]);
 }
 
-/// `data` as a Kineto file read with the event scanner and with serde alone: the same table or
-/// the same error (and its first event, as text, the same fields or declined by the scanner).
+/// `data` as a Kineto file read with the event scanner and with serde alone, and read in place
+/// and streamed: the same table or the same error (and its first event, as text, the same
+/// fields or declined by the scanner).
 pub fn scanner(data: &[u8]) {
     use rocprof_classify::ingest::{kineto, read_all, ReadOptions};
     if let Ok(text) = std::str::from_utf8(data) {
@@ -49,9 +50,10 @@ pub fn scanner(data: &[u8]) {
     let dir = scratch("scanner");
     let path = dir.join("trace.json");
     std::fs::write(&path, data).expect("write input");
-    let read = |serde_events: bool| {
+    let read = |serde_events: bool, stream_files: bool| {
         let opts = ReadOptions {
             serde_events,
+            stream_files,
             force: Some(rocprof_classify::model::Format::Kineto),
             ..Default::default()
         };
@@ -59,7 +61,9 @@ pub fn scanner(data: &[u8]) {
             .map(|t| format!("{t:?}"))
             .map_err(|e| e.to_string())
     };
-    assert!(read(false) == read(true), "the scanner and serde read this file differently");
+    let in_place = read(false, false);
+    assert!(in_place == read(true, false), "the scanner and serde read this file differently");
+    assert!(in_place == read(false, true), "the file read in place and streamed differ");
 }
 
 /// `data` split at NUL bytes into the files of a rocprof-compute workload directory:

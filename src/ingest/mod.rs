@@ -63,6 +63,10 @@ pub struct ReadOptions {
     /// output never depends on it).
     #[doc(hidden)]
     pub serde_events: bool,
+    /// Stream plain files as gzip and stdin are, rather than read them in place (tests and
+    /// benches; the output never depends on it).
+    #[doc(hidden)]
+    pub stream_files: bool,
 }
 
 impl ReadOptions {
@@ -78,6 +82,24 @@ impl ReadOptions {
         } else {
             json_stream::scan_pipelined(reader, sink, block)
         }
+    }
+    /// [`ReadOptions::scan_pieces`] of a file read in place.
+    pub fn scan_in_place<P, S>(
+        &self,
+        file: json_stream::InPlace,
+        parser: &P,
+        sink: &mut S,
+    ) -> Result<json_stream::ScanOutcome, json_stream::ScanError>
+    where
+        P: json_stream::PieceParser,
+        S: json_stream::PieceSink<P::Piece> + Send,
+    {
+        let block = self.block_bytes.unwrap_or(json_stream::BLOCK);
+        let piece = match self.one_thread_per_file {
+            true => usize::MAX,
+            false => self.piece_bytes.unwrap_or(json_stream::PIECE),
+        };
+        json_stream::scan_in_place(file, parser, sink, block, piece)
     }
     /// Streams a JSON document into `sink` with its events parsed by `parser` in pieces, in
     /// parallel unless each file has one thread.
@@ -161,12 +183,19 @@ pub struct Source {
     /// Set when reading the head already hit a corrupt or cut compressed stream.
     pub head_error: Option<String>,
     reader: Box<dyn Read + Send>,
+    /// The file itself, when its bytes are the data and it maps: read in place.
+    in_place: Option<json_stream::InPlace>,
 }
 
 impl Source {
     /// The whole decompressed stream, head included.
     pub fn into_reader(self) -> Box<dyn Read + Send> {
         Box::new(Cursor::new(self.head).chain(self.reader))
+    }
+    /// The file to read in place instead of through [`Source::into_reader`] (a regular,
+    /// uncompressed file), once.
+    pub fn take_in_place(&mut self) -> Option<json_stream::InPlace> {
+        self.in_place.take()
     }
     /// "byte N" or, for compressed input, "byte N of the decompressed data".
     pub fn offset_unit(&self) -> &'static str {
@@ -359,13 +388,16 @@ pub fn open_with(
     } else {
         path.display().to_string()
     };
+    let mut direct = None;
     let mut raw: Box<dyn Read + Send> = if stdin {
         Box::new(io::stdin())
     } else {
-        Box::new(File::open(path).map_err(|source| IngestError::Open {
+        let file = File::open(path).map_err(|source| IngestError::Open {
             path: label.clone(),
             source,
-        })?)
+        })?;
+        direct = file.try_clone().ok();
+        Box::new(file)
     };
     if progress.is_some() || cancel.is_some() {
         raw = Box::new(Counted {
@@ -444,6 +476,9 @@ pub fn open_with(
     if filled == 0 {
         return Err(IngestError::Empty { path: label });
     }
+    let in_place = direct
+        .filter(|_| !gzip)
+        .and_then(|f| json_stream::InPlace::new(f, progress.cloned(), cancel.cloned()));
     Ok(Source {
         label,
         gzip,
@@ -451,6 +486,7 @@ pub fn open_with(
         head,
         head_error,
         reader,
+        in_place,
     })
 }
 
@@ -732,67 +768,4 @@ fn read_format(path: &Path, trace: &mut Trace, opts: &ReadOptions) -> Result<(),
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The progress callback hears every byte of the file (compressed bytes for .gz), once.
-    #[test]
-    fn progress_counts_the_file_bytes() {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        use std::sync::Arc;
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/kineto/h100/eager_manual_attn.json.gz");
-        let seen = Arc::new(AtomicU64::new(0));
-        let counter = seen.clone();
-        let opts = ReadOptions {
-            progress: Some(Progress(Arc::new(move |n| {
-                counter.fetch_add(n, Ordering::Relaxed);
-            }))),
-            ..Default::default()
-        };
-        let trace = read_all(std::slice::from_ref(&path), &opts).unwrap();
-        assert!(!trace.activities.is_empty());
-        assert_eq!(
-            seen.load(Ordering::Relaxed),
-            std::fs::metadata(&path).unwrap().len()
-        );
-    }
-
-    /// Reading files in parallel and appending them gives the table reading them in sequence
-    /// into one trace gives: same names in the same order, same rows.
-    #[test]
-    fn parallel_reading_equals_sequential_reading() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kineto/h100");
-        let paths: Vec<PathBuf> = ["eager_manual_attn", "compiled_clean", "eager_sdpa_fused"]
-            .iter()
-            .map(|n| dir.join(format!("{n}.json.gz")))
-            .collect();
-        let opts = ReadOptions::default();
-        let mut sequential = Trace::default();
-        for p in &paths {
-            read_one(p, &mut sequential, &opts).unwrap();
-        }
-        let parallel = read_all(&paths, &opts).unwrap();
-        let names = |t: &Trace| {
-            t.names
-                .iter()
-                .map(|(_, s)| s.to_string())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(names(&parallel), names(&sequential));
-        assert_eq!(parallel.inputs.len(), 3);
-        let (a, b) = (&parallel.activities, &sequential.activities);
-        assert_eq!(
-            (a.name.clone(), a.input.clone(), a.ts_ns.clone()),
-            (b.name.clone(), b.input.clone(), b.ts_ns.clone())
-        );
-        let (a, b) = (&parallel.host, &sequential.host);
-        let dims = |h: &crate::model::HostEvents| {
-            (0..h.len()).map(|i| h.input_dims(i)).collect::<Vec<_>>()
-        };
-        assert_eq!(
-            (a.name.clone(), a.input.clone(), dims(a), a.threads.clone()),
-            (b.name.clone(), b.input.clone(), dims(b), b.threads.clone())
-        );
-    }
-}
+mod tests;

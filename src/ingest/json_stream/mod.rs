@@ -16,17 +16,21 @@
 //!   where it starts; so a guess inside a string costs time, never correctness, and the
 //!   `PieceSink` gets the same events with the same errors at the same offsets as from the
 //!   sequential walk, for any piece size and thread count.
+//! - `scan_in_place`: the same for a plain file, its windows mapped where the page cache holds
+//!   them instead of read (copied) into buffers of ours (`mapped`).
 //!
 //! A document that ends early (a profiler that died mid-write) is not an error here: the scan
 //! stops at the last complete event and `ScanOutcome::truncated` says so.
 
 mod lexical;
+mod mapped;
 mod pieces;
 mod pipelined;
 #[cfg(test)]
 mod tests;
 
-pub use pieces::{scan_parallel, scan_pieces, PieceInput, PieceParser, PieceSink};
+pub use mapped::InPlace;
+pub use pieces::{scan_in_place, scan_parallel, scan_pieces, PieceInput, PieceParser, PieceSink};
 pub use pipelined::{scan_default, scan_pipelined};
 
 use lexical::{describe, skip_ws, string_end, value_end};
@@ -82,9 +86,40 @@ enum State {
     Done,
 }
 
+/// A window's bytes: a buffer of ours, or a stretch of a file mapped where the page cache
+/// holds it ([`InPlace`]).
+pub(super) enum Bytes {
+    Owned(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+impl Bytes {
+    /// The buffer, for a feed that reads into it (a mapped stretch becomes a copy first; no
+    /// feed mixes the two).
+    fn owned(&mut self) -> &mut Vec<u8> {
+        if let Bytes::Mapped(m) = self {
+            *self = Bytes::Owned(m.to_vec());
+        }
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Mapped(_) => unreachable!("replaced above"),
+        }
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Mapped(m) => m,
+        }
+    }
+}
+
 /// A sliding window over the input: `buf[pos..end]` is what is not consumed yet.
 pub(super) struct Window {
-    pub(super) buf: Vec<u8>,
+    pub(super) buf: Bytes,
     /// Start of unconsumed data.
     pub(super) pos: usize,
     /// End of valid data.
@@ -124,8 +159,8 @@ impl Window {
 /// read ahead on another thread and swapped in (`pieces::Blocks`).
 pub(super) trait Feed {
     /// The window's first buffer (`block` bytes).
-    fn first_buffer(&self, block: usize) -> Vec<u8> {
-        vec![0; block]
+    fn first_buffer(&self, block: usize) -> Bytes {
+        Bytes::Owned(vec![0; block])
     }
     /// Reads more data into `w`, keeping `w.buf[keep..w.end]` (moved to the front, `w.pos`
     /// with it), until the window is full or the input ends (a decoder hands over a few KiB
@@ -142,19 +177,20 @@ impl<R: Read> Feed for Stream<R> {
         if w.eof {
             return Ok(false);
         }
+        let buf = w.buf.owned();
         if keep > 0 {
-            w.buf.copy_within(keep..w.end, 0);
+            buf.copy_within(keep..w.end, 0);
             w.end -= keep;
             w.pos -= keep;
             w.base += keep as u64;
         }
-        if w.end == w.buf.len() {
-            let n = w.buf.len() * 2;
-            w.buf.resize(n, 0);
+        if w.end == buf.len() {
+            let n = buf.len() * 2;
+            buf.resize(n, 0);
         }
         let before = w.end;
-        while w.end < w.buf.len() {
-            match self.0.read(&mut w.buf[w.end..]) {
+        while w.end < buf.len() {
+            match self.0.read(&mut buf[w.end..]) {
                 Ok(0) => {
                     w.eof = true;
                     break;

@@ -3,7 +3,8 @@
 
 use super::lexical::{is_ws, skip_ws, value_end};
 use super::{
-    scan_events, walk, EventsRun, Feed, Handler, RunEnd, ScanError, ScanOutcome, Stream, Window,
+    scan_events, walk, Bytes, EventsRun, Feed, Handler, InPlace, RunEnd, ScanError, ScanOutcome,
+    Stream, Window,
 };
 use std::io::{self, Read};
 
@@ -68,6 +69,29 @@ pub fn scan_pieces<R: Read, P: PieceParser, S: PieceSink<P::Piece> + Send>(
         pending: Vec::new(),
     };
     walk(Stream(reader), &mut pieces, block)
+}
+
+/// [`scan_parallel`] of a file read in place: its windows are mapped from the page cache, not
+/// copied out of it (see [`InPlace`]), so no thread reads ahead. With one worker thread, one
+/// piece per window, as [`scan_pieces`].
+pub fn scan_in_place<P: PieceParser, S: PieceSink<P::Piece> + Send>(
+    file: InPlace,
+    parser: &P,
+    sink: &mut S,
+    block: usize,
+    piece_bytes: usize,
+) -> Result<ScanOutcome, ScanError> {
+    let mut pieces = Pieces {
+        parser,
+        sink,
+        piece_bytes: if rayon::current_num_threads() < 2 {
+            usize::MAX
+        } else {
+            piece_bytes
+        },
+        pending: Vec::new(),
+    };
+    walk(file.feed(block.max(16)), &mut pieces, block)
 }
 
 /// Pieces of about `piece_bytes`, scanned and parsed in parallel.
@@ -242,8 +266,8 @@ fn ended(w: &mut Window, last: bool, error: Option<io::Error>) -> Result<(), Sca
 }
 
 impl Feed for Blocks {
-    fn first_buffer(&self, _block: usize) -> Vec<u8> {
-        Vec::new()
+    fn first_buffer(&self, _block: usize) -> Bytes {
+        Bytes::Owned(Vec::new())
     }
     fn refill(&mut self, w: &mut Window, keep: usize) -> Result<bool, ScanError> {
         if w.eof {
@@ -259,8 +283,9 @@ impl Feed for Blocks {
         if tail <= self.head && kept_at >= (self.head - tail) as u64 {
             let start = self.head - tail;
             f.block[start..self.head].copy_from_slice(&w.buf[keep..w.end]);
-            let done = std::mem::replace(&mut w.buf, f.block);
-            let _ = self.spare.try_send(done);
+            if let Bytes::Owned(done) = std::mem::replace(&mut w.buf, Bytes::Owned(f.block)) {
+                let _ = self.spare.try_send(done);
+            }
             w.base = kept_at - start as u64;
             w.pos = start + (w.pos - keep);
             w.end = self.head + f.len;
@@ -283,7 +308,7 @@ impl Feed for Blocks {
                 Err(_) => break (true, None),
             }
         };
-        w.buf = buf;
+        w.buf = Bytes::Owned(buf);
         w.base = kept_at;
         w.pos -= keep;
         w.end = w.buf.len();

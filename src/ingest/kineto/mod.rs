@@ -1,7 +1,8 @@
 //! PyTorch profiler (Kineto) Chrome traces, from CUDA (CUPTI) and ROCm (roctracer) builds, 2021
 //! to now. See <https://pytorch.org/docs/stable/profiler.html> and `reference/formats.md` §1.
 //!
-//! The file is streamed (`json_stream::scan_parallel`): each window of it is cut into pieces at
+//! The file is streamed (`json_stream::scan_parallel`; a plain file is mapped in place,
+//! `json_stream::scan_in_place`): each window of it is cut into pieces at
 //! likely event boundaries, and every piece is read on a worker thread, event by event, into
 //! the fields the model uses (`raw`: text as written, borrowed from the window) and then into
 //! a `Chunk` of columns with names, ranks and string ids of its own. The chunks are appended in
@@ -127,7 +128,12 @@ impl Reader for KinetoReader {
         }
     }
 
-    fn read(&self, src: Source, trace: &mut Trace, opts: &ReadOptions) -> Result<(), IngestError> {
+    fn read(
+        &self,
+        mut src: Source,
+        trace: &mut Trace,
+        opts: &ReadOptions,
+    ) -> Result<(), IngestError> {
         let label = src.label.clone();
         let unit = src.offset_unit();
         let head_error = src.head_error.clone();
@@ -140,7 +146,10 @@ impl Reader for KinetoReader {
                 EventPath::Scanner
             },
         };
-        let scanned = opts.scan_pieces(src.into_reader(), &parser, &mut sink);
+        let scanned = match src.take_in_place().filter(|_| !opts.stream_files) {
+            Some(file) => opts.scan_in_place(file, &parser, &mut sink),
+            None => opts.scan_pieces(src.into_reader(), &parser, &mut sink),
+        };
         let outcome = match scanned {
             Ok(o) => o,
             Err(ScanError::Syntax { offset, message }) => {
