@@ -586,7 +586,9 @@ fn recognize_unsupported(head: &[u8]) -> Option<Format> {
 
 /// Whether a file is a torch.compile log (TORCH_LOGS text or TORCH_TRACE), not a trace.
 pub fn is_compile_log(path: &Path) -> bool {
-    if path.as_os_str() == "-" || path.is_dir() {
+    // Only a regular file can be opened again to be read: a named pipe's bytes (`<(zcat ..)`)
+    // would be spent on this look, and its reader would wait for a writer that has left.
+    if path.as_os_str() == "-" || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         return false;
     }
     match open(path) {

@@ -156,3 +156,43 @@ fn python_frames_are_dropped_without_attribution() {
         assert!(!attributed.analysis.modules.is_empty());
     });
 }
+
+/// A trace given through a named pipe (`<(zcat trace.json.gz)`) is read once, as given: the
+/// same feed as from the file (the pipe used to be opened twice, and the run waited forever).
+#[cfg(unix)]
+#[test]
+fn a_trace_through_a_named_pipe_reads_as_the_file() {
+    let trace = fixture("kineto/h100/eager_sdpa_fused.json.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("trace.pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let bytes = std::fs::read(&trace).unwrap();
+    let writer = {
+        let pipe = pipe.clone();
+        std::thread::spawn(move || std::fs::write(pipe, bytes).unwrap())
+    };
+    let through_pipe = bin()
+        .arg(&pipe)
+        .args(["-q", "--json", "-"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    writer.join().unwrap();
+    assert!(through_pipe.status.success(), "{through_pipe:?}");
+    let from_file = bin()
+        .arg(&trace)
+        .args(["-q", "--json", "-"])
+        .output()
+        .unwrap();
+    let feed = |o: &std::process::Output| {
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        // The input's path is the one difference.
+        v["inputs"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(feed(&through_pipe), feed(&from_file));
+}
