@@ -5,7 +5,7 @@
 //! a folder's `mod.rs` naming the files of its own folder is its face, not an import); an edge
 //! the order does not allow fails, and so does any circle.
 //! The rooms stay small enough to find one's way: `src/analysis/` keeps at most 12 entries and
-//! no source file runs past 800 lines (the two JSON readers excepted until their rewrite).
+//! no source file runs past 800 lines.
 
 use crate::common::root;
 use std::collections::{BTreeMap, BTreeSet};
