@@ -55,6 +55,9 @@ pub struct AnalysisOptions {
     /// The share of query-key blocks flex attention's block masks keep (`--flex-density`):
     /// not in the trace, so flex attention counts dense (an upper bound) without it.
     pub flex_density: Option<f64>,
+    /// Launches in flight at which a launch call blocks on the full launch queue, per vendor
+    /// (`rules/replay.toml` `launch_queue_depth`, from the catalog a run loads).
+    pub launch_queue_depth: crate::analysis::PerVendor,
 }
 
 impl Default for AnalysisOptions {
@@ -72,6 +75,9 @@ impl Default for AnalysisOptions {
             phase: None,
             op_series: false,
             flex_density: None,
+            launch_queue_depth: crate::analysis::ReplayConstants::builtin()
+                .launch_queue_depth
+                .value,
         }
     }
 }

@@ -36,8 +36,8 @@ pub use ops::attribution::{MemoryShapeRow, OpRow, NO_OP};
 pub use ops::candidates::{tunableop_line, CommandKind, Unit};
 pub use output::{Analysis, Summary};
 pub use path::replay::{
-    Constants as ReplayConstants, ReplaySet, Replayer, Replays, StepReplay, Transform, WhatIf,
-    WhatIfStep,
+    Constants as ReplayConstants, PerVendor, ReplaySet, Replayer, Replays, StepReplay, Transform,
+    WhatIf, WhatIfStep,
 };
 pub use path::{
     dependencies, CriticalPath, Dependencies, ItemKind, Label, LabelNs, LabelRow, PathItem,

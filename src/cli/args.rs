@@ -440,6 +440,7 @@ pub(super) fn config(
             what_if: Vec::new(),
             replay_profiled: false,
             flex_density: c.flex_density,
+            ..Default::default()
         },
         strict: c.strict,
         force_format: c.input_format.format(),

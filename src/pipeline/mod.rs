@@ -169,6 +169,7 @@ pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
     let (rules, catalog) = loaded?;
     let opts = AnalysisOptions {
         what_if: what_if(&config.what_if, &catalog)?,
+        launch_queue_depth: catalog.replay.launch_queue_depth.value.clone(),
         ..config.analysis.clone()
     };
     let mut trace = trace?;

@@ -196,9 +196,16 @@ fn parse_constants(text: &str, file: &Path) -> Result<crate::analysis::ReplayCon
     if link.amd <= 0 || link.nvidia <= 0 {
         return Err(bad("pinned_copy_gbps: a rate must be positive".to_string()));
     }
+    let depth = &c.launch_queue_depth.value;
+    if depth.amd < 2 || depth.nvidia < 2 {
+        return Err(bad(
+            "launch_queue_depth: a queue holds at least 2 launches".to_string()
+        ));
+    }
     let sources = [
         &c.profiler_overhead_ns.source,
         &c.launch_latency_ns.source,
+        &c.launch_queue_depth.source,
         &c.compile_wrapper_ns.source,
         &c.compile_training_call_ns.source,
         &c.host_speed_uncertainty.source,

@@ -365,3 +365,84 @@ fn a_recv_waits_for_its_matching_send() {
     assert_eq!(rank, sender.rank);
     assert_eq!(excess.map(|x| x.0), Some(Label::Host));
 }
+
+/// The share of the window the compute kernels kept the GPU busy (communication and copies
+/// excluded), from the time partition.
+fn compute_busy_pct(run: &Run) -> f64 {
+    run.analysis
+        .time_partition
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.category,
+                Category::Gemm
+                    | Category::Attention
+                    | Category::Conv
+                    | Category::Elementwise
+                    | Category::Other
+            )
+        })
+        .map(|r| r.pct)
+        .sum()
+}
+
+/// Eager fp32 training whose host runs a full launch queue ahead (OPT-125m's sizes with
+/// `AdamW(foreach=False)`, set5 of the pairs; transformers GPT-2 in the zoo): launch calls block
+/// for up to milliseconds until a kernel frees a slot. The path follows those waits to the GPU
+/// work that released them: the step is GPU work, not the host's launch calls.
+#[test]
+fn launches_blocked_on_a_full_queue_hand_the_path_to_the_gpu() {
+    for rel in [
+        "kineto/pairs/set5/opt_fp32/base.json.gz",
+        "kineto/zoo/gpt2_train_eager.json.gz",
+    ] {
+        let run = run_path(&fixture(rel));
+        let path = &run.analysis.critical_path;
+        assert!(compute_busy_pct(&run) >= 85.0, "{rel}: GPU-bound");
+        let gpu = path.pct_of(Label::GpuCompute);
+        assert!(gpu >= 90.0, "{rel}: gpu_compute {gpu:.1}% of the path");
+        assert_eq!(path.bound_by().unwrap().0, Label::GpuCompute, "{rel}");
+        // The blocked calls are long (tens of ms in the window) and off the path.
+        let host = &run.trace.host;
+        let blocked_ns: i64 = (0..host.len())
+            .filter(|&h| run.trace.names.get(host.name[h]) == "cudaLaunchKernel")
+            .map(|h| host.dur_ns.get(h))
+            .filter(|&d| d >= 100_000)
+            .sum();
+        let on_path: i64 = path
+            .top
+            .iter()
+            .filter(|i| i.name == "cudaLaunchKernel")
+            .map(|i| i.ns)
+            .sum();
+        assert!(blocked_ns >= 10_000_000, "{rel}: {blocked_ns} ns blocked");
+        assert!(
+            on_path * 10 <= blocked_ns,
+            "{rel}: {on_path} of {blocked_ns} ns on the path"
+        );
+    }
+}
+
+/// fp32 ResNet-50 and ResNeXt-50 training (set5): cuDNN runs grouped and fp32 convolutions on
+/// side streams that wait on events the trace does not record. The path follows the work on
+/// those streams (the model infers the waits) instead of leaving the GPU for a launch made
+/// long before: GPU-bound steps are GPU work.
+#[test]
+fn unrecorded_side_stream_waits_keep_a_gpu_bound_path_on_the_gpu() {
+    for name in ["resnet50_fp32", "resnext50_fp32"] {
+        let run = run_path(&fixture(&format!("kineto/pairs/set5/{name}/base.json.gz")));
+        let path = &run.analysis.critical_path;
+        assert!(compute_busy_pct(&run) >= 85.0, "{name}: GPU-bound");
+        let gpu = path.pct_of(Label::GpuCompute);
+        assert!(gpu >= 85.0, "{name}: gpu_compute {gpu:.1}% of the path");
+        assert_eq!(path.bound_by().unwrap().0, Label::GpuCompute, "{name}");
+        // Most of it in the convolutions' own time, not in gaps between kernels.
+        let gaps: i64 = path
+            .top
+            .iter()
+            .filter(|i| i.name == "(between kernels)")
+            .map(|i| i.ns)
+            .sum();
+        assert!(gaps * 10 <= path.ns, "{name}: {gaps} ns between kernels");
+    }
+}

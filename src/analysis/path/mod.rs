@@ -8,7 +8,9 @@
 //! labels add up to the step's time: the idle time on it is labeled by its cause (dispatch,
 //! data loading, host work, a sync) instead of by whatever the GPU was doing.
 
+mod hidden;
 pub(crate) mod model;
+mod queue;
 pub(crate) mod replay;
 mod walk;
 
@@ -298,7 +300,7 @@ pub(crate) fn analyze(
     let (paths, items, comms, models) = step_paths(
         trace,
         (links, steps, buckets, in_scope),
-        opts.dispatch_threshold_ns,
+        (opts.dispatch_threshold_ns, &opts.launch_queue_depth),
     );
     let path = CriticalPath::from_parts(paths, &items, window_ns, opts.top);
     (path, items, comms, models)
@@ -390,7 +392,7 @@ type InputPaths = (
 fn step_paths(
     trace: &Trace,
     (links, steps, buckets, in_scope): (&Links, &Steps, &[Bucket], &[bool]),
-    dispatch_threshold_ns: i64,
+    (dispatch_threshold_ns, queue_depth): (i64, &crate::analysis::PerVendor),
 ) -> (
     Vec<StepPath>,
     Vec<PathItem>,
@@ -439,7 +441,8 @@ fn step_paths(
             if spans.is_empty() || !active {
                 return (Vec::new(), Items::default(), Vec::new(), None);
             }
-            let model = model::InputModel::build(trace, links, input as u32);
+            let depth = queue_depth.of(trace.inputs[input].vendor);
+            let model = model::InputModel::build(trace, links, input as u32, depth);
             let walker = walk::Walker {
                 trace,
                 links,
@@ -540,13 +543,19 @@ pub struct Dependencies {
 pub fn dependencies(trace: &Trace) -> Dependencies {
     let links = Links::build(trace);
     let mut out = Dependencies::default();
+    let depths = crate::analysis::AnalysisOptions::default().launch_queue_depth;
     for input in 0..trace.inputs.len() {
-        let m = model::InputModel::build(trace, &links, input as u32);
+        let depth = depths.of(trace.inputs[input].vendor);
+        let m = model::InputModel::build(trace, &links, input as u32, depth);
         out.waits
             .extend(m.waits.iter().map(|(&to, &from)| (from, to)));
         for t in m.threads.values() {
-            out.syncs
-                .extend(t.gated.iter().map(|g| (g.activity, g.host)));
+            out.syncs.extend(
+                t.gated
+                    .iter()
+                    .filter(|g| g.kind == model::GateKind::Sync)
+                    .map(|g| (g.activity, g.host)),
+            );
         }
     }
     out.waits.sort_unstable();

@@ -18,6 +18,8 @@
 //!   (dispatching, other host work, data loading, blocked in a sync); a worker thread (the
 //!   autograd engine's) that sat idle was waiting for the main thread.
 
+use crate::analysis::path::hidden::add_hidden_waits;
+use crate::analysis::path::queue::queued_launches;
 use crate::analysis::path::Label;
 use crate::analysis::time::links::{is_allocator_call, is_free_call, is_sync_call, Links};
 use crate::analysis::time::names::is_data_loading;
@@ -35,8 +37,18 @@ pub(crate) struct HostSeg {
     pub name: NameId,
 }
 
-/// A host synchronize and the GPU work it waits for: it returns at `end`, once `activity` has
-/// finished; `waited` when that was after it started (the host blocked on the GPU).
+/// What a host call that waits for the GPU is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GateKind {
+    /// A synchronize, a blocking copy or a free.
+    Sync,
+    /// A launch call that blocked on the full launch queue (`analysis::path::queue`).
+    Queue,
+}
+
+/// A host call that waits for the GPU, and the GPU work it waits for: it returns at `end`,
+/// once `activity` has finished; `waited` when that was after it started (the host blocked on
+/// the GPU).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GatedSync {
     pub waited: bool,
@@ -44,8 +56,11 @@ pub(crate) struct GatedSync {
     pub end: i64,
     pub activity: u32,
     pub name: NameId,
-    /// The synchronize's host event.
+    /// The call's host event.
     pub host: u32,
+    pub kind: GateKind,
+    /// What the call costs when it need not wait (a launch's unblocked cost; 0 for a sync).
+    pub own_ns: i64,
 }
 
 /// One host thread of the input.
@@ -53,7 +68,7 @@ pub(crate) struct GatedSync {
 pub(crate) struct ThreadModel {
     /// What it was doing, sorted and disjoint; time between segments is a gap.
     pub segs: Vec<HostSeg>,
-    /// Its synchronizes and the GPU work each waits for, by end.
+    /// Its synchronizes and blocked launches and the GPU work each waits for, by end.
     pub gated: Vec<GatedSync>,
 }
 
@@ -75,7 +90,9 @@ pub(crate) struct InputModel {
 
 impl InputModel {
     /// Builds the model of input `input`.
-    pub fn build(trace: &Trace, links: &Links, input: u32) -> Self {
+    /// `queue_depth`: launches in flight at which a launch call blocks (the input's vendor's
+    /// `launch_queue_depth`).
+    pub fn build(trace: &Trace, links: &Links, input: u32, queue_depth: i64) -> Self {
         let (acts, host) = (&trace.activities, &trace.host);
         let mine: Vec<u32> = (0..acts.len() as u32)
             .filter(|&a| acts.input[a as usize] == input)
@@ -170,6 +187,27 @@ impl InputModel {
         for (thread, events) in ordered {
             ctx.waits_of(&events, &mut waits);
             threads.insert(thread, ctx.thread_model(&events));
+        }
+        add_hidden_waits(trace, links, (&streams, &keys), &mut waits);
+        let is_sync =
+            |name: NameId| ctx.kinds[name.index()] & (CallKind::SYNC | CallKind::FREE) != 0;
+        let queued = queued_launches(trace, links, input, queue_depth, &is_sync);
+        if !queued.is_empty() {
+            for b in queued {
+                threads.entry(b.thread).or_default().gated.push(GatedSync {
+                    waited: true,
+                    start: b.start,
+                    end: b.end,
+                    activity: b.activity,
+                    name: b.name,
+                    host: b.host,
+                    kind: GateKind::Queue,
+                    own_ns: b.own_ns,
+                });
+            }
+            for tm in threads.values_mut() {
+                tm.gated.sort_by_key(|g: &GatedSync| (g.end, g.start));
+            }
         }
         InputModel {
             streams,
@@ -588,6 +626,8 @@ impl Build<'_> {
             activity: a,
             name: host.name[h],
             host: h as u32,
+            kind: GateKind::Sync,
+            own_ns: 0,
         })
     }
 }

@@ -1,7 +1,8 @@
 //! The walk: a step's critical path, backwards from its end along each moment's
 //! latest-arriving dependency (see the module docs of `analysis::path`).
 
-use crate::analysis::path::model::{InputModel, ThreadModel};
+use crate::analysis::path::hidden::LATE_NS;
+use crate::analysis::path::model::{GateKind, InputModel, ThreadModel};
 use crate::analysis::path::{ItemKind, ItemName, Label, Tally};
 use crate::analysis::time::links::Links;
 use crate::classify::Bucket;
@@ -206,6 +207,18 @@ impl Walker<'_> {
             return None;
         };
         match rank {
+            // The GPU between two kernels of a stream: its own time where the launch was in
+            // before the predecessor ended (the queue held it) and the next one followed
+            // shortly, dispatch where the launch came later.
+            2 if self.launched_by(a, arrival) && s - arrival <= LATE_NS => {
+                acc.add(
+                    arrival,
+                    s,
+                    label.0,
+                    label.1,
+                    (ItemKind::Op, ItemName::Fixed(BETWEEN_KERNELS)),
+                );
+            }
             2 => acc.gap(arrival, s, Label::Launch, 0),
             1 => acc.gap(arrival, s, Label::Sync, 3),
             _ => {
@@ -221,6 +234,11 @@ impl Walker<'_> {
             }
         }
         (arrival > acc.span.start).then_some(to)
+    }
+
+    /// Whether activity `a`'s launch call had returned by `t` (none: launched long before).
+    fn launched_by(&self, a: u32, t: i64) -> bool {
+        self.links.launch[a as usize].is_none_or(|h| self.trace.host.end_ns(h as usize) <= t)
     }
 
     /// On host thread `thread` at `t`: back through what it did, to the synchronize that
@@ -282,10 +300,15 @@ impl Walker<'_> {
         }
         let acts = &self.trace.activities;
         let done = acts.end_ns(g.activity as usize).min(g.end);
+        // A blocked launch returning is dispatch; a synchronize returning is a sync.
+        let label = match g.kind {
+            GateKind::Sync => Label::Sync,
+            GateKind::Queue => Label::Launch,
+        };
         acc.add(
             done,
             g.end,
-            Label::Sync,
+            label,
             None,
             (ItemKind::Op, ItemName::Id(g.name)),
         );
@@ -293,7 +316,8 @@ impl Walker<'_> {
     }
 }
 
-/// The thread's last synchronize that waited for the GPU and returned by `t`.
+/// The thread's last call that waited for the GPU (a synchronize, a blocked launch) and
+/// returned by `t`.
 fn latest_gated(tm: &ThreadModel, t: i64) -> Option<crate::analysis::path::model::GatedSync> {
     let k = tm.gated.partition_point(|g| g.end <= t);
     tm.gated[..k].iter().rev().find(|g| g.waited).copied()

@@ -45,6 +45,9 @@ pub struct Constants {
     pub host_speed_uncertainty: Sourced<f64>,
     /// Launch-to-start latency where the trace shows no activity its launch held.
     pub launch_latency_ns: Sourced<i64>,
+    /// Launches in flight (issued, not finished) at which a launch call blocks until the GPU
+    /// frees a slot, per vendor.
+    pub launch_queue_depth: Sourced<PerVendor>,
     /// Host time per kernel of a compiled region (Inductor's wrapper calling its launcher, or
     /// an extern kernel's op).
     pub compile_wrapper_ns: Sourced<i64>,

@@ -26,7 +26,7 @@ use crate::analysis::path::model::InputModel;
 use sim::Keep;
 
 pub use change::Transform;
-pub use constants::Constants;
+pub use constants::{Constants, PerVendor};
 pub use results::{ReplaySet, Replays, StepReplay, WhatIf, WhatIfStep};
 
 /// The step models of a trace's inputs, ready to replay any set of changes; built from the

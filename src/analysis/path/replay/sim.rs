@@ -261,7 +261,8 @@ pub(crate) fn simulate(g: &InputGraph, e: &Edit, keep: Keep) -> SimOut {
             j += 1;
         }
         h = match g.awaited(i) {
-            Some((a, ret)) if e.waits[i] => s0.max(done(g, &end, a)) + ret,
+            // It returns once the work it waited for is done, and no sooner than its own cost.
+            Some((a, ret, own)) if e.waits[i] => (s0.max(done(g, &end, a)) + ret).max(s0 + own),
             _ => s0 + d2,
         };
         times.record(i, s0, h);

@@ -1,6 +1,7 @@
 //! The replayed step's critical path: the walk of `analysis::path` over a replay's timeline,
 //! backwards from each step's end along what each moment waited for last, labeled the same way.
 
+use crate::analysis::path::hidden::LATE_NS;
 use crate::analysis::path::replay::graph::{InputGraph, PieceKind};
 use crate::analysis::path::replay::sim::{Edit, SimOut};
 use crate::analysis::path::Label;
@@ -89,7 +90,12 @@ fn gpu(
         }
     };
     if let Some((p, end)) = done(act.prev.get()) {
-        consider(end.min(start), At::Gpu(p, end.min(start)), Label::Launch);
+        // The GPU between two kernels of a stream: its own time where the launch was in before
+        // the predecessor ended, dispatch where it came later (as the measured path has it).
+        let queued =
+            e.removed[a] || (out.issue[a].saturating_add(act.lat) <= end && start - end <= LATE_NS);
+        let label = if queued { label.0 } else { Label::Launch };
+        consider(end.min(start), At::Gpu(p, end.min(start)), label);
     }
     if let Some((d, end)) = done(act.dep.get()) {
         consider(end.min(start), At::Gpu(d, end.min(start)), Label::Sync);
@@ -99,7 +105,12 @@ fn gpu(
         consider(issued, At::Host(issued), Label::Launch);
     }
     let (arrival, to, gap) = best?;
-    add(l, (arrival, start), gap, None, floor);
+    let bucket = if gap == Label::GpuCompute {
+        label.1
+    } else {
+        None
+    };
+    add(l, (arrival, start), gap, bucket, floor);
     (arrival > floor).then_some(to)
 }
 
@@ -112,18 +123,27 @@ fn host(g: &InputGraph, e: &Edit, out: &SimOut, t: i64, floor: i64, l: &mut Labe
         i -= 1;
         let (s, end) = (out.piece_start[i], out.piece_end[i].min(t));
         let p = &g.pieces[i];
-        let waited = g.awaited(i).filter(|_| e.waits[i]).map(|(a, _)| a as usize);
+        let waited = g
+            .awaited(i)
+            .filter(|_| e.waits[i])
+            .map(|(a, _, _)| a as usize);
         if let Some(a) = waited {
             let done = out.end[a];
             if done > s && done < end {
-                add(l, (done, end), Label::Sync, None, floor);
+                // A blocked launch returning is dispatch; a synchronize returning is a sync.
+                let label = match p.kind {
+                    PieceKind::Queued(_) => Label::Launch,
+                    _ => Label::Sync,
+                };
+                add(l, (done, end), label, None, floor);
                 return (done > floor).then_some(At::Gpu(a, done));
             }
         }
         let label = match p.kind {
             PieceKind::Dispatch | PieceKind::Gap { long: false } => Label::Launch,
             PieceKind::Loading => Label::DataLoading,
-            PieceKind::Sync(_) | PieceKind::Queued(_) => Label::Sync,
+            PieceKind::Sync(_) => Label::Sync,
+            PieceKind::Queued(_) => Label::Launch,
             PieceKind::Host | PieceKind::Gap { long: true } => Label::Host,
         };
         add(l, (s, end), label, None, floor);

@@ -4,7 +4,7 @@
 
 use super::{Act, Piece, PieceKind, Wait};
 use crate::analysis::context::Context;
-use crate::analysis::path::model::{GatedSync, InputModel};
+use crate::analysis::path::model::{GateKind, GatedSync, InputModel};
 use crate::analysis::path::replay::constants::Constants;
 use crate::analysis::path::Label;
 use crate::analysis::time::links::is_free_call;
@@ -26,7 +26,7 @@ pub(super) fn pieces(
     // Every thread's gated syncs by (thread, start).
     let mut gated: HashMap<(u32, i64), GatedSync> = HashMap::default();
     for (&t, tm) in &model.threads {
-        for g in &tm.gated {
+        for g in tm.gated.iter().filter(|g| g.kind == GateKind::Sync) {
             gated.insert((t, g.start), *g);
         }
     }
@@ -107,6 +107,7 @@ pub(super) fn pieces(
                                 && !is_free_call(name)
                                 && !data_dependent.contains(g.host),
                             upload,
+                            own_ns: 0,
                         }
                     }
                     _ => Wait {
@@ -114,6 +115,7 @@ pub(super) fn pieces(
                         ret: 0,
                         removable: false,
                         upload: false,
+                        own_ns: 0,
                     },
                 },
             )),
@@ -208,7 +210,7 @@ impl DataDependent {
                 })
                 .collect();
             sort_mostly_sorted_by_key(&mut ops, |h| (host.ts_ns[h as usize], h));
-            for g in &tm.gated {
+            for g in tm.gated.iter().filter(|g| g.kind == GateKind::Sync) {
                 let k = ops.partition_point(|&h| host.ts_ns[h as usize] <= g.start);
                 let enclosing = ops[..k].iter().rev().take(64).any(|&h| {
                     host.end_ns(h as usize) >= g.end
@@ -234,47 +236,46 @@ fn wait_index(waits: &mut Vec<Wait>, w: Wait) -> u32 {
     (waits.len() - 1) as u32
 }
 
-/// Launch calls that blocked on a full launch queue, split out of their pieces: a call that
-/// lasted far longer than launches usually do and returned just after some GPU work of the
-/// input ended waited for that work (the driver takes a new launch once a slot frees).
-pub(super) fn split_queued(
-    ctx: &Context,
-    input: u32,
-    (pieces, pieces_end): (&mut Vec<Piece>, i64),
-    (acts, waits): (&[Act], &mut Vec<Wait>),
-) {
-    const MIN_BLOCK_NS: i64 = 20_000;
-    let host = &ctx.trace.host;
-    let mut calls: Vec<u32> = acts
-        .iter()
-        .filter_map(|a| ctx.links.launch[a.id as usize])
-        .filter(|&h| host.input[h as usize] == input)
-        .collect();
-    calls.sort_unstable();
-    calls.dedup();
-    if calls.is_empty() {
-        return;
-    }
-    let mut durs: Vec<i64> = calls.iter().map(|&h| host.dur_ns.get(h as usize)).collect();
-    durs.sort_unstable();
-    let long = (durs[durs.len() / 2] * 4).max(MIN_BLOCK_NS);
-    let ends = super::ends_by_time(acts);
-    // (start, end, the activity it waited for) of each blocked call, by start.
-    let mut blocked: Vec<(i64, i64, u32)> = calls
-        .iter()
-        .filter(|&&h| host.dur_ns.get(h as usize) > long)
-        .filter_map(|&h| {
-            let (s, e) = (host.ts_ns[h as usize], host.end_ns(h as usize));
-            let k = ends.partition_point(|&x| super::act_end(acts, x) <= e);
-            let &a = ends[..k].last()?;
-            let done = super::act_end(acts, a);
-            (done > s).then_some((s, e, a))
+/// A launch call that blocked on the full launch queue (the dependency model's wait,
+/// `analysis::path::queue`): its span, the activity it returned after and its own cost.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Queued {
+    pub start: i64,
+    pub end: i64,
+    /// The activity (a trace index, then local) whose end freed its slot.
+    pub awaits: Option<u32>,
+    pub own_ns: i64,
+}
+
+/// The model's blocked launches, by end.
+pub(super) fn queued(model: &InputModel) -> Vec<Queued> {
+    let mut out: Vec<Queued> = model
+        .threads
+        .values()
+        .flat_map(|tm| tm.gated.iter().filter(|g| g.kind == GateKind::Queue))
+        .map(|g| Queued {
+            start: g.start,
+            end: g.end,
+            awaits: Some(g.activity),
+            own_ns: g.own_ns,
         })
         .collect();
-    if blocked.is_empty() {
+    out.sort_unstable_by_key(|q| (q.end, q.start));
+    out
+}
+
+/// The blocked launches (`queued`, by end, activities local) split out of the host pieces: the
+/// part of each call in the piece where it returned becomes a [`PieceKind::Queued`] piece that
+/// waits for the activity that freed its slot. A call that began in an earlier piece (another
+/// thread's work painted over its start) keeps that part as it was.
+pub(super) fn split_queued(
+    (pieces, pieces_end): (&mut Vec<Piece>, i64),
+    (acts, queued): (&[Act], &[Queued]),
+    waits: &mut Vec<Wait>,
+) {
+    if queued.is_empty() {
         return;
     }
-    blocked.sort_unstable();
     // The pieces a split piece becomes, by piece: few, so the millions of others move in
     // place rather than into a second copy of the list.
     let mut splits: Vec<(usize, Vec<Piece>)> = Vec::new();
@@ -283,28 +284,35 @@ pub(super) fn split_queued(
         let p_end = super::piece_end(pieces, i, pieces_end);
         let mut cur = p.start;
         let mut parts = Vec::new();
-        while b < blocked.len() && blocked[b].0 < p_end {
-            let (s, e, a) = blocked[b];
+        // The calls that return inside this piece.
+        while b < queued.len() && queued[b].end <= p_end {
+            let q = queued[b];
             b += 1;
-            if s < cur || e > p_end || !matches!(p.kind, PieceKind::Dispatch) {
+            let s = q.start.max(cur);
+            let splittable = matches!(p.kind, PieceKind::Dispatch | PieceKind::Gap { long: false });
+            let Some(a) = q
+                .awaits
+                .filter(|_| splittable && s < q.end && q.end > p.start)
+            else {
                 continue;
-            }
+            };
             if s > cur {
                 parts.push(Piece { start: cur, ..p });
             }
             let done = super::act_end(acts, a);
             let wait = Wait {
                 awaits: Some(a),
-                ret: (e - done.max(s)).max(0),
+                ret: (q.end - done.max(s)).max(0),
                 removable: false,
                 upload: false,
+                own_ns: q.own_ns.min(q.end - s),
             };
             parts.push(Piece {
                 start: s,
                 kind: PieceKind::Queued(wait_index(waits, wait)),
                 ..p
             });
-            cur = e;
+            cur = q.end;
         }
         if parts.is_empty() {
             continue;

@@ -58,6 +58,9 @@ pub(crate) struct Wait {
     pub removable: bool,
     /// It waits for a copy to the device (an input's upload): a graph copies inputs in.
     pub upload: bool,
+    /// What the call costs when it need not wait: it returns no sooner (a blocked launch's
+    /// unblocked cost; 0 for a synchronize).
+    pub own_ns: i64,
 }
 
 /// An optional local index (a span, an activity) in 4 bytes: a step model holds millions.
@@ -240,13 +243,13 @@ impl InputGraph {
         }
     }
 
-    /// The activity (local) piece `i` returns after, and how long after its end: a
-    /// synchronize that waited for one, or a blocked launch.
-    pub fn awaited(&self, i: usize) -> Option<(u32, i64)> {
+    /// The activity (local) piece `i` returns after, how long after its end, and the least it
+    /// takes: a synchronize that waited for one, or a blocked launch.
+    pub fn awaited(&self, i: usize) -> Option<(u32, i64, i64)> {
         match self.pieces[i].kind {
             PieceKind::Sync(w) | PieceKind::Queued(w) => {
                 let w = &self.waits[w as usize];
-                w.awaits.map(|a| (a, w.ret))
+                w.awaits.map(|a| (a, w.ret, w.own_ns))
             }
             _ => None,
         }
@@ -322,7 +325,13 @@ fn build(
     let trace = ctx.trace;
     let spans = spans_of(ctx, input as usize);
     let (start, end) = (spans.first()?.start, spans.iter().map(|s| s.end).max()?);
-    let mut model = model.unwrap_or_else(|| InputModel::build(trace, &ctx.links, input));
+    let mut model = model.unwrap_or_else(|| {
+        let depth = ctx
+            .opts
+            .launch_queue_depth
+            .of(trace.inputs[input as usize].vendor);
+        InputModel::build(trace, &ctx.links, input, depth)
+    });
     let optimizer = optimizer_ranges(ctx, input);
     let in_optimizer = |t: i64| {
         let k = optimizer.partition_point(|r| r.0 <= t);
@@ -340,6 +349,7 @@ fn build(
         p.set_optimizer(in_optimizer((p.start + end) / 2));
     };
     let mut pieces = pieces(ctx, &model, (start, end), constants, &mark, &mut waits);
+    let mut queued = host::queued(&model);
     // The activities need the streams and waits, not the threads' segments: on a 2 GB trace
     // they are tens of MB, held beside the pieces and activities at the build's peak.
     model.threads = Default::default();
@@ -353,12 +363,15 @@ fn build(
         constants,
     );
     drop(model);
-    // A sync waits for a local activity (by trace index → local index).
+    // A sync or a blocked launch waits for a local activity (by trace index → local index).
     for w in &mut waits {
         w.awaits = w.awaits.and_then(|a| local.get(a));
     }
+    for q in &mut queued {
+        q.awaits = q.awaits.and_then(|a| local.get(a));
+    }
     drop(local);
-    split_queued(ctx, input, (&mut pieces, end), (&acts, &mut waits));
+    split_queued((&mut pieces, end), (&acts, &queued), &mut waits);
     count_events(ctx, input, (&mut pieces, end));
     let span_pieces = Members::of(spans.len(), pieces.iter().map(|p| p.span.get()));
     let span_acts = Members::of(spans.len(), acts.iter().map(|a| a.span.get()));
@@ -537,13 +550,15 @@ fn activities(
             continue;
         }
         let k = ends.partition_point(|&e| act_end(&out, e) <= a.start);
-        // Within a few launch latencies of its start, and after its launch.
+        // Within a few launch latencies of its start, and after its launch; launched before
+        // it (a stream waits only for work already issued: one issued later runs after it in
+        // the replay, which would read its measured end).
         let reach = a.start - (4 * typical).max(SLACK_NS) * 5;
         let found = ends[..k]
             .iter()
             .rev()
             .take_while(|&&e| act_end(&out, e) >= reach.max(a.issue))
-            .find(|&&e| out[e as usize].stream != a.stream)
+            .find(|&&e| out[e as usize].stream != a.stream && out[e as usize].issue <= a.issue)
             .copied();
         if let Some(x) = found {
             out[i].dep = Slot::of(Some(x));
