@@ -136,6 +136,7 @@ impl Options {
                 what_if: Vec::new(),
                 replay_profiled: false,
                 flex_density: self.flex_density,
+                ..Default::default()
             },
             strict: self.strict,
             force_format,

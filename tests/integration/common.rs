@@ -327,3 +327,23 @@ pub fn stdout_of(path: &Path, args: &[&str]) -> String {
         .clone();
     String::from_utf8(out).unwrap()
 }
+
+/// The share of the window the compute kernels kept the GPU busy (communication and copies
+/// excluded), from the time partition.
+pub fn compute_busy_pct(run: &Run) -> f64 {
+    run.analysis
+        .time_partition
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.category,
+                rocprof_classify::analysis::Category::Gemm
+                    | rocprof_classify::analysis::Category::Attention
+                    | rocprof_classify::analysis::Category::Conv
+                    | rocprof_classify::analysis::Category::Elementwise
+                    | rocprof_classify::analysis::Category::Other
+            )
+        })
+        .map(|r| r.pct)
+        .sum()
+}

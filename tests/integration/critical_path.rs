@@ -2,7 +2,7 @@
 //! whose bottleneck is known), and the dependency model's edges against the ones HTA's own tests
 //! assert on its sample traces.
 
-use crate::common::{fixture, read_truth, run_path};
+use crate::common::{compute_busy_pct, fixture, read_truth, run_path};
 use crate::with_shared;
 use rocprof_classify::analysis::{Category, CriticalPath, Label};
 use rocprof_classify::Run;
@@ -364,26 +364,6 @@ fn a_recv_waits_for_its_matching_send() {
     let (_, rank, excess) = straggler(&run);
     assert_eq!(rank, sender.rank);
     assert_eq!(excess.map(|x| x.0), Some(Label::Host));
-}
-
-/// The share of the window the compute kernels kept the GPU busy (communication and copies
-/// excluded), from the time partition.
-fn compute_busy_pct(run: &Run) -> f64 {
-    run.analysis
-        .time_partition
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.category,
-                Category::Gemm
-                    | Category::Attention
-                    | Category::Conv
-                    | Category::Elementwise
-                    | Category::Other
-            )
-        })
-        .map(|r| r.pct)
-        .sum()
 }
 
 /// Eager fp32 training whose host runs a full launch queue ahead (OPT-125m's sizes with
