@@ -403,14 +403,19 @@ fn launches_blocked_on_a_full_queue_hand_the_path_to_the_gpu() {
     }
 }
 
-/// fp32 ResNet-50 and ResNeXt-50 training (set5): cuDNN runs grouped and fp32 convolutions on
-/// side streams that wait on events the trace does not record. The path follows the work on
-/// those streams (the model infers the waits) instead of leaving the GPU for a launch made
-/// long before: GPU-bound steps are GPU work.
+/// fp32 ResNet-50, ResNeXt-50 (set5) and Wide ResNet-50-2 (set6) training: cuDNN runs grouped
+/// and FFT convolutions on side streams that wait on events the trace does not record, and
+/// whose kernels start only once the main stream's kernel frees the SMs. The path follows the
+/// work on those streams (the model infers the waits, and the kernel that held the GPU)
+/// instead of leaving the GPU for a launch made long before: GPU-bound steps are GPU work.
 #[test]
 fn unrecorded_side_stream_waits_keep_a_gpu_bound_path_on_the_gpu() {
-    for name in ["resnet50_fp32", "resnext50_fp32"] {
-        let run = run_path(&fixture(&format!("kineto/pairs/set5/{name}/base.json.gz")));
+    for name in [
+        "set5/resnet50_fp32",
+        "set5/resnext50_fp32",
+        "set6/wide_resnet_fp32",
+    ] {
+        let run = run_path(&fixture(&format!("kineto/pairs/{name}/base.json.gz")));
         let path = &run.analysis.critical_path;
         assert!(compute_busy_pct(&run) >= 85.0, "{name}: GPU-bound");
         let gpu = path.pct_of(Label::GpuCompute);

@@ -16,11 +16,14 @@ const REACH_NS: i64 = 100_000;
 
 /// Adds to `waits` (activity → the one on another stream it waited for) the waits the trace
 /// does not record, over one input's `streams` (activities by start) keyed by (device, stream).
+/// Where no other stream's work ended just before a late activity but some was running when it
+/// started (a kernel whose blocks held the SMs), `held` gets that one: the GPU was busy, and
+/// the path goes on there (the replays, which would delay the activity to its end, leave it).
 pub(crate) fn add_hidden_waits(
     trace: &Trace,
     links: &Links,
     (streams, keys): (&[Vec<u32>], &[(u32, u32)]),
-    waits: &mut HashMap<u32, u32>,
+    (waits, held): (&mut HashMap<u32, u32>, &mut HashMap<u32, u32>),
 ) {
     let acts = &trace.activities;
     // Per device, every activity's (end, stream index, activity), by end.
@@ -61,8 +64,37 @@ pub(crate) fn add_hidden_waits(
                 .find(|e| e.1 != s as u32 && links.launch_ts(trace, e.2 as usize) <= issued);
             if let Some(&(_, _, x)) = other {
                 found.push((a, x));
+            } else if let Some(x) = running_at(trace, links, (streams, keys), (s, start, issued)) {
+                held.insert(a, x);
             }
         }
     }
     waits.extend(found);
+}
+
+/// The work on another stream of stream `s`'s device, launched by `issued`, that started last
+/// before `start` and was still running then.
+fn running_at(
+    trace: &Trace,
+    links: &Links,
+    (streams, keys): (&[Vec<u32>], &[(u32, u32)]),
+    (s, start, issued): (usize, i64, i64),
+) -> Option<u32> {
+    let acts = &trace.activities;
+    let mut best: Option<(i64, u32)> = None;
+    for (o, list) in streams.iter().enumerate() {
+        if o == s || keys[o].0 != keys[s].0 {
+            continue;
+        }
+        let k = list.partition_point(|&x| acts.ts_ns[x as usize] < start);
+        let Some(&x) = k.checked_sub(1).map(|k| &list[k]) else {
+            continue;
+        };
+        let xi = x as usize;
+        let running = acts.end_ns(xi) > start && links.launch_ts(trace, xi) <= issued;
+        if running && best.is_none_or(|b| acts.ts_ns[xi] > b.0) {
+            best = Some((acts.ts_ns[xi], x));
+        }
+    }
+    best.map(|b| b.1)
 }

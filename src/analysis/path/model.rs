@@ -82,6 +82,10 @@ pub(crate) struct InputModel {
     pub place: Places,
     /// Activity → the activity on another stream it waited for.
     pub waits: HashMap<u32, u32>,
+    /// Activity → the work on another stream that was running when it started, late, with
+    /// nothing it waited for ending just before: the GPU was busy with it (the walk's, not a
+    /// wait the replays delay it by).
+    pub held: HashMap<u32, u32>,
     /// Per thread (index into `trace.host.threads`) of the input.
     pub threads: HashMap<u32, ThreadModel>,
     /// The thread that runs the steps (holds `ProfilerStep#N`, else launches most).
@@ -188,7 +192,8 @@ impl InputModel {
             ctx.waits_of(&events, &mut waits);
             threads.insert(thread, ctx.thread_model(&events));
         }
-        add_hidden_waits(trace, links, (&streams, &keys), &mut waits);
+        let mut held = HashMap::default();
+        add_hidden_waits(trace, links, (&streams, &keys), (&mut waits, &mut held));
         let is_sync =
             |name: NameId| ctx.kinds[name.index()] & (CallKind::SYNC | CallKind::FREE) != 0;
         let queued = queued_launches(trace, links, input, queue_depth, &is_sync);
@@ -214,6 +219,7 @@ impl InputModel {
             keys,
             place,
             waits,
+            held,
             threads,
             main,
         }

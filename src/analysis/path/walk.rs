@@ -196,6 +196,10 @@ impl Walker<'_> {
                 At::Gpu(w, acts.end_ns(w as usize).min(s)),
             );
         }
+        // Held back by another stream's kernel running when it started: the GPU's own time.
+        if let Some(&x) = self.model.held.get(&a) {
+            consider(s, 3, At::Gpu(x, s));
+        }
         if let Some(h) = self.links.launch[ai] {
             // A launch stamped after its kernel started is clock skew: the walk never goes
             // forward in time.
@@ -221,6 +225,8 @@ impl Walker<'_> {
             }
             2 => acc.gap(arrival, s, Label::Launch, 0),
             1 => acc.gap(arrival, s, Label::Sync, 3),
+            // Held by a kernel still running: no gap.
+            3 => {}
             _ => {
                 let h = self.links.launch[ai]
                     .map_or(NameId::NONE, |h| self.trace.host.name[h as usize]);
