@@ -39,6 +39,7 @@ pub use path::replay::{
     Constants as ReplayConstants, PerVendor, ReplaySet, Replayer, Replays, StepReplay, Transform,
     WhatIf, WhatIfStep,
 };
+pub(crate) use path::without_profiler as path_without_profiler;
 pub use path::{
     dependencies, CriticalPath, Dependencies, ItemKind, Label, LabelNs, LabelRow, PathItem,
     StepPath,

@@ -441,7 +441,8 @@ fn analyze_one(
         recommend::wants_replays(findings, catalog) || !opts.what_if.is_empty()
     };
     let (findings, replayer) = if rayon::current_num_threads() > 1 {
-        // Built beside the detectors (most traces have a finding it prices), dropped unused.
+        // Built beside the detectors: the bound's path without the profiler replays it, and
+        // most traces have a finding it prices.
         // Its dependency models are built again there, beside the detectors: held from the
         // critical path on instead, they raised the compact 2 GB replica's peak RSS from 323
         // to 350 MB (medians of 6 runs).
@@ -452,25 +453,31 @@ fn analyze_one(
         );
         stages.add("detect", detecting);
         stages.add("replays' step model", modelling);
-        let replayer = wanted(&findings).then_some(replayer);
         (findings, replayer)
     } else {
         let (findings, detecting) = timed(|| detect::detect(&ctx, logs));
         stages.add("detect", detecting);
-        let (replayer, modelling) = timed(|| {
-            wanted(&findings).then(|| analysis::Replayer::from_models(&ctx, models, &constants))
-        });
+        let (replayer, modelling) =
+            timed(|| analysis::Replayer::from_models(&ctx, models, &constants));
         stages.add("replays' step model", modelling);
         (findings, replayer)
     };
     let (mut analysis, table) = ctx.finish();
     let replaying = Instant::now();
-    if let Some(r) = replayer {
+    if wanted(&findings) {
         analysis.parts.replays =
-            recommend::replays(&analysis, &findings, catalog, &|set| r.replay(set));
+            recommend::replays(&analysis, &findings, catalog, &|set| replayer.replay(set));
         if !opts.what_if.is_empty() {
-            analysis.parts.what_if = Some(r.what_if(&opts.what_if));
+            analysis.parts.what_if = Some(replayer.what_if(&opts.what_if));
         }
+    }
+    // What bounds the step the user times: its path replayed without the profiler's cost.
+    if analysis.critical_path.ns > 0 {
+        let path = &analysis.critical_path;
+        analysis.critical_path.without_profiler = replayer
+            .unprofiled_paths()
+            .and_then(|steps| analysis::path_without_profiler(trace, steps, path, opts.top))
+            .map(Box::new);
     }
     stages.add("replays", replaying.elapsed());
     (analysis, table, findings, stages)

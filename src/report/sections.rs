@@ -618,11 +618,15 @@ pub const REGION_HEADER: [&str; 8] = [
 ];
 
 /// `each step is bound by data_loading (89.7% of its critical path), then host (5.8%);
-/// on it most: enumerate(DataLoader)#…__next__ 606.02 ms`; none without a path.
+/// on it most: enumerate(DataLoader)#…__next__ 606.02 ms`, from the path without the
+/// profiler's cost where there is one (saying so, and what the profiled path says where its
+/// first label differs); none without a path.
 pub fn path_line(run: &Run) -> Option<String> {
-    let p = &run.analysis.critical_path;
+    let measured = &run.analysis.critical_path;
+    let p = measured.bounding();
+    let unprofiled = !std::ptr::eq(p, measured);
     let (first, share) = p.bound_by()?;
-    let name = |l: crate::analysis::Label| {
+    let name = |p: &crate::analysis::CriticalPath, l: crate::analysis::Label| {
         if l != crate::analysis::Label::GpuCompute {
             return l.to_string();
         }
@@ -638,9 +642,22 @@ pub fn path_line(run: &Run) -> Option<String> {
             None => l.to_string(),
         }
     };
+    let how = match (unprofiled, measured.bound_by()) {
+        (false, _) => String::new(),
+        (true, Some((l, s))) if l == first => {
+            format!(" without the profiler's cost; {s:.1}% as profiled")
+        }
+        (true, Some((l, s))) => {
+            format!(
+                " without the profiler's cost; as profiled, {} {s:.1}%",
+                name(measured, l)
+            )
+        }
+        (true, None) => " without the profiler's cost".to_string(),
+    };
     let mut line = format!(
-        "each step is bound by {} ({share:.1}% of its critical path)",
-        name(first)
+        "each step is bound by {} ({share:.1}% of its critical path{how})",
+        name(p, first)
     );
     let second = crate::analysis::Label::ALL
         .into_iter()
@@ -649,9 +666,17 @@ pub fn path_line(run: &Run) -> Option<String> {
         .filter(|&(_, ns)| ns > 0)
         .max_by_key(|&(l, ns)| (ns, std::cmp::Reverse(l)));
     if let Some((l, _)) = second {
-        line.push_str(&format!(", then {} ({:.1}%)", name(l), p.pct_of(l)));
+        line.push_str(&format!(", then {} ({:.1}%)", name(p, l), p.pct_of(l)));
     }
-    if let Some(top) = p.top.first() {
+    // The path's top item under its first label (the profiled path's where the unprofiled
+    // one names no host work).
+    let top = p
+        .top
+        .iter()
+        .find(|t| t.label == first)
+        .or_else(|| measured.top.iter().find(|t| t.label == first))
+        .or(p.top.first());
+    if let Some(top) = top {
         line.push_str(&format!("; on it most: {} {}", top.name, fmt_ns(top.ns)));
     }
     Some(line)

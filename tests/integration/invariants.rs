@@ -2,11 +2,12 @@
 //! ../shared/corpus): busy time is the union of GPU activity in the window, no bucket's partition
 //! time exceeds its activities' time, step windows are disjoint and add up to at most the span
 //! they cover, the partition rows add up to the window (and each step's to the step), and
-//! `top_kernels` adds up to `buckets`.
+//! `top_kernels` adds up to `buckets`. And one of the critical path's: a single-rank trace whose
+//! compute kernels keep the GPU busy ≥ 85% of the window is bound by gpu_compute.
 
 use crate::common::{fixture, rules, shared, union_ns};
 use rocprof_classify::analysis::StepRange;
-use rocprof_classify::analysis::{analyze, Analysis, AnalysisOptions};
+use rocprof_classify::analysis::{analyze, Analysis, AnalysisOptions, Category, Label};
 use rocprof_classify::ingest::{self, ReadOptions};
 use rocprof_classify::model::{Format, Trace};
 use std::collections::BTreeMap;
@@ -30,6 +31,11 @@ fn trace_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The invariants of one trace; returns what broke.
 pub(crate) fn check(rel: &str, trace: &Trace) -> Vec<String> {
+    check_analysis(rel, trace).0
+}
+
+/// [`check`], and the analysis checked.
+fn check_analysis(rel: &str, trace: &Trace) -> (Vec<String>, Analysis) {
     let a = analyze(
         trace,
         rules(),
@@ -184,7 +190,52 @@ pub(crate) fn check(rel: &str, trace: &Trace) -> Vec<String> {
             ));
         }
     }
-    bad
+    (bad, a)
+}
+
+/// The traces whose compute kernels keep the GPU busy ≥ 85% of the window and whose path is
+/// rightly not mostly GPU work, with why.
+const BALANCED: [(&str, &str); 1] = [(
+    "tracelens/gpu_only_trace.json.gz",
+    "the host falls behind the GPU from 20% to 50% of the window (25 late launches, 635 µs idle) \
+     and runs ahead after: the first half of the path is the host's",
+)];
+
+/// A GPU-bound step reads as GPU-bound (issue 67): a single-rank trace with host events whose
+/// compute kernels keep the GPU busy ≥ 85% of the window has gpu_compute ≥ 80% of the path
+/// that bounds it (the one without the profiler's cost where there is one), and the bound says
+/// so. Returns what broke; None where the trace is not such a one.
+fn gpu_bound_path(rel: &str, trace: &Trace, a: &Analysis) -> Option<String> {
+    let window = a.summary.window_ns.max(1) as f64;
+    let compute: i64 = a
+        .time_partition
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.category,
+                Category::Gemm
+                    | Category::Attention
+                    | Category::Conv
+                    | Category::Elementwise
+                    | Category::Other
+            )
+        })
+        .map(|r| r.ns)
+        .sum();
+    let busy = 100.0 * compute as f64 / window;
+    if trace.inputs.len() != 1 || trace.host.is_empty() || busy < 85.0 {
+        return None;
+    }
+    if BALANCED.iter().any(|(name, _)| rel.ends_with(name)) {
+        return None;
+    }
+    let run = crate::common::run_trace(trace.clone(), &AnalysisOptions::default());
+    let path = run.analysis.critical_path.bounding();
+    let gpu = path.pct_of(Label::GpuCompute);
+    let bound = path.bound_by().map(|b| b.0);
+    (gpu < 80.0 || bound != Some(Label::GpuCompute)).then(|| {
+        format!("{rel}: GPU busy {busy:.1}%, gpu_compute {gpu:.1}% of the path, bound {bound:?}")
+    })
 }
 
 #[test]
@@ -200,6 +251,7 @@ fn time_invariants_hold_on_every_kineto_trace() {
     }
     let readers = ingest::readers();
     let (mut checked, mut failures) = (0, Vec::new());
+    let (mut gpu_bound, mut gpu_bound_checked) = (Vec::new(), 0);
     for path in &files {
         let Ok(src) = ingest::open(path) else {
             continue;
@@ -224,7 +276,13 @@ fn time_invariants_hold_on_every_kineto_trace() {
             } else {
                 trace.subset(&[input])
             };
-            failures.extend(check(&path.display().to_string(), &one));
+            let rel = path.display().to_string();
+            let (bad, a) = check_analysis(&rel, &one);
+            failures.extend(bad);
+            if trace.inputs.len() == 1 {
+                gpu_bound.extend(gpu_bound_path(&rel, &one, &a));
+                gpu_bound_checked += usize::from(!one.host.is_empty());
+            }
         }
         checked += 1;
     }
@@ -236,5 +294,15 @@ fn time_invariants_hold_on_every_kineto_trace() {
         "{} broken invariants:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+    assert!(
+        gpu_bound_checked >= expected,
+        "{gpu_bound_checked} traces with host events"
+    );
+    assert!(
+        gpu_bound.is_empty(),
+        "{} GPU-bound traces not bound by the GPU:\n{}",
+        gpu_bound.len(),
+        gpu_bound.join("\n")
     );
 }

@@ -150,6 +150,11 @@ pub struct CriticalPath {
     pub per_step: Vec<StepPath>,
     /// The ops and kernels on it, most time first (capped by `--top`).
     pub top: Vec<PathItem>,
+    /// The same block for each step replayed without the profiler's own cost (one rank's
+    /// steps with host events): the path of the run the user times. Its `top` lists kernels
+    /// only, and its shares of the window are of its own length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without_profiler: Option<Box<CriticalPath>>,
 }
 
 impl CriticalPath {
@@ -164,6 +169,14 @@ impl CriticalPath {
     /// Share of the path under `label`.
     pub fn pct_of(&self, label: Label) -> f64 {
         pct(self.ns_of(label), self.ns)
+    }
+    /// The path that says what bounds the step: the one without the profiler's cost where
+    /// there is one (a profiled host is slower than the run it stands for), else this one.
+    pub fn bounding(&self) -> &CriticalPath {
+        match &self.without_profiler {
+            Some(p) if p.ns > 0 => p,
+            _ => self,
+        }
     }
     /// The label most of the path is under (ties: the feed's order), and its share.
     pub fn bound_by(&self) -> Option<(Label, f64)> {
@@ -232,8 +245,72 @@ impl CriticalPath {
             labels,
             per_step,
             top: top_rows,
+            without_profiler: None,
         }
     }
+}
+
+/// How far the replay of the steps with the profiler's cost kept may be from the measured
+/// path's length for its path without that cost to say what bounds them: the model must
+/// reproduce the step it changes. (The unchanged replays of the fixtures' steps land within
+/// 1% of them; a host range much longer than its GPU work, as on some serving traces, does
+/// not.)
+const REPLAY_FIDELITY: f64 = 0.05;
+
+/// The `without_profiler` block: each step's path as the replay without the profiler's cost
+/// walks it (`replay::Replayer::unprofiled_paths`), its kernels named from `trace`; none
+/// where the replay does not reproduce the `measured` steps.
+pub(crate) fn without_profiler(
+    trace: &Trace,
+    steps: Vec<replay::UnprofiledStep>,
+    measured: &CriticalPath,
+    top: usize,
+) -> Option<CriticalPath> {
+    let replayed = steps
+        .iter()
+        .fold(0i64, |a, s| a.saturating_add(s.profiled_ns));
+    let off = (replayed - measured.ns).abs() as f64;
+    // Without host events there is no profiler's cost on the host to take out.
+    let untimed = trace.host.is_empty();
+    if untimed || steps.is_empty() || measured.ns <= 0 || off > REPLAY_FIDELITY * measured.ns as f64
+    {
+        return None;
+    }
+    let mut items: BTreeMap<(u32, Label), i64> = BTreeMap::new();
+    let per_step: Vec<StepPath> = steps
+        .into_iter()
+        .map(|s| {
+            for (k, ns) in s.trail.kernels {
+                let sum = items.entry(k).or_insert(0);
+                *sum = sum.saturating_add(ns);
+            }
+            StepPath {
+                rank: s.rank,
+                step: s.step,
+                ns: s.ns,
+                labels: s
+                    .trail
+                    .labels
+                    .into_iter()
+                    .filter(|&(_, ns)| ns > 0)
+                    .map(|((label, bucket), ns)| LabelNs { label, bucket, ns })
+                    .collect(),
+            }
+        })
+        .collect();
+    let acts = &trace.activities;
+    let items: Vec<PathItem> = items
+        .into_iter()
+        .map(|((a, label), ns)| PathItem {
+            kind: ItemKind::Kernel,
+            name: trace.names.get(acts.name[a as usize]).to_string(),
+            label,
+            ns,
+            pct_of_path: 0.0,
+        })
+        .collect();
+    let window = per_step.iter().fold(0i64, |a, s| a.saturating_add(s.ns));
+    Some(CriticalPath::from_parts(per_step, &items, window, top))
 }
 
 /// The name of an item on the path: an event's, or one for what is no event (a gap).

@@ -70,6 +70,9 @@ pub(crate) struct ThreadModel {
     pub segs: Vec<HostSeg>,
     /// Its synchronizes and blocked launches and the GPU work each waits for, by end.
     pub gated: Vec<GatedSync>,
+    /// It launched GPU work (the main thread, autograd's device threads), unlike threads
+    /// that only copy or pin memory.
+    pub launches: bool,
 }
 
 /// The dependency model of one input.
@@ -525,6 +528,7 @@ impl Build<'_> {
         let mut last_stream: Option<usize> = None;
         // Outermost op or call: its index in `ops`, and its end.
         let mut outer: Option<(usize, i64)> = None;
+        let mut launches_any = false;
         for &h in events {
             let h = h as usize;
             let (s, e) = (host.ts_ns[h], host.end_ns(h));
@@ -548,6 +552,7 @@ impl Build<'_> {
             let call = host.kind[h] != HostKind::CpuOp;
             let launched = self.launched.get(h as u32);
             let launches = call && launched.is_some();
+            launches_any |= launches;
             match outer {
                 Some((k, end)) if s < end => {
                     if launches {
@@ -580,7 +585,11 @@ impl Build<'_> {
         segs = paint(segs, &disjoint(syncs));
         segs = paint(segs, &disjoint(loading));
         gated.sort_by_key(|g: &GatedSync| (g.end, g.start));
-        ThreadModel { segs, gated }
+        ThreadModel {
+            segs,
+            gated,
+            launches: launches_any,
+        }
     }
 
     /// The activity synchronize `h` waited for, if it waited at all: the one that ended last

@@ -242,6 +242,29 @@ impl Walker<'_> {
         (arrival > acc.span.start).then_some(to)
     }
 
+    /// The other thread that launches GPU work whose last work in `(from, to]` ended last,
+    /// and that end.
+    fn launching_in(&self, thread: u32, (from, to): (i64, i64)) -> Option<(u32, i64)> {
+        let mut best: Option<(u32, i64)> = None;
+        for (&t, tm) in &self.model.threads {
+            if t == thread || !tm.launches {
+                continue;
+            }
+            let k = tm.segs.partition_point(|s| s.end <= to);
+            let Some(seg) = k.checked_sub(1).map(|k| &tm.segs[k]) else {
+                continue;
+            };
+            if seg.end > from
+                && best.is_none_or(|(bt, be)| {
+                    (seg.end, std::cmp::Reverse(t)) > (be, std::cmp::Reverse(bt))
+                })
+            {
+                best = Some((t, seg.end));
+            }
+        }
+        best
+    }
+
     /// Whether activity `a`'s launch call had returned by `t` (none: launched long before).
     fn launched_by(&self, a: u32, t: i64) -> bool {
         self.links.launch[a as usize].is_none_or(|h| self.trace.host.end_ns(h as usize) <= t)
@@ -273,6 +296,15 @@ impl Walker<'_> {
                 if worker && long {
                     // The worker waited for work: the main thread was on the path.
                     return Some(At::Host(self.model.main.unwrap_or(thread), c));
+                }
+                if long && !worker {
+                    // The main thread waited (in `backward()`) while another thread launched
+                    // the work: the path is on that thread until its last work in the gap.
+                    if let Some((other, end)) = self.launching_in(thread, (prev_end.max(floor), c))
+                    {
+                        acc.gap(end, c, Label::Launch, 1);
+                        return Some(At::Host(other, end));
+                    }
                 }
                 let from = prev_end.max(floor);
                 if long {

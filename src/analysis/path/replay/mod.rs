@@ -163,6 +163,7 @@ impl Replayer {
                     base_ns: base.step_ns[k],
                     replay_ns: changed.step_ns[k],
                     labels: paths[k]
+                        .labels
                         .iter()
                         .map(|(&(label, bucket), &ns)| crate::analysis::path::LabelNs {
                             label,
@@ -174,6 +175,36 @@ impl Replayer {
             }
         }
         out
+    }
+
+    /// Each step's critical path as it runs without the profiler's cost: the unchanged
+    /// replay's, walked as `what_if` walks a changed one. Per input: its rank, and per step
+    /// its number, its replayed time with the profiler's cost kept (the model against the
+    /// measured step) and taken out, and the latter's trail. None where the profiler's cost is
+    /// not taken out (`replay_profiled`): the measured path is then the one.
+    pub(crate) fn unprofiled_paths(&self) -> Option<Vec<UnprofiledStep>> {
+        let overhead = self.constants.profiler_overhead_ns.value;
+        if overhead <= 0 {
+            return None;
+        }
+        let mut out = Vec::new();
+        for g in &self.graphs {
+            let identity = sim::simulate(g, &sim::Edit::identity(g), Keep::Steps);
+            let edit = sim::Edit::unprofiled(g, overhead);
+            let run = sim::simulate(g, &edit, Keep::Timeline);
+            let trails = trail::walk(g, &edit, &run);
+            let steps = g.spans.iter().zip(trails).zip(run.step_ns);
+            for (((span, trail), ns), profiled_ns) in steps.zip(identity.step_ns) {
+                out.push(UnprofiledStep {
+                    rank: g.rank,
+                    step: span.number,
+                    profiled_ns,
+                    ns,
+                    trail,
+                });
+            }
+        }
+        Some(out)
     }
 
     /// Each step as measured, as the identity replay runs it, and as the replay without the
@@ -202,6 +233,17 @@ impl Replayer {
         constants.profiler_overhead_ns.value = per_event_ns;
         Replayer::with_bases(self.graphs, self.facts, constants)
     }
+}
+
+/// One step replayed unchanged without the profiler's cost, and its critical path.
+pub(crate) struct UnprofiledStep {
+    pub rank: Option<u32>,
+    pub step: Option<u64>,
+    /// The step replayed with the profiler's cost kept: the model's own error against the
+    /// measured step.
+    pub profiled_ns: i64,
+    pub ns: i64,
+    pub trail: trail::Trail,
 }
 
 /// Each graph's steps replayed unchanged without the profiler's cost: as profiled, with the

@@ -11,13 +11,21 @@ use std::collections::BTreeMap;
 /// Time on a replayed step's path, by label (and bucket, for GPU work).
 pub(crate) type Labels = BTreeMap<(Label, Option<Bucket>), i64>;
 
+/// A replayed step's path: its time by label, and each GPU activity's own time on it (by
+/// index into the trace's activities, with its label).
+#[derive(Default)]
+pub(crate) struct Trail {
+    pub labels: Labels,
+    pub kernels: BTreeMap<(u32, Label), i64>,
+}
+
 enum At {
     Gpu(usize, i64),
     Host(i64),
 }
 
 /// Each span's path through the replay.
-pub(crate) fn walk(g: &InputGraph, e: &Edit, out: &SimOut) -> Vec<Labels> {
+pub(crate) fn walk(g: &InputGraph, e: &Edit, out: &SimOut) -> Vec<Trail> {
     (0..g.spans.len())
         .map(|k| walk_span(g, e, out, k))
         .collect()
@@ -30,12 +38,10 @@ fn add(l: &mut Labels, (s, t): (i64, i64), label: Label, bucket: Option<Bucket>,
     }
 }
 
-fn walk_span(g: &InputGraph, e: &Edit, out: &SimOut, k: usize) -> Labels {
+fn walk_span(g: &InputGraph, e: &Edit, out: &SimOut, k: usize) -> Trail {
     let (s_k, e_k, by_host) = out.span_at[k];
-    let mut labels = Labels::new();
-    let last = (0..g.acts.len())
-        .filter(|&a| g.acts[a].span.get() == Some(k as u32))
-        .max_by_key(|&a| (out.end[a], a));
+    let mut trail = Trail::default();
+    let last = g.span_acts.of_span(k).max_by_key(|&a| (out.end[a], a));
     let mut at = match last {
         Some(a) if !by_host => At::Gpu(a, e_k),
         _ => At::Host(e_k),
@@ -46,20 +52,20 @@ fn walk_span(g: &InputGraph, e: &Edit, out: &SimOut, k: usize) -> Labels {
         moves -= 1;
         at = match at {
             At::Gpu(a, t) => {
-                let Some(next) = gpu(g, e, out, (a, t), s_k, &mut labels) else {
+                let Some(next) = gpu(g, e, out, (a, t), s_k, &mut trail) else {
                     break;
                 };
                 next
             }
             At::Host(t) => {
-                let Some(next) = host(g, e, out, t, s_k, &mut labels) else {
+                let Some(next) = host(g, e, out, t, s_k, &mut trail.labels) else {
                     break;
                 };
                 next
             }
         };
     }
-    labels
+    trail
 }
 
 /// On activity `a` up to `t`: its own time, then what held it last.
@@ -69,7 +75,7 @@ fn gpu(
     out: &SimOut,
     (a, t): (usize, i64),
     floor: i64,
-    l: &mut Labels,
+    trail: &mut Trail,
 ) -> Option<At> {
     let act = &g.acts[a];
     let start = out.start_of(g, e, a).min(t);
@@ -77,6 +83,11 @@ fn gpu(
         Bucket::Communication => (Label::Communication, None),
         b => (Label::GpuCompute, Some(b)),
     };
+    let own = out.end[a].min(t) - start.max(floor);
+    if own > 0 {
+        *trail.kernels.entry((act.id, label.0)).or_insert(0) += own;
+    }
+    let l = &mut trail.labels;
     add(l, (start, out.end[a].min(t)), label.0, label.1, floor);
     if start <= floor {
         return None;
