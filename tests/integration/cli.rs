@@ -714,6 +714,7 @@ fn timings_name_the_analysis_stages_and_add_up_to_at_most_the_analysis() {
             "detect",
             "replays' step model",
             "replays",
+            "path without the profiler",
         ]
     );
     let sum: f64 = stages.iter().map(|s| s.1).sum();
