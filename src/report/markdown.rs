@@ -37,7 +37,7 @@ pub fn render(run: &Run) -> String {
     if !memory.is_empty() {
         let _ = writeln!(out, "\nGPU memory: {}", cell(&memory.join("; ")));
     }
-    if let Some(line) = crate::report::sections::path_line(run) {
+    if let Some(line) = crate::report::bound::path_line(run) {
         let _ = writeln!(out, "\nCritical path: {}", cell(&line));
         render_path_top(&mut out, run);
     }

@@ -5,6 +5,7 @@
 //! write the run's activities back out (the only ones that read the trace); [`explain`] is
 //! what the `rules` and `explain` commands print.
 
+pub(crate) mod bound;
 pub mod diff;
 pub mod explain;
 pub(crate) mod format;

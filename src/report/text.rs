@@ -106,7 +106,7 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
     for line in crate::report::sections::memory_lines(run).iter().take(8) {
         let _ = writeln!(out, "memory   {line}");
     }
-    if let Some(line) = crate::report::sections::path_line(run) {
+    if let Some(line) = crate::report::bound::path_line(run) {
         let _ = writeln!(out, "bound    {line}");
     }
     if let Some(line) = crate::report::sections::mfu_line(run) {

@@ -155,6 +155,45 @@ pub struct CriticalPath {
     /// only, and its shares of the window are of its own length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub without_profiler: Option<Box<CriticalPath>>,
+    /// In `without_profiler`: its labels with the host slower by the host's speed uncertainty
+    /// (a bound that changes with it is balanced between the host and the GPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slower_host: Option<SlowerHost>,
+}
+
+/// `critical_path.without_profiler.slower_host`: the replayed path with the host slower.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlowerHost {
+    /// How much slower the host runs (`1 + host_speed_uncertainty`, `rules/replay.toml`).
+    pub factor: f64,
+    /// The path's length.
+    pub ns: i64,
+    /// Its time by label (and bucket), most first; `pct_of_window` is of its own length.
+    pub labels: Vec<LabelRow>,
+}
+
+impl SlowerHost {
+    /// The label most of the path is under, and its share.
+    pub fn bound_by(&self) -> Option<(Label, f64)> {
+        bound_of(&self.labels, self.ns)
+    }
+}
+
+/// The label most of `labels` is under (ties: the feed's order), and its share of `ns`.
+fn bound_of(labels: &[LabelRow], ns: i64) -> Option<(Label, f64)> {
+    Label::ALL
+        .into_iter()
+        .map(|l| {
+            let sum = labels
+                .iter()
+                .filter(|r| r.label == l)
+                .map(|r| r.ns)
+                .sum::<i64>();
+            (l, sum)
+        })
+        .filter(|(_, ns)| *ns > 0)
+        .max_by_key(|&(l, ns)| (ns, std::cmp::Reverse(l)))
+        .map(|(l, v)| (l, pct(v, ns)))
 }
 
 impl CriticalPath {
@@ -180,12 +219,7 @@ impl CriticalPath {
     }
     /// The label most of the path is under (ties: the feed's order), and its share.
     pub fn bound_by(&self) -> Option<(Label, f64)> {
-        Label::ALL
-            .into_iter()
-            .map(|l| (l, self.ns_of(l)))
-            .filter(|(_, ns)| *ns > 0)
-            .max_by_key(|&(l, ns)| (ns, std::cmp::Reverse(l)))
-            .map(|(l, ns)| (l, pct(ns, self.ns)))
+        bound_of(&self.labels, self.ns)
     }
 
     /// The block from step paths (any ranks) and every item on them (uncapped), over a
@@ -204,22 +238,7 @@ impl CriticalPath {
             }
         }
         let ns = per_step.iter().fold(0i64, |a, s| a.saturating_add(s.ns));
-        let mut labels: Vec<LabelRow> = sums
-            .into_iter()
-            .filter(|&(_, v)| v > 0)
-            .map(|((label, bucket), v)| LabelRow {
-                label,
-                bucket,
-                ns: v,
-                pct_of_path: pct(v, ns),
-                pct_of_window: pct(v, window_ns),
-            })
-            .collect();
-        labels.sort_by(|a, b| {
-            b.ns.cmp(&a.ns)
-                .then(a.label.cmp(&b.label))
-                .then(a.bucket.cmp(&b.bucket))
-        });
+        let labels = label_rows(sums, ns, window_ns);
         let mut merged: BTreeMap<(ItemKind, &str, Label), i64> = BTreeMap::new();
         for i in items {
             let sum = merged.entry((i.kind, &i.name, i.label)).or_insert(0);
@@ -246,6 +265,7 @@ impl CriticalPath {
             per_step,
             top: top_rows,
             without_profiler: None,
+            slower_host: None,
         }
     }
 }
@@ -277,9 +297,15 @@ pub(crate) fn without_profiler(
         return None;
     }
     let mut items: BTreeMap<(u32, Label), i64> = BTreeMap::new();
+    let mut slower: BTreeMap<(Label, Option<Bucket>), i64> = BTreeMap::new();
+    let factor = steps.first().map_or(1.0, |s| s.slower_factor);
     let per_step: Vec<StepPath> = steps
         .into_iter()
         .map(|s| {
+            for (k, ns) in s.slower_host {
+                let sum = slower.entry(k).or_insert(0);
+                *sum = sum.saturating_add(ns);
+            }
             for (k, ns) in s.trail.kernels {
                 let sum = items.entry(k).or_insert(0);
                 *sum = sum.saturating_add(ns);
@@ -310,7 +336,39 @@ pub(crate) fn without_profiler(
         })
         .collect();
     let window = per_step.iter().fold(0i64, |a, s| a.saturating_add(s.ns));
-    Some(CriticalPath::from_parts(per_step, &items, window, top))
+    let slower_ns = slower.values().fold(0i64, |a, &v| a.saturating_add(v));
+    let mut path = CriticalPath::from_parts(per_step, &items, window, top);
+    path.slower_host = (slower_ns > 0).then(|| SlowerHost {
+        factor,
+        ns: slower_ns,
+        labels: label_rows(slower, slower_ns, slower_ns),
+    });
+    Some(path)
+}
+
+/// Rows of `labels[]` from time by (label, bucket) on a path of `ns`, most first.
+fn label_rows(
+    sums: BTreeMap<(Label, Option<Bucket>), i64>,
+    ns: i64,
+    window_ns: i64,
+) -> Vec<LabelRow> {
+    let mut labels: Vec<LabelRow> = sums
+        .into_iter()
+        .filter(|&(_, v)| v > 0)
+        .map(|((label, bucket), v)| LabelRow {
+            label,
+            bucket,
+            ns: v,
+            pct_of_path: pct(v, ns),
+            pct_of_window: pct(v, window_ns),
+        })
+        .collect();
+    labels.sort_by(|a, b| {
+        b.ns.cmp(&a.ns)
+            .then(a.label.cmp(&b.label))
+            .then(a.bucket.cmp(&b.bucket))
+    });
+    labels
 }
 
 /// The name of an item on the path: an event's, or one for what is no event (a gap).

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 /// One line on what bounds each step, and how the path is found.
 pub(super) fn render_path(b: &mut String, run: &Run) {
-    let Some(line) = crate::report::sections::path_line(run) else {
+    let Some(line) = crate::report::bound::path_line(run) else {
         return;
     };
     let _ = writeln!(

@@ -187,20 +187,28 @@ impl Replayer {
         if overhead <= 0 {
             return None;
         }
+        let slower = 1.0 + self.constants.host_speed_uncertainty.value;
         let mut out = Vec::new();
         for g in &self.graphs {
             let identity = sim::simulate(g, &sim::Edit::identity(g), Keep::Steps);
-            let edit = sim::Edit::unprofiled(g, overhead);
+            let mut edit = sim::Edit::unprofiled(g, overhead);
             let run = sim::simulate(g, &edit, Keep::Timeline);
             let trails = trail::walk(g, &edit, &run);
-            let steps = g.spans.iter().zip(trails).zip(run.step_ns);
-            for (((span, trail), ns), profiled_ns) in steps.zip(identity.step_ns) {
+            // The same with the host slower by its speed's uncertainty: a step whose bound
+            // changes with it is balanced between the host and the GPU.
+            edit.host_factor = slower;
+            let slow = sim::simulate(g, &edit, Keep::Timeline);
+            let slow_trails = trail::walk(g, &edit, &slow);
+            let steps = g.spans.iter().zip(trails).zip(run.step_ns).zip(slow_trails);
+            for ((((span, trail), ns), slow), profiled_ns) in steps.zip(identity.step_ns) {
                 out.push(UnprofiledStep {
                     rank: g.rank,
                     step: span.number,
                     profiled_ns,
                     ns,
                     trail,
+                    slower_host: slow.labels,
+                    slower_factor: slower,
                 });
             }
         }
@@ -244,6 +252,9 @@ pub(crate) struct UnprofiledStep {
     pub profiled_ns: i64,
     pub ns: i64,
     pub trail: trail::Trail,
+    /// The path's labels with the host slower by `slower_factor`.
+    pub slower_host: trail::Labels,
+    pub slower_factor: f64,
 }
 
 /// Each graph's steps replayed unchanged without the profiler's cost: as profiled, with the
