@@ -272,9 +272,9 @@ impl CriticalPath {
 
 /// How far the replay of the steps with the profiler's cost kept may be from the measured
 /// path's length for its path without that cost to say what bounds them: the model must
-/// reproduce the step it changes. (The unchanged replays of the fixtures' steps land within
-/// 1% of them; a host range much longer than its GPU work, as on some serving traces, does
-/// not.)
+/// reproduce the step it changes. (The identity replay lands within 2% of each step the
+/// replays' tests check, `replays::the_identity_replay_reproduces_every_measured_step`; a
+/// host range much longer than its GPU work, as on TraceLens's serving traces, does not.)
 const REPLAY_FIDELITY: f64 = 0.05;
 
 /// The `without_profiler` block: each step's path as the replay without the profiler's cost
