@@ -49,8 +49,8 @@ pub struct AnalysisOptions {
     pub op_series: bool,
     /// Replay the step with these changes together (`--what-if`), with its critical path.
     pub what_if: Vec<crate::analysis::Transform>,
-    /// Replays keep the profiler's own cost: they predict the step as a profile shows it (a
-    /// `diff` of two profiles compares such steps).
+    /// Replays also run with the profiler's own cost kept: the step as a profile shows it (a
+    /// `diff` of two profiles judges the measured change against it).
     pub replay_profiled: bool,
     /// The share of query-key blocks flex attention's block masks keep (`--flex-density`):
     /// not in the trace, so flex attention counts dense (an upper bound) without it.

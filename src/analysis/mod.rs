@@ -37,7 +37,7 @@ pub use ops::candidates::{tunableop_line, CommandKind, Unit};
 pub use output::{Analysis, Summary};
 pub use path::replay::{
     Constants as ReplayConstants, PerVendor, ReplaySet, Replayer, Replays, StepReplay, Transform,
-    WhatIf, WhatIfStep,
+    WhatIf, WhatIfJobStep, WhatIfStep,
 };
 pub(crate) use path::without_profiler as path_without_profiler;
 pub use path::{

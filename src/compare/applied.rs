@@ -1,16 +1,20 @@
 //! The ladder driver's check after a rung (`diff --applied ID[,ID…]`): the saving the base run
-//! predicted for the rungs applied, beside the saving measured between the two runs.
+//! predicted for the rungs applied (without the profiler's cost, as the report prices it, and
+//! in profiled steps), beside the saving measured between the two profiled runs.
 
-use crate::analysis::{Analysis, Transform};
+use crate::analysis::Analysis;
 use crate::compare::output::Applied;
 use crate::compare::samples::samples;
 use crate::compare::stats::{critical_t, welch, ALPHA};
-use crate::recommend::{Catalog, Plan};
+use crate::detect::Finding;
+use crate::recommend::{price_together, Catalog, Plan};
 
 /// The predicted and measured savings of the recommendations `ids` applied together between
-/// `base` (with its plan) and `new`.
+/// `base` (with its findings and plan) and `new`: the prediction is the base run's price of
+/// them ([`crate::recommend::price_together`], the report's), and the measured profiled change
+/// is judged against its profiled part.
 pub fn applied(
-    (base, plan): (&Analysis, &Plan),
+    (base, findings, plan): (&Analysis, &[Finding], &Plan),
     new: &Analysis,
     ids: &[String],
     catalog: &Catalog,
@@ -19,51 +23,38 @@ pub fn applied(
         return Vec::new();
     }
     let window = base.summary.window_ns;
-    let recs: Vec<_> = ids
+    let recommended = ids
         .iter()
-        .filter_map(|id| plan.recommendations.iter().find(|r| &r.id == id))
-        .collect();
-    let recommended = recs.len() == ids.len();
-    // Together: one replay of their changes where the base run has it, else the sum.
-    let transforms: Vec<Transform> = ids
-        .iter()
-        .filter_map(|id| catalog.get(id).and_then(|d| d.replay))
-        .collect();
-    let together = (transforms.len() == ids.len() && ids.len() > 1)
-        .then(|| base.parts.replays.get(&transforms))
-        .flatten()
-        .filter(|s| s.base_ns() > 0)
-        .map(|s| (s.saving_ns() as f64 / s.base_ns() as f64 * window as f64).round() as i64);
-    let predicted = together.unwrap_or_else(|| recs.iter().map(|r| r.est_savings_ns).sum());
-    // The worst case keeps the least sure rung's share of its best case.
-    let worst_share = recs
-        .iter()
-        .filter(|r| r.est_savings_ns > 0)
-        .map(|r| r.est_savings_range_ns[0] as f64 / r.est_savings_ns as f64)
-        .fold(1.0f64, f64::min);
-    let best = predicted;
-    let worst = (predicted as f64 * worst_share).round() as i64;
+        .all(|id| plan.recommendations.iter().any(|r| &r.id == id));
+    let price = price_together(ids, base, findings, plan, catalog);
     let (sb, sn) = (samples(base).step, samples(new).step);
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let base_step = mean(&sb);
+    // In the predictions' ns: the step's share times the window, times the steady share.
     let to_ns = |drop: f64| {
         if base_step <= 0.0 {
             0
         } else {
-            (drop / base_step * window as f64).round() as i64
+            (drop / base_step * window as f64 * price.steady_share).round() as i64
         }
     };
     let drop = base_step - mean(&sn);
     let half = welch(&sb, &sn).map_or(0.0, |w| critical_t(ALPHA, w.df) * w.se);
     let interval = [to_ns(drop - half), to_ns(drop + half)];
+    let measured = to_ns(drop);
+    // Profiled runs measure a profiled change: judged against the profiled prediction.
+    let [worst, best] = price.profiled_range_ns.unwrap_or(price.range_ns);
     vec![Applied {
         id: ids.join("+"),
         recommended,
-        predicted_ns: predicted,
-        range_ns: [worst.min(best), best],
-        measured_ns: to_ns(drop),
+        predicted_ns: price.ns,
+        range_ns: price.range_ns,
+        predicted_profiled_ns: price.profiled_ns,
+        profiled_range_ns: price.profiled_range_ns,
+        measured_ns: measured,
         measured_interval_ns: interval,
-        within_range: interval[0] <= best && interval[1] >= worst.min(best),
+        within_range: (worst..=best).contains(&measured),
+        interval_overlaps_range: interval[0] <= best && interval[1] >= worst,
         base_window_ns: window,
     }]
 }

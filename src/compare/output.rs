@@ -293,17 +293,26 @@ pub struct Applied {
     pub id: String,
     /// Whether the base run recommended them all.
     pub recommended: bool,
-    /// The saving the base run predicted for them together, in ns of its window.
+    /// The saving the base run predicted for them together without the profiler's cost (what
+    /// the user gets; the report's figure), in ns of its window.
     pub predicted_ns: i64,
     /// Its `[worst, best]`.
     pub range_ns: [i64; 2],
+    /// The same prediction in profiled steps (what the measured profiled change is judged
+    /// against); None where it has no replay with the profiler's cost kept.
+    pub predicted_profiled_ns: Option<i64>,
+    /// Its `[worst, best]`.
+    pub profiled_range_ns: Option<[i64; 2]>,
     /// The saving measured: the mean step's drop, as a share of the base step, in ns of the
-    /// base window.
+    /// base window (times the steady steps' share where the predictions take it).
     pub measured_ns: i64,
     /// The measured saving's 95% interval (Welch's, over the compared steps), in the same ns.
     pub measured_interval_ns: [i64; 2],
-    /// Whether the measured interval meets the predicted range.
+    /// Whether the measured saving lies inside the profiled predicted range (the un-profiled
+    /// one where there is no profiled prediction).
     pub within_range: bool,
+    /// Whether the measured interval meets that range (weaker than `within_range`).
+    pub interval_overlaps_range: bool,
     /// The base run's window, the ns above are of (their percentages are of it).
     pub base_window_ns: i64,
 }

@@ -184,8 +184,20 @@ pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
         env.as_ref(),
         &opts,
     );
-    if let Some(w) = &mut run.analysis.parts.what_if {
-        w.recommendations = config.what_if.clone();
+    if run.analysis.parts.what_if.is_some() {
+        // The report's price of the same rungs together: one number in every output.
+        let price = recommend::price_together(
+            &config.what_if,
+            &run.analysis,
+            &run.findings,
+            &run.plan,
+            &catalog,
+        );
+        if let Some(w) = &mut run.analysis.parts.what_if {
+            w.recommendations = config.what_if.clone();
+            w.saving_ns = Some(price.ns);
+            w.profiled_saving_ns = price.profiled_ns;
+        }
     }
     run.timings.read = read;
     run.timings.analysis = started.elapsed() - read;
@@ -433,10 +445,7 @@ fn analyze_one(
     let models = std::mem::take(&mut ctx.path_models);
     // The step model, while the context holds what it is built from; replayed once the
     // findings say which changes the plan prices.
-    let mut constants = catalog.replay.clone();
-    if opts.replay_profiled {
-        constants.profiler_overhead_ns.value = 0;
-    }
+    let constants = catalog.replay.clone();
     let wanted = |findings: &[Finding]| {
         recommend::wants_replays(findings, catalog) || !opts.what_if.is_empty()
     };
@@ -464,10 +473,26 @@ fn analyze_one(
     };
     let (mut analysis, table) = ctx.finish();
     let replaying = Instant::now();
+    // A comparison and a what-if also replay each change with the profiler's cost kept: what
+    // the profiled run after it can confirm.
+    let replayer = match opts.replay_profiled || !opts.what_if.is_empty() {
+        true => replayer.with_profiled_arm(),
+        false => replayer,
+    };
     if wanted(&findings) {
         analysis.parts.replays =
             recommend::replays(&analysis, &findings, catalog, &|set| replayer.replay(set));
         if !opts.what_if.is_empty() {
+            // The what-if's own set, priced as the plan prices a rung.
+            if analysis.parts.replays.get(&opts.what_if).is_none() {
+                let set = replayer.replay(&opts.what_if);
+                analysis.parts.replays.sets.push(set);
+                analysis
+                    .parts
+                    .replays
+                    .sets
+                    .sort_by(|x, y| x.transforms.cmp(&y.transforms));
+            }
             analysis.parts.what_if = Some(replayer.what_if(&opts.what_if));
         }
     }
@@ -611,7 +636,7 @@ pub fn diff<E: From<RunError>>(
     n.drop_rows();
     let mut d = compare::diff(&b.outcome(), &n.outcome(), config.analysis.top);
     d.applied = compare::applied(
-        (&b.analysis, &b.plan),
+        (&b.analysis, &b.findings, &b.plan),
         &n.analysis,
         &config.applied,
         &catalog,

@@ -5,6 +5,7 @@
 mod because;
 mod catalog;
 mod ladder;
+mod order;
 mod priors;
 mod savings;
 
@@ -13,7 +14,8 @@ pub use because::Fact;
 pub use catalog::{Basis, Catalog, EnvCheck, LevelDef, RecDef};
 pub use ladder::{LadderStatus, Verdict};
 pub use priors::{Prior, Priors};
-pub use savings::{replays, wants_replays, SavingsBasis};
+pub use order::{NEGLIGIBLE_PCT, ORDER_RULE};
+pub use savings::{price_together, replays, wants_replays, Price, SavingsBasis};
 
 use crate::analysis::time::partition::Category;
 use crate::analysis::Analysis;
@@ -53,6 +55,10 @@ pub struct Recommendation {
     pub savings_basis: SavingsBasis,
     /// Its saving on top of the recommendations ranked above it, applied together.
     pub marginal_savings_ns: i64,
+    /// The rungs of higher levels it is ranked after: it saves under 0.5% of the window
+    /// alone and `marginal_savings_ns` once they are applied (omitted when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
     /// `[worst, best]`: the best case is the estimate; the worst comes from the model's
     /// uncertainty and the seeds' priors (negative: it may slow the run down).
     pub est_savings_range_ns: [i64; 2],
@@ -90,9 +96,26 @@ pub struct LadderRow {
     pub status: LadderStatus,
     /// What the trace shows, in words (the level's `says` text, filled in).
     pub evidence: String,
-    /// The level's recommendations applied together: their replayed saving (with the others'
-    /// estimates), in ns of the window.
+    /// The level's recommendations applied on top of the levels below it: those of this level
+    /// and below applied together less those below it, in ns of the window (the levels add up
+    /// to every recommendation applied together).
     pub est_savings_ns: i64,
+}
+
+/// The step after each recommendation applied in the ranked order (the feed's `plan[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct PlanStep {
+    /// The recommendation's rank.
+    pub rank: usize,
+    /// Its id.
+    pub id: String,
+    /// The saving of it and every one ranked above it, applied together, in ns of the window.
+    pub saved_ns: i64,
+    /// The window left after them.
+    pub window_ns: i64,
+    /// The mean step left after them (the measured mean step less the same share); None
+    /// without steps.
+    pub step_ns: Option<i64>,
 }
 
 /// Recommendations, ladder and next level.
@@ -102,8 +125,12 @@ pub struct Plan {
     pub recommendations: Vec<Recommendation>,
     /// Each level's status, by level.
     pub ladder: Vec<LadderRow>,
-    /// The lowest level with work left (todo or partial); `None` when none.
+    /// The level to work on next: the level of the first ranked recommendation that saves at
+    /// least 0.5% of the window where it stands (`marginal_savings_ns`); without one, the
+    /// lowest level with work left (todo or partial); `None` when none.
     pub next_level: Option<u8>,
+    /// The step after each recommendation applied in the ranked order.
+    pub steps: Vec<PlanStep>,
 }
 
 /// A parsed `env` listing (`KEY=VALUE` lines).
@@ -288,6 +315,15 @@ impl SteadyPart {
         part
     }
 
+    /// How a replay's saving becomes ns of this window.
+    fn scale(&self, window: i64) -> savings::Scale {
+        savings::Scale {
+            window,
+            warmup_step: self.warmup_step,
+            share: self.share,
+        }
+    }
+
     /// The time of `cats` that an action can recover from the steady part (the long call's
     /// wait is idle time, as launch overhead inside an op or host idle inside a sync).
     fn ceiling(&self, a: &Analysis, cats: &[Category]) -> i64 {
@@ -332,11 +368,7 @@ fn plan_with(
     let vendor = a.vendor();
     let window = a.summary.window_ns;
     let steady = SteadyPart::of(a, findings);
-    let scale = savings::Scale {
-        window,
-        warmup_step: steady.warmup_step,
-        share: steady.share,
-    };
+    let scale = steady.scale(window);
     let mut recs: Vec<Recommendation> = Vec::new();
     for rec in &catalog.recommendations {
         let Some(hits) = triggered(rec, a, findings) else {
@@ -421,6 +453,7 @@ fn plan_with(
             est_savings_pct: crate::analysis::numbers::pct(est, window),
             savings_basis,
             marginal_savings_ns: 0,
+            after: Vec::new(),
             est_savings_range_ns: [0, est],
             verify: None,
             revert_if_slower_pct: None,
@@ -455,64 +488,53 @@ fn plan_with(
             r.blocked_by_level = Some(2);
         }
     }
-    rank(&mut recs, catalog);
+    order::rank(&mut recs, catalog, replays, scale);
     savings::marginals(&mut recs, catalog, replays, scale);
     let mut ladder = ladder;
     for row in &mut ladder {
         row.est_savings_ns = savings::level_ns(row.level, &recs, catalog, replays, scale);
     }
-    let next_level = ladder
+    // The level the ranked list starts at: its first rung that saves something where it
+    // stands; without one, the lowest level with work left.
+    let next_level = recs
         .iter()
-        .filter(|l| l.status.is_open())
-        .map(|l| l.level)
-        .min();
+        .find(|r| crate::analysis::numbers::pct(r.marginal_savings_ns, window) >= NEGLIGIBLE_PCT)
+        .map(|r| r.level)
+        .or_else(|| {
+            ladder
+                .iter()
+                .filter(|l| l.status.is_open())
+                .map(|l| l.level)
+                .min()
+        });
+    let steps = plan_steps(&recs, a);
     Plan {
         recommendations: recs,
         ladder,
         next_level,
+        steps,
     }
 }
 
-/// By ladder level (seeds/000: each level builds on the previous), then by savings within a
-/// level, then id; actions that save under 0.5% of the window go last. A recommendation that
-/// follows another (`after`) comes after it. One whose worst case is a slowdown never comes
-/// first while another's worst case is a gain.
-fn rank(recs: &mut Vec<Recommendation>, catalog: &Catalog) {
-    const NEGLIGIBLE_PCT: f64 = 0.5;
-    let score = |r: &Recommendation| r.est_savings_ns as f64;
-    let first = |r: &Recommendation| catalog.get(&r.id).is_some_and(|d| d.rank_first);
-    recs.sort_by(|a, b| {
-        first(b)
-            .cmp(&first(a))
-            .then((a.est_savings_pct < NEGLIGIBLE_PCT).cmp(&(b.est_savings_pct < NEGLIGIBLE_PCT)))
-            .then(a.level.cmp(&b.level))
-            .then(score(b).total_cmp(&score(a)))
-            .then(a.id.cmp(&b.id))
-    });
-    // Move followers right after the last recommendation they follow.
-    let mut i = 0;
-    while i < recs.len() {
-        let after = catalog
-            .get(&recs[i].id)
-            .map(|d| d.after.clone())
-            .unwrap_or_default();
-        let last_leader = recs.iter().rposition(|r| after.contains(&r.id));
-        match last_leader {
-            Some(j) if j > i => {
-                let r = recs.remove(i);
-                recs.insert(j, r);
+/// The step after each recommendation applied in the ranked order: the window less the
+/// marginal savings down to it, and the mean step less the same share.
+fn plan_steps(recs: &[Recommendation], a: &Analysis) -> Vec<PlanStep> {
+    let window = a.summary.window_ns;
+    let step = a.summary.step_ns.as_ref().map(|s| s.mean);
+    let mut saved = 0i64;
+    recs.iter()
+        .map(|r| {
+            saved += r.marginal_savings_ns;
+            let left = window - saved;
+            PlanStep {
+                rank: r.rank,
+                id: r.id.clone(),
+                saved_ns: saved,
+                window_ns: left,
+                step_ns: step
+                    .filter(|_| window > 0)
+                    .map(|s| (s * left as f64 / window as f64).round() as i64),
             }
-            _ => i += 1,
-        }
-    }
-    let risky = |r: &Recommendation| r.est_savings_range_ns[0] < 0;
-    if recs.first().is_some_and(risky) && !recs.first().is_some_and(first) {
-        if let Some(k) = recs.iter().position(|r| r.est_savings_range_ns[0] > 0) {
-            let r = recs.remove(k);
-            recs.insert(0, r);
-        }
-    }
-    for (k, r) in recs.iter_mut().enumerate() {
-        r.rank = k + 1;
-    }
+        })
+        .collect()
 }

@@ -41,14 +41,28 @@ pub(super) struct Scale {
 }
 
 /// A replay's saving as a share of the step, in the window's ns (so that its percentage of
-/// the window is the step's share it saves).
+/// the window is the step's share it saves); below zero where the change costs time.
 pub(super) fn window_ns(set: &ReplaySet, scale: Scale) -> i64 {
     let base = set.base_ns();
     if base <= 0 {
         return 0;
     }
     let share = set.saving_ns_without(scale.warmup_step) as f64 / base as f64;
-    (share * scale.window as f64 * scale.share).round() as i64
+    in_window(share, scale)
+}
+
+/// The same replay's saving with the profiler's cost kept (what a profiled re-run can
+/// confirm), in the window's ns; None where its profiled arm was not replayed.
+pub(super) fn profiled_window_ns(set: &ReplaySet, scale: Scale) -> Option<i64> {
+    set.profiled_share_without(scale.warmup_step)
+        .map(|share| in_window(share, scale))
+}
+
+/// A share of the step in the window's ns, the steady steps' share of it, never past the
+/// window either way.
+fn in_window(share: f64, scale: Scale) -> i64 {
+    let ns = (share * scale.window as f64 * scale.share).round() as i64;
+    ns.clamp(-scale.window, scale.window)
 }
 
 /// What a replay says of one recommendation: its saving in the window's ns, or why none.
@@ -78,13 +92,12 @@ pub(super) fn price(t: Transform, replays: &Replays, scale: Scale) -> Priced {
             _ => Priced::Estimate,
         };
     }
-    let in_window = |share: f64| (share * scale.window as f64 * scale.share).round() as i64;
     Priced::Replayed {
-        ns: window_ns(set, scale).max(0).min(scale.window),
+        ns: window_ns(set, scale),
         from_table: set.from_table,
         host_spread: set
             .host_spread_without(scale.warmup_step)
-            .map(|(slower, faster)| (in_window(slower), in_window(faster))),
+            .map(|(slower, faster)| (in_window(slower, scale), in_window(faster, scale))),
     }
 }
 
@@ -139,46 +152,55 @@ pub(super) fn qualify(
             .is_some_and(|t| pri.validates(vendor, t));
 }
 
-/// Each recommendation's marginal saving, in rank order: replayed on top of the replayed ones
-/// above it where that replay exists, else its own estimate; never past what is left of the
-/// window.
+/// The saving of `recs` applied together: one replay of the changes of those priced by replay
+/// (where the run has it, else the sum of their own savings), plus the others' estimates;
+/// signed (a change may cost time), never past the window.
+pub(super) fn together_ns(
+    recs: &[&Recommendation],
+    catalog: &Catalog,
+    replays: &Replays,
+    scale: Scale,
+) -> i64 {
+    let (replayed, estimated): (Vec<&&Recommendation>, Vec<&&Recommendation>) = recs
+        .iter()
+        .partition(|r| r.savings_basis == SavingsBasis::Replay && transform(r, catalog).is_some());
+    let transforms: Vec<Transform> = replayed.iter().filter_map(|r| transform(r, catalog)).collect();
+    let replay_ns = match transforms.is_empty() {
+        true => 0,
+        false => replays
+            .get(&transforms)
+            .map(|set| window_ns(set, scale))
+            .unwrap_or_else(|| replayed.iter().map(|r| r.est_savings_ns).sum()),
+    };
+    let estimate_ns: i64 = estimated.iter().map(|r| r.est_savings_ns).sum();
+    (replay_ns + estimate_ns).min(scale.window)
+}
+
+/// The change a recommendation's replay applies.
+pub(super) fn transform(r: &Recommendation, catalog: &Catalog) -> Option<Transform> {
+    catalog.get(&r.id).and_then(|d| d.replay)
+}
+
+/// Each recommendation's marginal saving, in rank order: the ones up to it applied together
+/// less the ones above it ([`together_ns`] of each), signed as the savings are.
 pub(super) fn marginals(
     recs: &mut [Recommendation],
     catalog: &Catalog,
     replays: &Replays,
     scale: Scale,
 ) {
-    let window = scale.window;
-    let mut applied: Vec<Transform> = Vec::new();
-    let mut applied_ns = 0i64;
-    let mut left = window;
-    for r in recs.iter_mut() {
-        let t = catalog.get(&r.id).and_then(|d| d.replay);
-        let chained = match (r.savings_basis, t) {
-            (SavingsBasis::Replay, Some(t)) => {
-                let mut with = applied.clone();
-                with.push(t);
-                replays.get(&with).map(|set| (t, window_ns(set, scale)))
-            }
-            _ => None,
-        };
-        let m = match chained {
-            Some((t, total)) => {
-                let m = total - applied_ns;
-                applied.push(t);
-                applied_ns = total;
-                m
-            }
-            None => r.est_savings_ns,
-        };
-        let m = m.min(left);
-        left -= m.max(0);
-        r.marginal_savings_ns = m;
+    let mut above = 0i64;
+    for k in 0..recs.len() {
+        let upto: Vec<&Recommendation> = recs[..=k].iter().collect();
+        let total = together_ns(&upto, catalog, replays, scale);
+        recs[k].marginal_savings_ns = total - above;
+        above = total;
     }
 }
 
-/// Each level's saving: its replayed recommendations replayed together, plus the others'
-/// marginal savings; never past the window.
+/// Each level's saving on top of the levels below it: the recommendations of its level and
+/// below applied together, less those below it ([`together_ns`]); so the levels add up to
+/// every recommendation applied together, never past the window.
 pub(super) fn level_ns(
     level: u8,
     recs: &[Recommendation],
@@ -186,30 +208,115 @@ pub(super) fn level_ns(
     replays: &Replays,
     scale: Scale,
 ) -> i64 {
-    let window = scale.window;
-    let mine: Vec<&Recommendation> = recs.iter().filter(|r| r.level == level).collect();
-    let transforms: Vec<Transform> = mine
-        .iter()
-        .filter(|r| r.savings_basis == SavingsBasis::Replay)
-        .filter_map(|r| catalog.get(&r.id).and_then(|d| d.replay))
-        .collect();
-    let replayed = match transforms.is_empty() {
-        true => 0,
-        false => match replays.get(&transforms) {
-            Some(set) => window_ns(set, scale).max(0),
-            None => mine
-                .iter()
-                .filter(|r| r.savings_basis == SavingsBasis::Replay)
-                .map(|r| r.marginal_savings_ns.max(0))
-                .sum(),
-        },
+    let upto = |l: u8| -> i64 {
+        let mine: Vec<&Recommendation> = recs.iter().filter(|r| r.level <= l).collect();
+        together_ns(&mine, catalog, replays, scale)
     };
-    let others: i64 = mine
+    upto(level) - upto(level.saturating_sub(1))
+}
+
+/// What a set of recommendations applied together saves, the one price every output gives
+/// them (the report, `--what-if`, `diff --applied`, Python).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Price {
+    /// The saving without the profiler's cost, in ns of the window: what the user gets (a
+    /// single recommendation's is its `est_savings_ns`).
+    pub ns: i64,
+    /// Its `[worst, best]`.
+    pub range_ns: [i64; 2],
+    /// The saving in profiled steps, in the same ns: what a profiled re-run can confirm; None
+    /// where the replays did not run with the profiler's cost kept.
+    pub profiled_ns: Option<i64>,
+    /// Its `[worst, best]`.
+    pub profiled_range_ns: Option<[i64; 2]>,
+    /// The steady steps' share of the kernel time the savings are scaled by (1 where the
+    /// profile is representative): a measured change in the same ns takes it too.
+    pub steady_share: f64,
+}
+
+/// The price of the recommendations `ids` applied together on the run `a` (with its findings
+/// and plan): one recommendation's own saving and range; several, the replay of their changes
+/// together plus the estimates of those without one ([`together_ns`]), their worst case the
+/// least sure one's share of its best. An id the plan does not hold counts by its replay.
+pub fn price_together(
+    ids: &[String],
+    a: &Analysis,
+    findings: &[Finding],
+    plan: &super::Plan,
+    catalog: &Catalog,
+) -> Price {
+    let scale = super::SteadyPart::of(a, findings).scale(a.summary.window_ns);
+    let replays = &a.parts.replays;
+    let recs: Vec<&Recommendation> = ids
         .iter()
-        .filter(|r| r.savings_basis != SavingsBasis::Replay)
-        .map(|r| r.marginal_savings_ns.max(0))
+        .filter_map(|id| plan.recommendations.iter().find(|r| &r.id == id))
+        .collect();
+    // Ids not recommended: their changes, as a replay prices them.
+    let unlisted: Vec<Transform> = ids
+        .iter()
+        .filter(|id| !recs.iter().any(|r| &&r.id == id))
+        .filter_map(|id| catalog.get(id).and_then(|d| d.replay))
+        .collect();
+    let replayed = |r: &&&Recommendation| {
+        r.savings_basis == SavingsBasis::Replay && transform(r, catalog).is_some()
+    };
+    let transforms: Vec<Transform> = recs
+        .iter()
+        .filter(replayed)
+        .filter_map(|r| transform(r, catalog))
+        .chain(unlisted)
+        .collect();
+    let estimates: i64 = recs
+        .iter()
+        .filter(|r| !replayed(r))
+        .map(|r| r.est_savings_ns)
         .sum();
-    (replayed + others).min(window)
+    let set = (!transforms.is_empty())
+        .then(|| replays.get(&transforms))
+        .flatten();
+    let window = scale.window;
+    let (ns, profiled_ns) = match (&recs[..], set) {
+        // One recommendation: its own saving, as the report prints it.
+        ([r], _) if ids.len() == 1 => (
+            r.est_savings_ns,
+            match replayed(&r) {
+                true => set.and_then(|s| profiled_window_ns(s, scale)),
+                false => Some(r.est_savings_ns),
+            },
+        ),
+        (_, Some(set)) => (
+            (window_ns(set, scale) + estimates).min(window),
+            profiled_window_ns(set, scale).map(|p| (p + estimates).min(window)),
+        ),
+        // No replay of them together: the sum of their own savings.
+        _ if transforms.is_empty() => (estimates.min(window), Some(estimates.min(window))),
+        _ => {
+            let sum = recs.iter().map(|r| r.est_savings_ns).sum::<i64>().min(window);
+            (sum, None)
+        }
+    };
+    let range = |best: i64| -> [i64; 2] {
+        if let ([r], 1) = (&recs[..], ids.len()) {
+            if best == r.est_savings_ns {
+                return r.est_savings_range_ns;
+            }
+        }
+        // The worst case keeps the least sure rung's share of its best case.
+        let share = recs
+            .iter()
+            .filter(|r| r.est_savings_ns > 0)
+            .map(|r| r.est_savings_range_ns[0] as f64 / r.est_savings_ns as f64)
+            .fold(1.0f64, f64::min);
+        let worst = (best as f64 * share).round() as i64;
+        [worst.min(best), best]
+    };
+    Price {
+        ns,
+        range_ns: range(ns),
+        profiled_ns,
+        profiled_range_ns: profiled_ns.map(range),
+        steady_share: scale.share,
+    }
 }
 
 /// Whether any recommendation with a replay could fire on these findings (the step model is
@@ -255,29 +362,32 @@ pub fn replays(
         }
     }
     add_all(&mut out, singles);
-    // The ranking the singles give, then the sets it needs.
+    // The ranking the singles give; the sets that place its small rungs (those that pay only
+    // after others); then the final ranking's chain and each level with those below it.
+    let window = a.summary.window_ns;
+    let plan = super::plan_with(a, findings, catalog, None, &out);
+    add_all(
+        &mut out,
+        super::order::sets_to_place(&plan.recommendations, catalog, window),
+    );
     let plan = super::plan_with(a, findings, catalog, None, &out);
     let ranked: Vec<(u8, Transform)> = plan
         .recommendations
         .iter()
         .filter(|r| r.savings_basis == SavingsBasis::Replay)
-        .filter_map(|r| {
-            catalog
-                .get(&r.id)
-                .and_then(|d| d.replay)
-                .map(|t| (r.level, t))
-        })
+        .filter_map(|r| transform(r, catalog).map(|t| (r.level, t)))
         .collect();
     let mut sets: Vec<Vec<Transform>> = (2..=ranked.len())
         .map(|k| ranked[..k].iter().map(|x| x.1).collect())
         .collect();
     let mut levels: Vec<u8> = ranked.iter().map(|x| x.0).collect();
+    levels.sort();
     levels.dedup();
     for level in levels {
         sets.push(
             ranked
                 .iter()
-                .filter(|x| x.0 == level)
+                .filter(|x| x.0 <= level)
                 .map(|x| x.1)
                 .collect(),
         );

@@ -12,7 +12,7 @@ use crate::recommend::{LadderRow, Recommendation};
 use serde::Serialize;
 
 /// The feed's `schema_version`.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 #[derive(Serialize)]
 struct Tool {
@@ -36,6 +36,8 @@ struct Feed<'a> {
     recommendations: &'a [Recommendation],
     ladder: &'a [LadderRow],
     next_level: Option<u8>,
+    /// The step after each recommendation applied in the ranked order (schema 4).
+    plan: &'a [crate::recommend::PlanStep],
     ranks: &'a [RankView],
     ops: &'a [OpRow],
     op_shapes: &'a [crate::analysis::ops::attribution::ShapeRow],
@@ -93,6 +95,7 @@ pub fn render(run: &Run) -> Vec<u8> {
         recommendations: &run.plan.recommendations,
         ladder: &run.plan.ladder,
         next_level: run.plan.next_level,
+        plan: &run.plan.steps,
         ranks: &run.ranks,
         ops: &a.ops,
         op_shapes: &a.op_shapes,

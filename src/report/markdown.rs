@@ -149,6 +149,9 @@ fn render_regions(out: &mut String, run: &Run) {
 /// rest folded, one line each with their caveats.
 fn render_recommendations(out: &mut String, run: &Run) {
     let _ = writeln!(out, "\n### Top recommendations\n");
+    if !run.plan.recommendations.is_empty() {
+        let _ = writeln!(out, "Ranked {}.\n", crate::recommend::ORDER_RULE);
+    }
     if run.plan.recommendations.is_empty() {
         let _ = writeln!(out, "None.");
     }
@@ -183,9 +186,20 @@ fn render_recommendations(out: &mut String, run: &Run) {
             rest.len()
         );
         for r in rest {
+            let after = match r.after.is_empty() {
+                true => String::new(),
+                false => format!(
+                    ", {:.1}% after {}",
+                    crate::analysis::numbers::pct(
+                        r.marginal_savings_ns,
+                        run.analysis.summary.window_ns
+                    ),
+                    r.after.join(" + ")
+                ),
+            };
             let _ = writeln!(
                 out,
-                "{}. [{}] {}: saves ~{} ({:.1}%)",
+                "{}. [{}] {}: saves ~{} ({:.1}%{after})",
                 r.rank,
                 level_tag(r),
                 cell(&r.title),

@@ -78,10 +78,7 @@ impl<'r> Sections<'r> {
                 .iter()
                 .map(|l| format!("L{} {}", l.level, l.status))
                 .collect(),
-            next_level: run
-                .plan
-                .next_level
-                .map_or("none".to_string(), |l| format!("level {l}")),
+            next_level: next_level(&run.plan),
         }
     }
 
@@ -126,6 +123,33 @@ impl<'r> Sections<'r> {
     }
 }
 
+/// The level to work on next, and where a lower level has rungs, that they are ranked after
+/// it (the list says why).
+fn next_level(plan: &crate::recommend::Plan) -> String {
+    let Some(next) = plan.next_level else {
+        return "none".into();
+    };
+    let mut lower: Vec<u8> = plan
+        .recommendations
+        .iter()
+        .map(|r| r.level)
+        .filter(|&l| l < next)
+        .collect();
+    lower.sort();
+    lower.dedup();
+    match lower.as_slice() {
+        [] => format!("level {next}"),
+        levels => format!(
+            "level {next}, ranked ahead of level {}'s rungs",
+            levels
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 /// What a recommendation saves, in words: the estimate, its share of the window, where it comes
 /// from with its range, its saving on top of the ones above it, and the A/B check a possible
 /// slowdown asks for.
@@ -141,7 +165,14 @@ pub fn savings_phrase(r: &Recommendation, window_ns: i64) -> String {
     match r.savings_basis {
         SavingsBasis::Replay => {
             out += &format!("; replayed: {:.1}% to {:.1}%", pct(worst), pct(best));
-            if r.rank > 1 && r.marginal_savings_ns != r.est_savings_ns {
+            if !r.after.is_empty() {
+                // Ranked past its level: it pays once these are applied.
+                out += &format!(
+                    ", {:.1}% after {}",
+                    pct(r.marginal_savings_ns),
+                    r.after.join(" + ")
+                );
+            } else if r.rank > 1 && r.marginal_savings_ns != r.est_savings_ns {
                 out += &format!(", {:.1}% after the ones above", pct(r.marginal_savings_ns));
             }
         }
@@ -695,16 +726,33 @@ pub fn what_if_lines(run: &Run) -> Vec<String> {
         "What if: {} (replayed together, without the profiler's own cost)",
         w.recommendations.join(" + ")
     )];
+    let row = |who: &str, step: Option<u64>, (base, replay): (i64, i64)| {
+        let step = step.map_or("window".to_string(), |n| format!("step #{n}"));
+        format!(
+            "  {who}{step}: {} as is, {} with the changes ({:.1}% saved)",
+            fmt_ns(base),
+            fmt_ns(replay),
+            crate::analysis::numbers::pct(base - replay, base)
+        )
+    };
     for s in &w.steps {
         let rank = s.rank.map(|r| format!("rank {r} ")).unwrap_or_default();
-        let step = s
-            .step
-            .map_or("window".to_string(), |n| format!("step #{n}"));
+        out.push(row(&rank, s.step, (s.base_ns, s.replay_ns)));
+    }
+    // Several ranks: the job's step is its slowest rank's, before and after.
+    for j in &w.job {
+        out.push(row("job ", j.step, (j.base_ns, j.replay_ns)));
+    }
+    if let Some(ns) = w.saving_ns {
+        let window = run.analysis.summary.window_ns;
+        let pct = |ns: i64| crate::analysis::numbers::pct(ns, window);
+        let profiled = w
+            .profiled_saving_ns
+            .map(|p| format!("; in profiled steps {:.1}%", pct(p)))
+            .unwrap_or_default();
         out.push(format!(
-            "  {rank}{step}: {} as is, {} with the changes ({:.1}% saved)",
-            fmt_ns(s.base_ns),
-            fmt_ns(s.replay_ns),
-            crate::analysis::numbers::pct(s.base_ns - s.replay_ns, s.base_ns)
+            "  saves {:.1}% of the window{profiled} (the report's price of these rungs together)",
+            pct(ns)
         ));
     }
     // Over every replayed step: what its path spends most on.

@@ -449,10 +449,7 @@ fn render_plan(out: &mut String, sections: &Sections) {
         let _ = writeln!(out, "Recommendations: none\n");
         return;
     }
-    let _ = writeln!(
-        out,
-        "Recommendations (by ladder level, then estimated savings; under 0.5% of the window last)"
-    );
+    let _ = writeln!(out, "Recommendations ({})", crate::recommend::ORDER_RULE);
     for r in &p.recommendations {
         let _ = writeln!(
             out,

@@ -61,9 +61,8 @@ fn a_sync_costs_the_idle_after_its_return() {
     });
 }
 
-/// The ladder's order: level first, savings × confidence within a level, negligible actions
-/// (< 0.5% of the window) last; savings never above the window. Every Kineto trace of the
-/// fixtures and the corpus.
+/// The ladder's order as `ORDER_RULE` states it ([`order_broken`]); savings never above the
+/// window. Every Kineto trace of the fixtures and the corpus.
 #[test]
 fn recommendations_follow_the_ladder_on_every_trace() {
     let mut paths: Vec<std::path::PathBuf> = crate::snapshots::fixture_inputs()
@@ -90,8 +89,6 @@ fn recommendations_follow_the_ladder_on_every_trace() {
                 ));
             }
         }
-        let key =
-            |x: &rocprof_classify::recommend::Recommendation| (x.est_savings_pct < 0.5, x.level);
         // A rank_first recommendation (reprofile) leads; the rest follow the ladder.
         let first = |x: &rocprof_classify::recommend::Recommendation| {
             crate::common::catalog()
@@ -104,21 +101,7 @@ fn recommendations_follow_the_ladder_on_every_trace() {
             }
         }
         let recs: Vec<_> = recs.iter().filter(|x| !first(x)).cloned().collect();
-        for w in recs.windows(2) {
-            let follower = crate::common::catalog()
-                .get(&w[1].id)
-                .is_some_and(|d| d.after.contains(&w[0].id));
-            if key(&w[0]) > key(&w[1]) && !follower {
-                problems.push(format!(
-                    "{}: {} (L{}) ranked before {} (L{})",
-                    p.display(),
-                    w[0].id,
-                    w[0].level,
-                    w[1].id,
-                    w[1].level
-                ));
-            }
-        }
+        problems.extend(order_broken(&recs, window).into_iter().map(|e| format!("{}: {e}", p.display())));
         if rocprof_classify::detect::low_precision_gemm_pct(&r.findings) >= 50.0
             && recs.iter().any(|x| x.id == "arch.fp8-gemm")
         {
@@ -139,6 +122,64 @@ fn recommendations_follow_the_ladder_on_every_trace() {
     }
     assert!(fixtures >= 30, "{fixtures} fixture traces");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Where `recs` break the order rule (`rocprof_classify::recommend::ORDER_RULE`): by level,
+/// then saving, among the rungs that save at least 0.5% alone (a catalog follower right after
+/// its leader, a leader kept ahead of its follower); a rung placed by what it saves after
+/// others (`after`, or below 0.5% alone and more than that where it stands) only behind the
+/// rungs it names; the rest last, by level.
+fn order_broken(recs: &[rocprof_classify::recommend::Recommendation], window: i64) -> Vec<String> {
+    // As the library rounds a share (to 1e-4 of a percent).
+    let pct = |ns: i64, of: i64| match of > 0 {
+        true => (ns as f64 * 100.0 / of as f64 * 1e4).round() / 1e4,
+        false => 0.0,
+    };
+    let catalog = crate::common::catalog();
+    let small = |x: &rocprof_classify::recommend::Recommendation| pct(x.est_savings_ns, window) < 0.5;
+    let follows = |a: &str, b: &str| catalog.get(b).is_some_and(|d| d.after.iter().any(|l| l == a));
+    let placed = |x: &rocprof_classify::recommend::Recommendation| {
+        small(x) && (!x.after.is_empty() || pct(x.marginal_savings_ns, window) >= 0.5)
+    };
+    let leader = |x: &rocprof_classify::recommend::Recommendation| {
+        recs.iter().any(|o| !small(o) && follows(&x.id, &o.id))
+    };
+    let mut out = Vec::new();
+    // The main list: the rungs that save at least 0.5% alone (and leaders kept with them).
+    let main: Vec<_> = recs.iter().filter(|x| !small(x) || leader(x)).collect();
+    for w in main.windows(2) {
+        let followed = follows(&w[0].id, &w[1].id);
+        if w[0].level > w[1].level && !followed {
+            out.push(format!("{} (L{}) ranked before {} (L{})", w[0].id, w[0].level, w[1].id, w[1].level));
+        }
+        if w[0].level == w[1].level && w[0].est_savings_ns < w[1].est_savings_ns && !followed {
+            out.push(format!("{} ranked before {}, which saves more at the same level", w[0].id, w[1].id));
+        }
+    }
+    let pos = |id: &str| recs.iter().position(|x| x.id == id);
+    let mut seen_tail = false;
+    for (k, x) in recs.iter().enumerate() {
+        let in_tail = small(x) && !placed(x) && !leader(x);
+        if seen_tail && !in_tail {
+            out.push(format!("{} ranked after the rungs that save nothing", x.id));
+        }
+        seen_tail |= in_tail;
+        for a in &x.after {
+            if pos(a).is_none_or(|j| j > k) {
+                out.push(format!("{} says it comes after {a}, which is not above it", x.id));
+            }
+        }
+        if !x.after.is_empty() && x.after.iter().any(|a| recs.iter().find(|o| &o.id == a).is_some_and(|o| o.level <= x.level)) {
+            out.push(format!("{} names a rung of its own level or below in `after`", x.id));
+        }
+    }
+    let tail: Vec<_> = recs.iter().filter(|x| small(x) && !placed(x) && !leader(x)).collect();
+    for w in tail.windows(2) {
+        if w[0].level > w[1].level && !follows(&w[0].id, &w[1].id) {
+            out.push(format!("{} (L{}) before {} (L{}) among the rungs that save nothing", w[0].id, w[0].level, w[1].id, w[1].level));
+        }
+    }
+    out
 }
 
 /// No regression on the H100 traces: compile first on eager models, graph breaks first on the

@@ -15,7 +15,7 @@ fn json_to_stdout_prints_only_the_feed() {
         .get_output()
         .clone();
     let feed = assert_valid_feed(&out.stdout);
-    assert_eq!(feed["schema_version"], 3);
+    assert_eq!(feed["schema_version"], 4);
     assert_eq!(feed["tool"]["name"], "rocprof-classify");
     assert_eq!(feed["inputs"][0]["format"], "kineto");
     assert_eq!(feed["inputs"][0]["vendor"], "nvidia");
@@ -359,7 +359,7 @@ fn completions_and_schema() {
         .stdout
         .clone();
     let schema: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(schema["properties"]["schema_version"]["const"], 3);
+    assert_eq!(schema["properties"]["schema_version"]["const"], 4);
 }
 
 #[test]

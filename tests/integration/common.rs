@@ -134,19 +134,24 @@ pub fn assert_valid_feed(feed: &[u8]) -> serde_json::Value {
     value
 }
 
-/// The hard limits of savings: each within the window and its range, the marginal savings of
-/// the plan and each level's saving never past the window, an A/B check wherever the worst
-/// case is a slowdown.
+/// The hard limits of savings: each within the window and its range (below zero only where a
+/// replay says the change costs time), an A/B check wherever the worst case is a slowdown; the
+/// plan's steps chain the marginal savings, the levels add up to the same total (every
+/// recommendation applied together: the replayed floor the plan ends on), never past the window.
 pub fn assert_savings_hold(feed: &serde_json::Value) {
     let window = feed["summary"]["window_ns"].as_i64().unwrap_or(0);
     let mut marginal = 0i64;
-    for r in feed["recommendations"].as_array().into_iter().flatten() {
+    let recs = feed["recommendations"].as_array().cloned().unwrap_or_default();
+    let plan = feed["plan"].as_array().cloned().unwrap_or_default();
+    assert_eq!(plan.len(), recs.len(), "one plan step per recommendation");
+    for (r, step) in recs.iter().zip(&plan) {
         let id = r["id"].as_str().unwrap_or("?");
         let est = r["est_savings_ns"].as_i64().unwrap();
         let range = r["est_savings_range_ns"].as_array().unwrap();
         let (worst, best) = (range[0].as_i64().unwrap(), range[1].as_i64().unwrap());
+        let floor = if r["savings_basis"] == "replay" { -window.max(0) } else { 0 };
         assert!(
-            (0..=window.max(0)).contains(&est) && best == est && worst <= best,
+            (floor..=window.max(0)).contains(&est) && best == est && worst <= best,
             "{id}: est {est}, range {worst}..{best}, window {window}"
         );
         assert_eq!(
@@ -154,19 +159,23 @@ pub fn assert_savings_hold(feed: &serde_json::Value) {
             r["verify"] == "ab" && r["revert_if_slower_pct"].is_number(),
             "{id}: a worst case below zero, and only then, asks for an A/B check"
         );
-        marginal += r["marginal_savings_ns"].as_i64().unwrap().max(0);
+        marginal += r["marginal_savings_ns"].as_i64().unwrap();
+        assert_eq!(step["id"], r["id"]);
+        assert_eq!(step["saved_ns"].as_i64().unwrap(), marginal, "{id}: the plan chains the marginals");
+        assert_eq!(step["window_ns"].as_i64().unwrap(), window - marginal, "{id}");
     }
     assert!(
         marginal <= window.max(0),
         "marginal savings {marginal} past the window {window}"
     );
+    let mut levels = 0i64;
     for l in feed["ladder"].as_array().into_iter().flatten() {
         let ns = l["est_savings_ns"].as_i64().unwrap();
-        assert!(
-            (0..=window.max(0)).contains(&ns),
-            "level {}: {ns} of {window}",
-            l["level"]
-        );
+        assert!(ns <= window.max(0), "level {}: {ns} of {window}", l["level"]);
+        levels += ns;
+    }
+    if !recs.is_empty() && feed["ladder"].as_array().is_some_and(|l| !l.is_empty()) {
+        assert_eq!(levels, marginal, "the levels and the plan add up to the same total");
     }
 }
 

@@ -46,6 +46,7 @@ mod invariants;
 mod kernel_flops;
 mod layers;
 mod memory;
+mod one_saving;
 mod mfu;
 mod parallel;
 mod parallel4;

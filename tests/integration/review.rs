@@ -161,7 +161,7 @@ fn single_trace_gates() {
         .args(["--fail-on", "high", "-q", "--json", "-"])
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("\"schema_version\": 3"));
+        .stdout(predicate::str::contains("\"schema_version\": 4"));
     bin()
         .arg(fixture(CLEAN))
         .args(["--fail-on", "high"])

@@ -465,25 +465,33 @@ pub fn json(d: &Diff) -> Vec<u8> {
     out
 }
 
-/// `--applied`: each set of rungs applied, what the base run predicted and what was measured.
+/// `--applied`: each set of rungs applied, what the base run predicted (without the profiler's
+/// cost, and in profiled steps) and what the profiled runs measured.
 pub fn applied_lines(d: &Diff) -> Vec<String> {
     d.applied
         .iter()
         .map(|a| {
-            let pct = |ns: i64| {
-                crate::analysis::numbers::pct(ns, a.base_window_ns)
+            let pct = |ns: i64| crate::analysis::numbers::pct(ns, a.base_window_ns);
+            let span = |r: [i64; 2]| format!("{:.1}% to {:.1}%", pct(r[0]), pct(r[1]));
+            let profiled = match (a.predicted_profiled_ns, a.profiled_range_ns) {
+                (Some(p), Some(r)) => format!("; in profiled steps {:.1}% ({})", pct(p), span(r)),
+                _ => String::new(),
+            };
+            let which = if a.profiled_range_ns.is_some() { "profiled range" } else { "predicted range" };
+            let verdict = match (a.within_range, a.interval_overlaps_range) {
+                (true, _) => format!("within the {which}"),
+                (false, true) => format!("outside the {which} (its 95% interval meets it)"),
+                (false, false) => format!("outside the {which}"),
             };
             format!(
-                "applied {}: predicted {:.1}% of the base window ({:.1}% to {:.1}%{}), measured {:.1}% ({:.1}% to {:.1}%): {}",
+                "applied {}: predicted {:.1}% of the base window without the profiler ({}){}{}, measured {:.1}% ({}): {verdict}",
                 a.id,
                 pct(a.predicted_ns),
-                pct(a.range_ns[0]),
-                pct(a.range_ns[1]),
+                span(a.range_ns),
+                profiled,
                 if a.recommended { "" } else { "; not recommended on the base run" },
                 pct(a.measured_ns),
-                pct(a.measured_interval_ns[0]),
-                pct(a.measured_interval_ns[1]),
-                if a.within_range { "within the predicted range" } else { "outside the predicted range" }
+                span(a.measured_interval_ns),
             )
         })
         .collect()

@@ -268,6 +268,11 @@ fn render_recommendations(b: &mut String, run: &Run) {
     if run.plan.recommendations.is_empty() {
         let _ = writeln!(b, "<p>None.</p>");
     } else {
+        let _ = writeln!(
+            b,
+            "<p class=\"muted\">Ranked {}.</p>",
+            esc(crate::recommend::ORDER_RULE)
+        );
         let _ = writeln!(b, "<table class=\"sortable\"><thead><tr><th>#</th><th>level</th><th>recommendation</th><th>est. savings</th><th>how sure</th><th>evidence and actions</th></tr></thead><tbody>");
         for r in &run.plan.recommendations {
             let blocked = r

@@ -27,7 +27,7 @@ use sim::Keep;
 
 pub use change::Transform;
 pub use constants::{Constants, PerVendor};
-pub use results::{ReplaySet, Replays, StepReplay, WhatIf, WhatIfStep};
+pub use results::{ReplaySet, Replays, StepReplay, WhatIf, WhatIfJobStep, WhatIfStep};
 
 /// The step models of a trace's inputs, ready to replay any set of changes; built from the
 /// analysis context, it outlives it (the plan decides what to replay after the analysis).
@@ -38,6 +38,9 @@ pub struct Replayer {
     base: Vec<Vec<i64>>,
     base_slower: Vec<Vec<i64>>,
     base_faster: Vec<Vec<i64>>,
+    /// Per graph, its steps replayed unchanged with the profiler's cost kept, where each
+    /// replay also runs its changes so ([`Replayer::with_profiled_arm`]).
+    base_profiled: Option<Vec<Vec<i64>>>,
     facts: transforms::Facts,
     constants: Constants,
 }
@@ -74,9 +77,23 @@ impl Replayer {
             base,
             base_slower,
             base_faster,
+            base_profiled: None,
             facts,
             constants,
         }
+    }
+
+    /// Every replay also runs with the profiler's cost kept (`ReplaySet::profiled`,
+    /// `WhatIfStep::profiled_*`): what a profiled re-run of the change can confirm.
+    pub fn with_profiled_arm(mut self) -> Self {
+        use rayon::prelude::*;
+        self.base_profiled = Some(
+            self.graphs
+                .par_iter()
+                .map(|g| sim::simulate(g, &sim::Edit::identity(g), Keep::Steps).step_ns)
+                .collect(),
+        );
+        self
     }
 
     /// Replays the changes together (in composition order) on every input.
@@ -102,6 +119,14 @@ impl Replayer {
                 }
             }
             let changed = sim::simulate(g, &edit, Keep::Steps);
+            let mut profiled = self.base_profiled.as_ref().map(|b| (&b[gi], sim::Edit::identity(g)));
+            if let Some((_, e)) = &mut profiled {
+                for &t in &key {
+                    let applied = transforms::apply(t, (g, gi), e, &self.facts, &self.constants);
+                    out.profiled_touched_ns =
+                        out.profiled_touched_ns.saturating_add(applied.touched_ns);
+                }
+            }
             let steps = |base: &[i64], replay: &[i64]| -> Vec<StepReplay> {
                 g.spans
                     .iter()
@@ -115,6 +140,10 @@ impl Replayer {
                     .collect()
             };
             out.steps.extend(steps(&self.base[gi], &changed.step_ns));
+            if let Some((base, e)) = &profiled {
+                let run = sim::simulate(g, e, Keep::Steps);
+                out.profiled.extend(steps(base, &run.step_ns));
+            }
             // A single change's range holds the host running slower or faster than profiled
             // (and the unchanged set's, which ranks without the change merge with).
             if key.len() <= 1 {
@@ -156,12 +185,21 @@ impl Replayer {
             }
             let changed = sim::simulate(g, &edit, Keep::Timeline);
             let paths = trail::walk(g, &edit, &changed);
+            // The same with the profiler's cost kept: what a profiled re-run would show.
+            let as_profiled = sim::simulate(g, &sim::Edit::identity(g), Keep::Steps);
+            let mut profiled_edit = sim::Edit::identity(g);
+            for &t in &key {
+                transforms::apply(t, (g, gi), &mut profiled_edit, &self.facts, &self.constants);
+            }
+            let profiled = sim::simulate(g, &profiled_edit, Keep::Steps);
             for (k, span) in g.spans.iter().enumerate() {
                 out.steps.push(WhatIfStep {
                     rank: g.rank,
                     step: span.number,
                     base_ns: base.step_ns[k],
                     replay_ns: changed.step_ns[k],
+                    profiled_base_ns: as_profiled.step_ns[k],
+                    profiled_replay_ns: profiled.step_ns[k],
                     labels: paths[k]
                         .labels
                         .iter()
@@ -181,7 +219,7 @@ impl Replayer {
     /// replay's, walked as `what_if` walks a changed one. Per input: its rank, and per step
     /// its number, its replayed time with the profiler's cost kept (the model against the
     /// measured step) and taken out, and the latter's trail. None where the profiler's cost is
-    /// not taken out (`replay_profiled`): the measured path is then the one.
+    /// zero (`rules/replay.toml` set so): the measured path is then the one.
     pub(crate) fn unprofiled_paths(&self) -> Option<Vec<UnprofiledStep>> {
         let overhead = self.constants.profiler_overhead_ns.value;
         if overhead <= 0 {

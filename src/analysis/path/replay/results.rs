@@ -38,6 +38,14 @@ pub struct ReplaySet {
     /// See `slower_host`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faster_host: Vec<StepReplay>,
+    /// The same replay with the profiler's own cost kept, base and change: what a profiled
+    /// re-run can confirm (`diff --applied`, `--what-if`; empty where not asked for).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiled: Vec<StepReplay>,
+    /// The time the changes rewrote in the profiled arm (its saving's cap: the host work
+    /// rewritten carries the profiler's cost there).
+    #[serde(default)]
+    pub profiled_touched_ns: i64,
 }
 
 impl ReplaySet {
@@ -69,6 +77,14 @@ impl ReplaySet {
     /// The job's replayed window: the slowest rank's base per step, summed.
     pub fn base_ns(&self) -> i64 {
         base_of(&self.steps)
+    }
+    /// The saving with the profiler's cost kept, as a share of its own base step (leaving
+    /// `skip` out); None where the profiled arm was not replayed.
+    pub fn profiled_share_without(&self, skip: Option<u64>) -> Option<f64> {
+        let base = base_of(&self.profiled);
+        (!self.profiled.is_empty() && base > 0).then(|| {
+            saving_of(&self.profiled, skip).min(self.profiled_touched_ns) as f64 / base as f64
+        })
     }
 }
 
@@ -134,6 +150,9 @@ impl Replays {
                             spread &= !s.slower_host.is_empty();
                             out.slower_host.extend(s.slower_host.iter().cloned());
                             out.faster_host.extend(s.faster_host.iter().cloned());
+                            out.profiled.extend(s.profiled.iter().cloned());
+                            out.profiled_touched_ns =
+                                out.profiled_touched_ns.saturating_add(s.profiled_touched_ns);
                             out.steps.extend(s.steps.iter().cloned());
                             out.touched_ns = out.touched_ns.saturating_add(s.touched_ns);
                             out.from_table |= s.from_table;
@@ -178,6 +197,17 @@ impl Replays {
                     out.slower_host.clear();
                     out.faster_host.clear();
                 }
+                // The profiled arm likewise, where every rank has one.
+                let profiled = ranks.iter().all(|r| {
+                    r.get(&key)
+                        .or_else(|| r.get(&[]))
+                        .is_some_and(|s| !s.profiled.is_empty())
+                });
+                if profiled {
+                    out.profiled.extend(unchanged(|s| &s.profiled));
+                } else {
+                    out.profiled.clear();
+                }
                 out
             })
             .collect();
@@ -197,6 +227,13 @@ pub struct WhatIfStep {
     pub base_ns: i64,
     /// The step replayed with the changes, in ns.
     pub replay_ns: i64,
+    /// The step replayed unchanged with the profiler's own cost kept, in ns.
+    #[serde(default)]
+    pub profiled_base_ns: i64,
+    /// The step replayed with the changes and the profiler's own cost kept, in ns: what a
+    /// profiled re-run can confirm.
+    #[serde(default)]
+    pub profiled_replay_ns: i64,
     /// The replayed step's critical path by label (`critical_path.labels[]`'s labels).
     pub labels: Vec<crate::analysis::path::LabelNs>,
 }
@@ -213,9 +250,53 @@ pub struct WhatIf {
     /// Changes that could not apply, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocked: Vec<String>,
+    /// Several ranks: per step, the job's step (its slowest rank's) before and after.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub job: Vec<WhatIfJobStep>,
+    /// What the report gives these recommendations applied together, in ns of the window
+    /// (`recommend::price_together`; the warm-up step out, the steady steps' share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saving_ns: Option<i64>,
+    /// The same saving in profiled steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiled_saving_ns: Option<i64>,
+}
+
+/// One step of the job as a what-if replays it: per step number, the slowest rank's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfJobStep {
+    /// The step's number (None: inputs without steps).
+    pub step: Option<u64>,
+    /// The slowest rank's step replayed unchanged, without the profiler's cost, in ns.
+    pub base_ns: i64,
+    /// The slowest rank's step replayed with the changes, in ns.
+    pub replay_ns: i64,
+    /// The same two with the profiler's cost kept.
+    pub profiled_base_ns: i64,
+    /// See `profiled_base_ns`.
+    pub profiled_replay_ns: i64,
 }
 
 impl WhatIf {
+    /// Per step number, the slowest rank's step before and after (each on its own).
+    fn job_steps(steps: &[WhatIfStep]) -> Vec<WhatIfJobStep> {
+        let mut per: std::collections::BTreeMap<Option<u64>, WhatIfJobStep> = Default::default();
+        for s in steps {
+            let e = per.entry(s.step).or_insert(WhatIfJobStep {
+                step: s.step,
+                base_ns: 0,
+                replay_ns: 0,
+                profiled_base_ns: 0,
+                profiled_replay_ns: 0,
+            });
+            e.base_ns = e.base_ns.max(s.base_ns);
+            e.replay_ns = e.replay_ns.max(s.replay_ns);
+            e.profiled_base_ns = e.profiled_base_ns.max(s.profiled_base_ns);
+            e.profiled_replay_ns = e.profiled_replay_ns.max(s.profiled_replay_ns);
+        }
+        per.into_values().collect()
+    }
+
     /// The ranks' what-ifs as the job's: their steps together.
     pub fn merge<'a>(ranks: impl Iterator<Item = &'a WhatIf>) -> Option<WhatIf> {
         let mut out: Option<WhatIf> = None;
@@ -231,6 +312,14 @@ impl WhatIf {
                     }
                 }
             }
+        }
+        if let Some(o) = &mut out {
+            let ranks: std::collections::BTreeSet<Option<u32>> =
+                o.steps.iter().map(|s| s.rank).collect();
+            o.job = match ranks.len() > 1 {
+                true => WhatIf::job_steps(&o.steps),
+                false => Vec::new(),
+            };
         }
         out
     }

@@ -132,19 +132,23 @@ pub(crate) fn sets(p: &Pipeline) -> Vec<crate::analysis::ReplaySet> {
         .into_iter()
         .filter_map(|(transforms, saving)| {
             let saving = saving?;
+            let steps: Vec<StepReplay> = p
+                .stages
+                .iter()
+                .map(|r| StepReplay {
+                    rank: Some(r.rank),
+                    step: Some(r.step),
+                    base_ns: r.step_ns,
+                    replay_ns: (r.step_ns - saving).max(0),
+                })
+                .collect();
             Some(ReplaySet {
                 transforms,
-                steps: p
-                    .stages
-                    .iter()
-                    .map(|r| StepReplay {
-                        rank: Some(r.rank),
-                        step: Some(r.step),
-                        base_ns: r.step_ns,
-                        replay_ns: (r.step_ns - saving).max(0),
-                    })
-                    .collect(),
+                steps: steps.clone(),
                 touched_ns: touched,
+                // Measured stages: the profiled steps themselves.
+                profiled: steps.clone(),
+                profiled_touched_ns: touched,
                 ..Default::default()
             })
         })
