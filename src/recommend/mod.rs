@@ -13,12 +13,12 @@ pub use because::Fact;
 
 pub use catalog::{Basis, Catalog, EnvCheck, LevelDef, RecDef};
 pub use ladder::{LadderStatus, Verdict};
-pub use priors::{Prior, Priors};
 pub use order::{NEGLIGIBLE_PCT, ORDER_RULE};
-pub use savings::{price_together, replays, wants_replays, Price, SavingsBasis};
+pub use priors::{Prior, Priors};
+pub use savings::{price_together, Price, SavingsBasis};
 
 use crate::analysis::time::partition::Category;
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, ReplaySet, Replays, Transform};
 use crate::detect::Finding;
 use crate::model::compile_log::ActionKind;
 use crate::model::Vendor;
@@ -537,4 +537,82 @@ fn plan_steps(recs: &[Recommendation], a: &Analysis) -> Vec<PlanStep> {
             }
         })
         .collect()
+}
+
+/// Whether any recommendation with a replay could fire on these findings (the step model is
+/// built only then).
+pub fn wants_replays(findings: &[Finding], catalog: &Catalog) -> bool {
+    catalog
+        .recommendations
+        .iter()
+        .filter(|r| r.replay.is_some())
+        .any(|r| findings.iter().any(|f| r.findings.contains(&f.id)))
+}
+
+/// The replays a plan of this analysis needs: nothing changed, each firing recommendation's
+/// change alone, the changes of the ranking's first k together for every k, and each level's
+/// together. `replay` runs one set on the run's step models.
+pub fn replays(
+    a: &Analysis,
+    findings: &[Finding],
+    catalog: &Catalog,
+    replay: &(dyn Fn(&[Transform]) -> ReplaySet + Sync),
+) -> Replays {
+    use rayon::prelude::*;
+    let mut out = Replays::default();
+    // The sets not replayed yet, each once, replayed in parallel.
+    let add_all = |out: &mut Replays, sets: Vec<Vec<Transform>>| {
+        let mut todo: Vec<Vec<Transform>> = Vec::new();
+        for mut set in sets {
+            set.sort();
+            set.dedup();
+            if out.get(&set).is_none() && !todo.contains(&set) {
+                todo.push(set);
+            }
+        }
+        out.sets
+            .extend(todo.par_iter().map(|s| replay(s)).collect::<Vec<_>>());
+    };
+    let mut singles: Vec<Vec<Transform>> = vec![Vec::new()];
+    for rec in &catalog.recommendations {
+        if let Some(t) = rec.replay {
+            if triggered(rec, a, findings).is_some() {
+                singles.push(vec![t]);
+            }
+        }
+    }
+    add_all(&mut out, singles);
+    // The ranking the singles give; the sets that place its small rungs (those that pay only
+    // after others); then the final ranking's chain and each level with those below it.
+    let window = a.summary.window_ns;
+    let plan = plan_with(a, findings, catalog, None, &out);
+    add_all(
+        &mut out,
+        order::sets_to_place(&plan.recommendations, catalog, window),
+    );
+    let plan = plan_with(a, findings, catalog, None, &out);
+    let ranked: Vec<(u8, Transform)> = plan
+        .recommendations
+        .iter()
+        .filter(|r| r.savings_basis == SavingsBasis::Replay)
+        .filter_map(|r| savings::transform(r, catalog).map(|t| (r.level, t)))
+        .collect();
+    let mut sets: Vec<Vec<Transform>> = (2..=ranked.len())
+        .map(|k| ranked[..k].iter().map(|x| x.1).collect())
+        .collect();
+    let mut levels: Vec<u8> = ranked.iter().map(|x| x.0).collect();
+    levels.sort();
+    levels.dedup();
+    for level in levels {
+        sets.push(
+            ranked
+                .iter()
+                .filter(|x| x.0 <= level)
+                .map(|x| x.1)
+                .collect(),
+        );
+    }
+    add_all(&mut out, sets);
+    out.sets.sort_by(|x, y| x.transforms.cmp(&y.transforms));
+    out
 }

@@ -5,7 +5,7 @@
 //! in `rules/ladder.toml`) comes after its leaders, and a rung whose worst case is a slowdown
 //! never comes first while another's worst case is a gain.
 
-use super::savings::{self, Scale, SavingsBasis};
+use super::savings::{self, SavingsBasis, Scale};
 use super::{Catalog, Recommendation};
 use crate::analysis::{Replays, Transform};
 
@@ -48,7 +48,10 @@ pub(super) fn rank(
             .then(a.id.cmp(&b.id))
     });
     let window = scale.window;
-    let is_small: Vec<bool> = recs.iter().map(|r| small(r, recs, catalog, window)).collect();
+    let is_small: Vec<bool> = recs
+        .iter()
+        .map(|r| small(r, recs, catalog, window))
+        .collect();
     let (mut small, mut order) = (Vec::new(), Vec::new());
     for (r, s) in std::mem::take(recs).into_iter().zip(is_small) {
         match s {
@@ -170,14 +173,20 @@ fn pays_after(
 
 /// The sets [`rank`] looks up for the small rungs of a ranking: each link of the chain of the
 /// others, alone and with each small rung's change.
-pub(super) fn sets_to_place(recs: &[Recommendation], catalog: &Catalog, window: i64) -> Vec<Vec<Transform>> {
-    let (small, order): (Vec<&Recommendation>, Vec<&Recommendation>) = recs
-        .iter()
-        .partition(|r| small(r, recs, catalog, window));
+pub(super) fn sets_to_place(
+    recs: &[Recommendation],
+    catalog: &Catalog,
+    window: i64,
+) -> Vec<Vec<Transform>> {
+    let (small, order): (Vec<&Recommendation>, Vec<&Recommendation>) =
+        recs.iter().partition(|r| small(r, recs, catalog, window));
     let order: Vec<Recommendation> = order.into_iter().cloned().collect();
     let chain = chain(&order, catalog);
     let mut out: Vec<Vec<Transform>> = chain.iter().map(|(_, s)| s.clone()).collect();
-    for r in small.iter().filter(|r| r.savings_basis == SavingsBasis::Replay) {
+    for r in small
+        .iter()
+        .filter(|r| r.savings_basis == SavingsBasis::Replay)
+    {
         if let Some(t) = savings::transform(r, catalog) {
             for (_, above) in &chain {
                 let mut with = above.clone();

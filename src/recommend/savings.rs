@@ -164,7 +164,10 @@ pub(super) fn together_ns(
     let (replayed, estimated): (Vec<&&Recommendation>, Vec<&&Recommendation>) = recs
         .iter()
         .partition(|r| r.savings_basis == SavingsBasis::Replay && transform(r, catalog).is_some());
-    let transforms: Vec<Transform> = replayed.iter().filter_map(|r| transform(r, catalog)).collect();
+    let transforms: Vec<Transform> = replayed
+        .iter()
+        .filter_map(|r| transform(r, catalog))
+        .collect();
     let replay_ns = match transforms.is_empty() {
         true => 0,
         false => replays
@@ -236,7 +239,7 @@ pub struct Price {
 
 /// The price of the recommendations `ids` applied together on the run `a` (with its findings
 /// and plan): one recommendation's own saving and range; several, the replay of their changes
-/// together plus the estimates of those without one ([`together_ns`]), their worst case the
+/// together plus the estimates of those without one (as the plan adds them up), their worst case the
 /// least sure one's share of its best. An id the plan does not hold counts by its replay.
 pub fn price_together(
     ids: &[String],
@@ -291,7 +294,11 @@ pub fn price_together(
         // No replay of them together: the sum of their own savings.
         _ if transforms.is_empty() => (estimates.min(window), Some(estimates.min(window))),
         _ => {
-            let sum = recs.iter().map(|r| r.est_savings_ns).sum::<i64>().min(window);
+            let sum = recs
+                .iter()
+                .map(|r| r.est_savings_ns)
+                .sum::<i64>()
+                .min(window);
             (sum, None)
         }
     };
@@ -317,82 +324,4 @@ pub fn price_together(
         profiled_range_ns: profiled_ns.map(range),
         steady_share: scale.share,
     }
-}
-
-/// Whether any recommendation with a replay could fire on these findings (the step model is
-/// built only then).
-pub fn wants_replays(findings: &[Finding], catalog: &Catalog) -> bool {
-    catalog
-        .recommendations
-        .iter()
-        .filter(|r| r.replay.is_some())
-        .any(|r| findings.iter().any(|f| r.findings.contains(&f.id)))
-}
-
-/// The replays a plan of this analysis needs: nothing changed, each firing recommendation's
-/// change alone, the changes of the ranking's first k together for every k, and each level's
-/// together. `replay` runs one set on the run's step models.
-pub fn replays(
-    a: &Analysis,
-    findings: &[Finding],
-    catalog: &Catalog,
-    replay: &(dyn Fn(&[Transform]) -> ReplaySet + Sync),
-) -> Replays {
-    use rayon::prelude::*;
-    let mut out = Replays::default();
-    // The sets not replayed yet, each once, replayed in parallel.
-    let add_all = |out: &mut Replays, sets: Vec<Vec<Transform>>| {
-        let mut todo: Vec<Vec<Transform>> = Vec::new();
-        for mut set in sets {
-            set.sort();
-            set.dedup();
-            if out.get(&set).is_none() && !todo.contains(&set) {
-                todo.push(set);
-            }
-        }
-        out.sets
-            .extend(todo.par_iter().map(|s| replay(s)).collect::<Vec<_>>());
-    };
-    let mut singles: Vec<Vec<Transform>> = vec![Vec::new()];
-    for rec in &catalog.recommendations {
-        if let Some(t) = rec.replay {
-            if super::triggered(rec, a, findings).is_some() {
-                singles.push(vec![t]);
-            }
-        }
-    }
-    add_all(&mut out, singles);
-    // The ranking the singles give; the sets that place its small rungs (those that pay only
-    // after others); then the final ranking's chain and each level with those below it.
-    let window = a.summary.window_ns;
-    let plan = super::plan_with(a, findings, catalog, None, &out);
-    add_all(
-        &mut out,
-        super::order::sets_to_place(&plan.recommendations, catalog, window),
-    );
-    let plan = super::plan_with(a, findings, catalog, None, &out);
-    let ranked: Vec<(u8, Transform)> = plan
-        .recommendations
-        .iter()
-        .filter(|r| r.savings_basis == SavingsBasis::Replay)
-        .filter_map(|r| transform(r, catalog).map(|t| (r.level, t)))
-        .collect();
-    let mut sets: Vec<Vec<Transform>> = (2..=ranked.len())
-        .map(|k| ranked[..k].iter().map(|x| x.1).collect())
-        .collect();
-    let mut levels: Vec<u8> = ranked.iter().map(|x| x.0).collect();
-    levels.sort();
-    levels.dedup();
-    for level in levels {
-        sets.push(
-            ranked
-                .iter()
-                .filter(|x| x.0 <= level)
-                .map(|x| x.1)
-                .collect(),
-        );
-    }
-    add_all(&mut out, sets);
-    out.sets.sort_by(|x, y| x.transforms.cmp(&y.transforms));
-    out
 }

@@ -101,7 +101,11 @@ fn recommendations_follow_the_ladder_on_every_trace() {
             }
         }
         let recs: Vec<_> = recs.iter().filter(|x| !first(x)).cloned().collect();
-        problems.extend(order_broken(&recs, window).into_iter().map(|e| format!("{}: {e}", p.display())));
+        problems.extend(
+            order_broken(&recs, window)
+                .into_iter()
+                .map(|e| format!("{}: {e}", p.display())),
+        );
         if rocprof_classify::detect::low_precision_gemm_pct(&r.findings) >= 50.0
             && recs.iter().any(|x| x.id == "arch.fp8-gemm")
         {
@@ -136,8 +140,13 @@ fn order_broken(recs: &[rocprof_classify::recommend::Recommendation], window: i6
         false => 0.0,
     };
     let catalog = crate::common::catalog();
-    let small = |x: &rocprof_classify::recommend::Recommendation| pct(x.est_savings_ns, window) < 0.5;
-    let follows = |a: &str, b: &str| catalog.get(b).is_some_and(|d| d.after.iter().any(|l| l == a));
+    let small =
+        |x: &rocprof_classify::recommend::Recommendation| pct(x.est_savings_ns, window) < 0.5;
+    let follows = |a: &str, b: &str| {
+        catalog
+            .get(b)
+            .is_some_and(|d| d.after.iter().any(|l| l == a))
+    };
     let placed = |x: &rocprof_classify::recommend::Recommendation| {
         small(x) && (!x.after.is_empty() || pct(x.marginal_savings_ns, window) >= 0.5)
     };
@@ -150,33 +159,58 @@ fn order_broken(recs: &[rocprof_classify::recommend::Recommendation], window: i6
     for w in main.windows(2) {
         let followed = follows(&w[0].id, &w[1].id);
         if w[0].level > w[1].level && !followed {
-            out.push(format!("{} (L{}) ranked before {} (L{})", w[0].id, w[0].level, w[1].id, w[1].level));
+            out.push(format!(
+                "{} (L{}) ranked before {} (L{})",
+                w[0].id, w[0].level, w[1].id, w[1].level
+            ));
         }
         if w[0].level == w[1].level && w[0].est_savings_ns < w[1].est_savings_ns && !followed {
-            out.push(format!("{} ranked before {}, which saves more at the same level", w[0].id, w[1].id));
+            out.push(format!(
+                "{} ranked before {}, which saves more at the same level",
+                w[0].id, w[1].id
+            ));
         }
     }
     let pos = |id: &str| recs.iter().position(|x| x.id == id);
     let mut seen_tail = false;
     for (k, x) in recs.iter().enumerate() {
         let in_tail = small(x) && !placed(x) && !leader(x);
-        if seen_tail && !in_tail {
+        // (A small rung that pays only at the end, after every other, may close the list.)
+        if seen_tail && (!small(x) || leader(x)) {
             out.push(format!("{} ranked after the rungs that save nothing", x.id));
         }
         seen_tail |= in_tail;
         for a in &x.after {
             if pos(a).is_none_or(|j| j > k) {
-                out.push(format!("{} says it comes after {a}, which is not above it", x.id));
+                out.push(format!(
+                    "{} says it comes after {a}, which is not above it",
+                    x.id
+                ));
             }
         }
-        if !x.after.is_empty() && x.after.iter().any(|a| recs.iter().find(|o| &o.id == a).is_some_and(|o| o.level <= x.level)) {
-            out.push(format!("{} names a rung of its own level or below in `after`", x.id));
+        if !x.after.is_empty()
+            && x.after.iter().any(|a| {
+                recs.iter()
+                    .find(|o| &o.id == a)
+                    .is_some_and(|o| o.level <= x.level)
+            })
+        {
+            out.push(format!(
+                "{} names a rung of its own level or below in `after`",
+                x.id
+            ));
         }
     }
-    let tail: Vec<_> = recs.iter().filter(|x| small(x) && !placed(x) && !leader(x)).collect();
+    let tail: Vec<_> = recs
+        .iter()
+        .filter(|x| small(x) && !placed(x) && !leader(x))
+        .collect();
     for w in tail.windows(2) {
         if w[0].level > w[1].level && !follows(&w[0].id, &w[1].id) {
-            out.push(format!("{} (L{}) before {} (L{}) among the rungs that save nothing", w[0].id, w[0].level, w[1].id, w[1].level));
+            out.push(format!(
+                "{} (L{}) before {} (L{}) among the rungs that save nothing",
+                w[0].id, w[0].level, w[1].id, w[1].level
+            ));
         }
     }
     out

@@ -141,7 +141,10 @@ pub fn assert_valid_feed(feed: &[u8]) -> serde_json::Value {
 pub fn assert_savings_hold(feed: &serde_json::Value) {
     let window = feed["summary"]["window_ns"].as_i64().unwrap_or(0);
     let mut marginal = 0i64;
-    let recs = feed["recommendations"].as_array().cloned().unwrap_or_default();
+    let recs = feed["recommendations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let plan = feed["plan"].as_array().cloned().unwrap_or_default();
     assert_eq!(plan.len(), recs.len(), "one plan step per recommendation");
     for (r, step) in recs.iter().zip(&plan) {
@@ -149,7 +152,11 @@ pub fn assert_savings_hold(feed: &serde_json::Value) {
         let est = r["est_savings_ns"].as_i64().unwrap();
         let range = r["est_savings_range_ns"].as_array().unwrap();
         let (worst, best) = (range[0].as_i64().unwrap(), range[1].as_i64().unwrap());
-        let floor = if r["savings_basis"] == "replay" { -window.max(0) } else { 0 };
+        let floor = if r["savings_basis"] == "replay" {
+            -window.max(0)
+        } else {
+            0
+        };
         assert!(
             (floor..=window.max(0)).contains(&est) && best == est && worst <= best,
             "{id}: est {est}, range {worst}..{best}, window {window}"
@@ -161,8 +168,16 @@ pub fn assert_savings_hold(feed: &serde_json::Value) {
         );
         marginal += r["marginal_savings_ns"].as_i64().unwrap();
         assert_eq!(step["id"], r["id"]);
-        assert_eq!(step["saved_ns"].as_i64().unwrap(), marginal, "{id}: the plan chains the marginals");
-        assert_eq!(step["window_ns"].as_i64().unwrap(), window - marginal, "{id}");
+        assert_eq!(
+            step["saved_ns"].as_i64().unwrap(),
+            marginal,
+            "{id}: the plan chains the marginals"
+        );
+        assert_eq!(
+            step["window_ns"].as_i64().unwrap(),
+            window - marginal,
+            "{id}"
+        );
     }
     assert!(
         marginal <= window.max(0),
@@ -171,11 +186,18 @@ pub fn assert_savings_hold(feed: &serde_json::Value) {
     let mut levels = 0i64;
     for l in feed["ladder"].as_array().into_iter().flatten() {
         let ns = l["est_savings_ns"].as_i64().unwrap();
-        assert!(ns <= window.max(0), "level {}: {ns} of {window}", l["level"]);
+        assert!(
+            ns <= window.max(0),
+            "level {}: {ns} of {window}",
+            l["level"]
+        );
         levels += ns;
     }
     if !recs.is_empty() && feed["ladder"].as_array().is_some_and(|l| !l.is_empty()) {
-        assert_eq!(levels, marginal, "the levels and the plan add up to the same total");
+        assert_eq!(
+            levels, marginal,
+            "the levels and the plan add up to the same total"
+        );
     }
 }
 

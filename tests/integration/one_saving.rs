@@ -18,7 +18,10 @@ fn arms() -> Vec<(String, String, String, Vec<String>)> {
         for (b, v) in truth["baselines"].as_object().unwrap() {
             for (a, t) in v["arms"].as_object().unwrap() {
                 let ids: Vec<String> = match t["recommendations"].as_array() {
-                    Some(ids) => ids.iter().map(|x| x.as_str().unwrap().to_string()).collect(),
+                    Some(ids) => ids
+                        .iter()
+                        .map(|x| x.as_str().unwrap().to_string())
+                        .collect(),
                     None => crate::replays::SET1
                         .iter()
                         .find(|r| r.0 == b && r.1 == a)
@@ -42,7 +45,10 @@ fn pair_path(set: &str, b: &str, arm: &str) -> PathBuf {
 fn report_figure(run: &Run, id: &str) -> Option<i64> {
     let r = run.plan.recommendations.iter().find(|r| r.id == id)?;
     let pct = format!("{:.1}% of the window", r.est_savings_pct);
-    let opts = text::TableOptions { color: false, width: 400 };
+    let opts = text::TableOptions {
+        color: false,
+        width: 400,
+    };
     let terminal = String::from_utf8(text::render(run, &opts)).unwrap();
     let line = terminal.lines().find(|l| l.contains(&r.title)).unwrap();
     assert!(line.contains(&pct), "terminal: {line}");
@@ -54,7 +60,10 @@ fn report_figure(run: &Run, id: &str) -> Option<i64> {
     );
     let page = html::render(run);
     let cell = format!("data-v=\"{}\">", r.est_savings_ns);
-    assert!(page.contains(&cell) && page.contains(&format!("({:.1}%)</td>", r.est_savings_pct)), "html: {id}");
+    assert!(
+        page.contains(&cell) && page.contains(&format!("({:.1}%)</td>", r.est_savings_pct)),
+        "html: {id}"
+    );
     Some(r.est_savings_ns)
 }
 
@@ -67,13 +76,19 @@ fn one_rung_has_one_saving_in_every_output() {
         .par_iter()
         .map(|(set, b, arm, ids)| {
             let base = pair_path(set, b, "base");
-            let plain = rocprof_classify::run(std::slice::from_ref(&base), &Config::default()).unwrap();
+            let plain =
+                rocprof_classify::run(std::slice::from_ref(&base), &Config::default()).unwrap();
             let feed: serde_json::Value =
                 serde_json::from_slice(&rocprof_classify::report::json::render(&plain)).unwrap();
             // The what-if rides on the diff's own analysis of the base run.
-            let replayable = ids.iter().all(|id| catalog.get(id).is_some_and(|d| d.replay.is_some()));
+            let replayable = ids
+                .iter()
+                .all(|id| catalog.get(id).is_some_and(|d| d.replay.is_some()));
             let mut what_if = None;
-            let config = Config { applied: ids.clone(), ..Config::default() };
+            let config = Config {
+                applied: ids.clone(),
+                ..Config::default()
+            };
             let analyze = |side: DiffSide, p: &Path, mut c: Config| {
                 if side == DiffSide::Base && replayable {
                     c.what_if = ids.clone();
@@ -85,8 +100,13 @@ fn one_rung_has_one_saving_in_every_output() {
                 Ok::<Run, rocprof_classify::error::RunError>(r)
             };
             let new = pair_path(set, b, arm);
-            let d = pipeline::diff((base.as_path(), new.as_path()), &config, (None, None), analyze)
-                .unwrap();
+            let d = pipeline::diff(
+                (base.as_path(), new.as_path()),
+                &config,
+                (None, None),
+                analyze,
+            )
+            .unwrap();
             let a = &d.applied[0];
             let who = format!("{set} {b}/{arm} ({})", ids.join("+"));
             if let [id] = &ids[..] {
@@ -98,18 +118,92 @@ fn one_rung_has_one_saving_in_every_output() {
                         .find(|r| r["id"] == id.as_str())
                         .unwrap();
                     assert_eq!(fed["est_savings_ns"].as_i64(), Some(ns), "{who}: feed");
-                    assert_eq!(a.predicted_ns, ns, "{who}: diff --applied against the report");
+                    assert_eq!(
+                        a.predicted_ns, ns,
+                        "{who}: diff --applied against the report"
+                    );
                 }
             }
             if let Some(w) = &what_if {
-                assert_eq!(w.saving_ns, Some(a.predicted_ns), "{who}: --what-if against diff");
-                assert_eq!(w.profiled_saving_ns, a.predicted_profiled_ns, "{who}: profiled");
-                assert!(a.predicted_profiled_ns.is_some(), "{who}: a profiled prediction");
+                assert_eq!(
+                    w.saving_ns,
+                    Some(a.predicted_ns),
+                    "{who}: --what-if against diff"
+                );
+                assert_eq!(
+                    w.profiled_saving_ns, a.predicted_profiled_ns,
+                    "{who}: profiled"
+                );
+                assert!(
+                    a.predicted_profiled_ns.is_some(),
+                    "{who}: a profiled prediction"
+                );
             }
             let [lo, hi] = a.profiled_range_ns.unwrap_or(a.range_ns);
-            assert_eq!(a.within_range, lo <= a.measured_ns && a.measured_ns <= hi, "{who}");
+            assert_eq!(
+                a.within_range,
+                lo <= a.measured_ns && a.measured_ns <= hi,
+                "{who}"
+            );
             who
         })
         .collect();
     eprintln!("{} arms checked", checked.len());
+}
+
+/// On every several-rank fixture, the report's saving of its first replayed rung is the job's:
+/// `--what-if` of that rung prints the job's step (slowest rank per step) and the same saving.
+#[test]
+fn the_job_saving_is_the_what_ifs_on_every_multi_rank_fixture() {
+    let dirs: Vec<PathBuf> = crate::snapshots::fixture_inputs()
+        .into_iter()
+        .map(|(dir, name)| dir.join(name))
+        .filter(|p| p.is_dir())
+        .collect();
+    assert!(dirs.len() >= 10, "{} rank directories", dirs.len());
+    let checked: usize =
+        dirs.par_iter()
+            .map(|dir| {
+                let plain =
+                    rocprof_classify::run(std::slice::from_ref(dir), &Config::default()).unwrap();
+                let Some(r) =
+                    plain.plan.recommendations.iter().find(|r| {
+                        r.savings_basis == rocprof_classify::recommend::SavingsBasis::Replay
+                    })
+                else {
+                    return 0;
+                };
+                let config = Config {
+                    what_if: vec![r.id.clone()],
+                    ..Config::default()
+                };
+                let asked = rocprof_classify::run(std::slice::from_ref(dir), &config).unwrap();
+                let w = asked.analysis.parts.what_if.as_ref().unwrap();
+                assert_eq!(
+                    w.saving_ns,
+                    Some(r.est_savings_ns),
+                    "{}: {}",
+                    dir.display(),
+                    r.id
+                );
+                let ranks: std::collections::BTreeSet<_> = w.steps.iter().map(|s| s.rank).collect();
+                if ranks.len() > 1 {
+                    assert!(!w.job.is_empty(), "{}", dir.display());
+                    for j in &w.job {
+                        let slowest = w
+                            .steps
+                            .iter()
+                            .filter(|s| s.step == j.step)
+                            .map(|s| s.replay_ns)
+                            .max();
+                        assert_eq!(Some(j.replay_ns), slowest, "{}", dir.display());
+                    }
+                }
+                1
+            })
+            .sum();
+    assert!(
+        checked >= 5,
+        "{checked} rank directories with a replayed rung"
+    );
 }

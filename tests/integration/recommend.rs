@@ -135,16 +135,34 @@ fn fp32_training_gets_the_level_one_precision_advice() {
     let at = recs.iter().position(|x| x.id == r.id).unwrap();
     let window = a.analysis.summary.window_ns;
     assert!(recs[..at].iter().all(|x| x.level == 2), "{:?}", rec_ids(&a));
-    assert!(recs[at + 1..].iter().all(|x| x.level >= 2), "{:?}", rec_ids(&a));
+    assert!(
+        recs[at + 1..].iter().all(|x| x.level >= 2),
+        "{:?}",
+        rec_ids(&a)
+    );
     assert_eq!(r.after, ["compile.enable", "graphs.capture"]);
-    assert!(r.est_savings_ns * 200 < window, "alone: {}", r.est_savings_ns);
-    assert!(r.marginal_savings_ns * 5 > window, "after level 2: {}", r.marginal_savings_ns);
+    assert!(
+        r.est_savings_ns * 200 < window,
+        "alone: {}",
+        r.est_savings_ns
+    );
+    assert!(
+        r.marginal_savings_ns * 5 > window,
+        "after level 2: {}",
+        r.marginal_savings_ns
+    );
     assert_eq!(a.plan.next_level, Some(2));
     // Every output says so: the terminal report's line and the header's rule.
-    let opts = rocprof_classify::report::text::TableOptions { color: false, width: 400 };
+    let opts = rocprof_classify::report::text::TableOptions {
+        color: false,
+        width: 400,
+    };
     let text = String::from_utf8(rocprof_classify::report::text::render(&a, &opts)).unwrap();
     let line = text.lines().find(|l| l.contains(&r.title)).unwrap();
-    assert!(line.contains("after compile.enable + graphs.capture"), "{line}");
+    assert!(
+        line.contains("after compile.enable + graphs.capture"),
+        "{line}"
+    );
     assert!(text.contains(rocprof_classify::recommend::ORDER_RULE));
     assert!(text.contains("next: level 2, ranked ahead of level 1's rungs"));
 }

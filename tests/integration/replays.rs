@@ -404,6 +404,41 @@ fn what_if_on_ranks_replays_each_rank() {
     let ranks: std::collections::BTreeSet<i64> =
         steps.iter().map(|s| s["rank"].as_i64().unwrap()).collect();
     assert_eq!(ranks.len(), 2, "{steps:?}");
+    // The job's step is its slowest rank's, before and after, and the saving the what-if prints
+    // is the report's for the rung (one number on several ranks too).
+    let n = |v: &serde_json::Value| v.as_i64().unwrap();
+    for j in feed["what_if"]["job"].as_array().unwrap() {
+        let mine: Vec<_> = steps.iter().filter(|s| s["step"] == j["step"]).collect();
+        assert_eq!(mine.len(), 2);
+        for key in [
+            "base_ns",
+            "replay_ns",
+            "profiled_base_ns",
+            "profiled_replay_ns",
+        ] {
+            assert_eq!(
+                n(&j[key]),
+                mine.iter().map(|s| n(&s[key])).max().unwrap(),
+                "{key}"
+            );
+        }
+    }
+    // A 2-rank tensor-parallel step where compile is recommended.
+    let dir = "kineto/parallel/tp";
+    let feed = crate::common::feed_of(&fixture(dir), &["--what-if", "compile.enable"]);
+    let rec = feed["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "compile.enable")
+        .unwrap();
+    assert_eq!(feed["what_if"]["saving_ns"], rec["est_savings_ns"], "{dir}");
+    assert!(
+        !feed["what_if"]["job"].as_array().unwrap().is_empty(),
+        "{dir}"
+    );
+    let text = crate::common::stdout_of(&fixture(dir), &["--what-if", "compile.enable"]);
+    assert!(text.contains("  job step #"), "{dir}: {text}");
 }
 
 #[test]
@@ -454,7 +489,11 @@ fn diff_applied_reports_predicted_beside_measured_from_four_steps() {
         let (plo, phi) = (n(&a["profiled_range_ns"][0]), n(&a["profiled_range_ns"][1]));
         let m = n(&a["measured_ns"]);
         assert_eq!(a["within_range"], plo <= m && m <= phi, "{a}");
-        assert_eq!(a["interval_overlaps_range"], mlo <= phi && mhi >= plo, "{a}");
+        assert_eq!(
+            a["interval_overlaps_range"],
+            mlo <= phi && mhi >= plo,
+            "{a}"
+        );
         assert_eq!(a["interval_overlaps_range"], true, "{b}/{arm}: {a}");
     }
     // Without --applied the diff has no such block; an unknown id is refused.

@@ -119,7 +119,10 @@ impl Replayer {
                 }
             }
             let changed = sim::simulate(g, &edit, Keep::Steps);
-            let mut profiled = self.base_profiled.as_ref().map(|b| (&b[gi], sim::Edit::identity(g)));
+            let mut profiled = self
+                .base_profiled
+                .as_ref()
+                .map(|b| (&b[gi], sim::Edit::identity(g)));
             if let Some((_, e)) = &mut profiled {
                 for &t in &key {
                     let applied = transforms::apply(t, (g, gi), e, &self.facts, &self.constants);

@@ -151,8 +151,9 @@ impl Replays {
                             out.slower_host.extend(s.slower_host.iter().cloned());
                             out.faster_host.extend(s.faster_host.iter().cloned());
                             out.profiled.extend(s.profiled.iter().cloned());
-                            out.profiled_touched_ns =
-                                out.profiled_touched_ns.saturating_add(s.profiled_touched_ns);
+                            out.profiled_touched_ns = out
+                                .profiled_touched_ns
+                                .saturating_add(s.profiled_touched_ns);
                             out.steps.extend(s.steps.iter().cloned());
                             out.touched_ns = out.touched_ns.saturating_add(s.touched_ns);
                             out.from_table |= s.from_table;
