@@ -17,17 +17,7 @@ fn arms() -> Vec<(String, String, String, Vec<String>)> {
         let truth = read_truth(&fixture(&format!("kineto/pairs/{set}/truth.json")));
         for (b, v) in truth["baselines"].as_object().unwrap() {
             for (a, t) in v["arms"].as_object().unwrap() {
-                let ids: Vec<String> = match t["recommendations"].as_array() {
-                    Some(ids) => ids
-                        .iter()
-                        .map(|x| x.as_str().unwrap().to_string())
-                        .collect(),
-                    None => crate::replays::SET1
-                        .iter()
-                        .find(|r| r.0 == b && r.1 == a)
-                        .map(|r| r.2.iter().map(|s| s.to_string()).collect())
-                        .unwrap_or_default(),
-                };
+                let ids = crate::replays::arm_ids(b, a, t);
                 if a != "base" && !ids.is_empty() {
                     out.push((set.to_string(), b.clone(), a.clone(), ids));
                 }

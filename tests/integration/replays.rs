@@ -9,7 +9,7 @@ use rocprof_classify::Run;
 
 /// The recommendations whose changes each arm of the first set applies (negative controls:
 /// the one a user might wrongly try; it must not promise a saving).
-pub(crate) const SET1: &[(&str, &str, &[&str])] = &[
+const SET1: &[(&str, &str, &[&str])] = &[
     ("gpt2_train", "compile", &["compile.enable"]),
     ("gpt2_train", "fused_adamw", &["surgery.fused-optimizer"]),
     ("gpt2_train", "sdpa", &["surgery.sdpa"]),
@@ -60,6 +60,22 @@ fn predicted_pct(run: &Run, ids: &[&str]) -> f64 {
         .collect();
     per_step.sort_by(f64::total_cmp);
     per_step.get(per_step.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The rung ids an arm of a pair set applied: its truth's `recommendations`, or for set1
+/// (whose truth predates them) the table above.
+pub(crate) fn arm_ids(baseline: &str, arm: &str, truth: &serde_json::Value) -> Vec<String> {
+    match truth["recommendations"].as_array() {
+        Some(ids) => ids
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect(),
+        None => SET1
+            .iter()
+            .find(|r| r.0 == baseline && r.1 == arm)
+            .map(|r| r.2.iter().map(|s| s.to_string()).collect())
+            .unwrap_or_default(),
+    }
 }
 
 fn set1_run(baseline: &str) -> Run {
@@ -604,17 +620,7 @@ fn evaluate(set: &str) -> Vec<Arm> {
             );
         }
         for (a, t) in v["arms"].as_object().unwrap() {
-            let ids: Vec<String> = match t["recommendations"].as_array() {
-                Some(ids) => ids
-                    .iter()
-                    .map(|x| x.as_str().unwrap().to_string())
-                    .collect(),
-                None => SET1
-                    .iter()
-                    .find(|r| r.0 == b && r.1 == a)
-                    .map(|r| r.2.iter().map(|s| s.to_string()).collect())
-                    .unwrap_or_default(),
-            };
+            let ids = arm_ids(b, a, t);
             if a == "base" || ids.is_empty() {
                 continue;
             }
