@@ -563,3 +563,65 @@ fn a_step_balanced_between_host_and_gpu_says_so() {
         bound_line(&run)
     );
 }
+
+/// An allocator call that returned when the GPU drained is a wait, as a synchronize is: in HTA's
+/// alexnet benchmark trace, the longest waiting `cudaStreamSynchronize` renamed `cudaMalloc` (as
+/// `hipMalloc` can synchronize on ROCm) is tied to the same work, and the path still runs
+/// through that work, not through host time; the trace's own 24 mallocs, which ran with nothing
+/// pending or returned long after it ended, stay host work.
+#[test]
+fn an_allocator_call_that_returned_when_the_gpu_drained_waited_for_it() {
+    with_shared!(shared => {
+        let path = shared.join("corpus/hta/benchmark_result_2869224_1695835535_trace.json.gz");
+        let run = run_path(&path);
+        let deps = rocprof_classify::analysis::dependencies(&run.trace);
+        assert!(deps.allocs.is_empty(), "{:?}", deps.allocs);
+        let host = &run.trace.host;
+        let acts = &run.trace.activities;
+        let name = |h: u32| run.trace.names.get(host.name[h as usize]);
+        // The synchronize that waited longest for the GPU.
+        let &(work, sync) = deps
+            .syncs
+            .iter()
+            .filter(|&&(_, h)| name(h) == "cudaStreamSynchronize")
+            .max_by_key(|&&(a, h)| acts.end_ns(a as usize) - host.ts_ns[h as usize])
+            .expect("a stream sync");
+        let waited = acts.end_ns(work as usize) - host.ts_ns[sync as usize];
+        assert!(waited > 50_000, "{waited}");
+        let (ts, corr) = (host.ts_ns[sync as usize], host.correlation.get(sync as usize));
+
+        let mut doc = crate::common::read_json_gz(&path);
+        let events = doc["traceEvents"].as_array_mut().unwrap();
+        let renamed = events
+            .iter_mut()
+            .filter(|e| e["name"] == "cudaStreamSynchronize" && e["args"]["correlation"] == corr)
+            .map(|e| e["name"] = "cudaMalloc".into())
+            .count();
+        assert_eq!(renamed, 1, "correlation {corr} at {ts}");
+        let dir = tempfile::tempdir().unwrap();
+        let edited = dir.path().join("malloc_waits.json.gz");
+        crate::common::write_json_gz(&edited, &doc);
+        let after = run_path(&edited);
+        let deps = rocprof_classify::analysis::dependencies(&after.trace);
+        let tied: Vec<(u64, i64)> = deps
+            .allocs
+            .iter()
+            .map(|&(a, h)| {
+                (
+                    after.trace.activities.correlation.get(a as usize),
+                    after.trace.host.ts_ns[h as usize],
+                )
+            })
+            .collect();
+        assert_eq!(tied, vec![(acts.correlation.get(work as usize), ts)]);
+        // The path reads the wait as the sync did: GPU work up to it, not host work.
+        let (a, b) = (&run.analysis.critical_path, &after.analysis.critical_path);
+        for label in [Label::GpuCompute, Label::Host, Label::Sync] {
+            let (x, y) = (a.ns_of(label) as f64, b.ns_of(label) as f64);
+            assert!(
+                (x - y).abs() <= 0.02 * a.ns as f64,
+                "{label:?}: {x} as a sync, {y} as a malloc"
+            );
+        }
+    });
+}

@@ -8,6 +8,7 @@
 //! labels add up to the step's time: the idle time on it is labeled by its cause (dispatch,
 //! data loading, host work, a sync) instead of by whatever the GPU was doing.
 
+mod alloc;
 mod hidden;
 pub(crate) mod model;
 mod queue;
@@ -671,6 +672,8 @@ pub struct Dependencies {
     pub waits: Vec<(u32, u32)>,
     /// (activity waited for, host synchronize that returned when it ended).
     pub syncs: Vec<(u32, u32)>,
+    /// (activity waited for, allocator call that returned when it ended).
+    pub allocs: Vec<(u32, u32)>,
 }
 
 /// The [`Dependencies`] of every input of `trace`. Not a stable API.
@@ -691,9 +694,16 @@ pub fn dependencies(trace: &Trace) -> Dependencies {
                     .filter(|g| g.kind == model::GateKind::Sync)
                     .map(|g| (g.activity, g.host)),
             );
+            out.allocs.extend(
+                t.gated
+                    .iter()
+                    .filter(|g| g.kind == model::GateKind::Alloc)
+                    .map(|g| (g.activity, g.host)),
+            );
         }
     }
     out.waits.sort_unstable();
     out.syncs.sort_unstable();
+    out.allocs.sort_unstable();
     out
 }

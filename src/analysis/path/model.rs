@@ -18,6 +18,7 @@
 //!   (dispatching, other host work, data loading, blocked in a sync); a worker thread (the
 //!   autograd engine's) that sat idle was waiting for the main thread.
 
+use crate::analysis::path::alloc::allocator_waits;
 use crate::analysis::path::hidden::add_hidden_waits;
 use crate::analysis::path::queue::queued_launches;
 use crate::analysis::path::Label;
@@ -44,6 +45,8 @@ pub(crate) enum GateKind {
     Sync,
     /// A launch call that blocked on the full launch queue (`analysis::path::queue`).
     Queue,
+    /// An allocator call that waited for the GPU to drain (`analysis::path::alloc`).
+    Alloc,
 }
 
 /// A host call that waits for the GPU, and the GPU work it waits for: it returns at `end`,
@@ -191,28 +194,53 @@ impl InputModel {
         let mut ordered: Vec<(u32, Vec<u32>)> = by_thread.into_iter().collect();
         ordered.sort_unstable_by_key(|t| t.0);
         let main = main_thread(trace, &ordered, &launched);
+        // The allocator's mallocs (not frees, which are syncs) of every thread.
+        let mut allocs: Vec<u32> = Vec::new();
         for (thread, events) in ordered {
             ctx.waits_of(&events, &mut waits);
             threads.insert(thread, ctx.thread_model(&events));
+            allocs.extend(events.iter().copied().filter(|&h| {
+                matches!(host.kind[h as usize], HostKind::Runtime | HostKind::Driver)
+                    && ctx.kinds[host.name[h as usize].index()] & CallKind::ALLOC != 0
+            }));
         }
         let mut held = HashMap::default();
         add_hidden_waits(trace, links, (&streams, &keys), (&mut waits, &mut held));
         let is_sync =
             |name: NameId| ctx.kinds[name.index()] & (CallKind::SYNC | CallKind::FREE) != 0;
         let queued = queued_launches(trace, links, input, queue_depth, &is_sync);
-        if !queued.is_empty() {
-            for b in queued {
-                threads.entry(b.thread).or_default().gated.push(GatedSync {
-                    waited: true,
-                    start: b.start,
-                    end: b.end,
-                    activity: b.activity,
-                    name: b.name,
-                    host: b.host,
-                    kind: GateKind::Queue,
-                    own_ns: b.own_ns,
-                });
-            }
+        let last_before = |t: i64| {
+            (0..ctx.streams.len())
+                .filter_map(|st| ctx.last_launched_before(st, t))
+                .max_by_key(|&a| trace.activities.end_ns(a as usize))
+        };
+        let alloc_waits = allocator_waits(trace, &allocs, &last_before);
+        let added = !queued.is_empty() || !alloc_waits.is_empty();
+        for w in alloc_waits {
+            threads.entry(w.thread).or_default().gated.push(GatedSync {
+                waited: true,
+                start: w.start,
+                end: w.end,
+                activity: w.activity,
+                name: w.name,
+                host: w.host,
+                kind: GateKind::Alloc,
+                own_ns: 0,
+            });
+        }
+        for b in queued {
+            threads.entry(b.thread).or_default().gated.push(GatedSync {
+                waited: true,
+                start: b.start,
+                end: b.end,
+                activity: b.activity,
+                name: b.name,
+                host: b.host,
+                kind: GateKind::Queue,
+                own_ns: b.own_ns,
+            });
+        }
+        if added {
             for tm in threads.values_mut() {
                 tm.gated.sort_by_key(|g: &GatedSync| (g.end, g.start));
             }

@@ -338,9 +338,10 @@ impl Walker<'_> {
         }
         let acts = &self.trace.activities;
         let done = acts.end_ns(g.activity as usize).min(g.end);
-        // A blocked launch returning is dispatch; a synchronize returning is a sync.
+        // A blocked launch returning is dispatch; a synchronize (or an allocator call that
+        // drained the GPU) returning is a sync.
         let label = match g.kind {
-            GateKind::Sync => Label::Sync,
+            GateKind::Sync | GateKind::Alloc => Label::Sync,
             GateKind::Queue => Label::Launch,
         };
         acc.add(

@@ -141,9 +141,10 @@ fn host(g: &InputGraph, e: &Edit, out: &SimOut, t: i64, floor: i64, l: &mut Labe
         if let Some(a) = waited {
             let done = out.end[a];
             if done > s && done < end {
-                // A blocked launch returning is dispatch; a synchronize returning is a sync.
+                // A blocked launch returning is dispatch; a synchronize (or an allocator call
+                // that waited) returning is a sync.
                 let label = match p.kind {
-                    PieceKind::Queued(_) => Label::Launch,
+                    PieceKind::Queued(w) if !g.waits[w as usize].alloc => Label::Launch,
                     _ => Label::Sync,
                 };
                 add(l, (done, end), label, None, floor);
@@ -154,6 +155,7 @@ fn host(g: &InputGraph, e: &Edit, out: &SimOut, t: i64, floor: i64, l: &mut Labe
             PieceKind::Dispatch | PieceKind::Gap { long: false } => Label::Launch,
             PieceKind::Loading => Label::DataLoading,
             PieceKind::Sync(_) => Label::Sync,
+            PieceKind::Queued(w) if g.waits[w as usize].alloc => Label::Host,
             PieceKind::Queued(_) => Label::Launch,
             PieceKind::Host | PieceKind::Gap { long: true } => Label::Host,
         };

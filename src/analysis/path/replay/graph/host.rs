@@ -108,6 +108,7 @@ pub(super) fn pieces(
                                 && !data_dependent.contains(g.host),
                             upload,
                             own_ns: 0,
+                            alloc: false,
                         }
                     }
                     _ => Wait {
@@ -116,6 +117,7 @@ pub(super) fn pieces(
                         removable: false,
                         upload: false,
                         own_ns: 0,
+                        alloc: false,
                     },
                 },
             )),
@@ -236,7 +238,8 @@ fn wait_index(waits: &mut Vec<Wait>, w: Wait) -> u32 {
     (waits.len() - 1) as u32
 }
 
-/// A launch call that blocked on the full launch queue (the dependency model's wait,
+/// A launch call that blocked on the full launch queue, or an allocator call that waited (the
+/// dependency model's waits,
 /// `analysis::path::queue`): its span, the activity it returned after and its own cost.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Queued {
@@ -245,19 +248,26 @@ pub(crate) struct Queued {
     /// The activity (a trace index, then local) whose end freed its slot.
     pub awaits: Option<u32>,
     pub own_ns: i64,
+    /// An allocator call (painted host work), not a launch (dispatch).
+    pub alloc: bool,
 }
 
-/// The model's blocked launches, by end.
+/// The model's blocked launches and allocator calls that waited, by end.
 pub(super) fn queued(model: &InputModel) -> Vec<Queued> {
     let mut out: Vec<Queued> = model
         .threads
         .values()
-        .flat_map(|tm| tm.gated.iter().filter(|g| g.kind == GateKind::Queue))
+        .flat_map(|tm| {
+            tm.gated
+                .iter()
+                .filter(|g| matches!(g.kind, GateKind::Queue | GateKind::Alloc))
+        })
         .map(|g| Queued {
             start: g.start,
             end: g.end,
             awaits: Some(g.activity),
             own_ns: g.own_ns,
+            alloc: g.kind == GateKind::Alloc,
         })
         .collect();
     out.sort_unstable_by_key(|q| (q.end, q.start));
@@ -289,7 +299,11 @@ pub(super) fn split_queued(
             let q = queued[b];
             b += 1;
             let s = q.start.max(cur);
-            let splittable = matches!(p.kind, PieceKind::Dispatch | PieceKind::Gap { long: false });
+            let splittable = match p.kind {
+                PieceKind::Dispatch | PieceKind::Gap { long: false } => true,
+                PieceKind::Host => q.alloc,
+                _ => false,
+            };
             let Some(a) = q
                 .awaits
                 .filter(|_| splittable && s < q.end && q.end > p.start)
@@ -306,6 +320,7 @@ pub(super) fn split_queued(
                 removable: false,
                 upload: false,
                 own_ns: q.own_ns.min(q.end - s),
+                alloc: q.alloc,
             };
             parts.push(Piece {
                 start: s,

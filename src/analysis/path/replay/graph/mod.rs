@@ -39,8 +39,9 @@ pub(crate) enum PieceKind {
     Loading,
     /// A synchronize (or blocking copy): its [`Wait`] (index into [`InputGraph::waits`]).
     Sync(u32),
-    /// A launch call blocked until the GPU drained its queue (the launch queue was full): its
-    /// [`Wait`], which always awaits an activity.
+    /// A launch call blocked until the GPU drained its queue (the launch queue was full), or an
+    /// allocator call that waited for the GPU to drain: its [`Wait`], which always awaits an
+    /// activity.
     Queued(u32),
     /// Nothing profiled: Python, or (`long` false) the short gaps of dispatch.
     Gap { long: bool },
@@ -61,6 +62,9 @@ pub(crate) struct Wait {
     /// What the call costs when it need not wait: it returns no sooner (a blocked launch's
     /// unblocked cost; 0 for a synchronize).
     pub own_ns: i64,
+    /// An allocator call that waited (a [`PieceKind::Queued`] piece that is host work, not a
+    /// launch).
+    pub alloc: bool,
 }
 
 /// An optional local index (a span, an activity) in 4 bytes: a step model holds millions.
