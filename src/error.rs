@@ -274,4 +274,56 @@ pub enum RunError {
         /// Why it cannot be read or merged.
         why: String,
     },
+    /// The inputs' ranks come from different jobs (`Config::force` analyzes them anyway).
+    #[error("{first} and {other} are not one job: {why}; pass --force to analyze them together")]
+    MixedJob {
+        /// The first rank's input.
+        first: String,
+        /// The input that differs from it.
+        other: String,
+        /// What differs.
+        why: String,
+    },
+    /// `--steps`, `--skip-warmup` or `--phase` kept no step.
+    #[error("{selection} selects no step: {have}")]
+    EmptySelection {
+        /// The selection asked for (`--steps 100..200`).
+        selection: String,
+        /// What the inputs have (`the trace has steps 1..=2`).
+        have: String,
+    },
+    /// The inputs hold no GPU activity (no kernel, copy or fill): nothing to analyze
+    /// (`Config::allow_empty` reports them anyway). Exit code [`EXIT_NOTHING`].
+    #[error(
+        "{paths}: no GPU activity (no kernel, copy or fill was recorded): nothing to analyze; \
+         --allow-empty reports it anyway{}",
+        warnings.iter().map(|w| format!("; {w}")).collect::<String>()
+    )]
+    NoGpuWork {
+        /// The inputs, comma-separated.
+        paths: String,
+        /// What the readers warned of (a cut before the first kernel), each with its file.
+        warnings: Vec<String>,
+    },
+}
+
+/// Exit codes, the same at every front door (the command line, the Python package's
+/// exceptions' `exit_code`): all went well.
+pub const EXIT_OK: u8 = 0;
+/// A gate the user asked for tripped (`--fail-on`, `--fail-on-regression`, …).
+pub const EXIT_GATE: u8 = 1;
+/// An error: an input, an option or the rules cannot be used.
+pub const EXIT_ERROR: u8 = 2;
+/// Nothing to analyze: the inputs hold no GPU activity ([`RunError::NoGpuWork`]).
+pub const EXIT_NOTHING: u8 = 3;
+
+impl RunError {
+    /// The process exit code this error ends a run with: [`EXIT_NOTHING`] for inputs without
+    /// GPU activity, else [`EXIT_ERROR`].
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::NoGpuWork { .. } => EXIT_NOTHING,
+            _ => EXIT_ERROR,
+        }
+    }
 }

@@ -10,7 +10,7 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`error`] | typed errors at the seams (ingest, rules, the run); under everything |
+//! | [`error`] | typed errors at the seams (ingest, rules, the run) and the exit codes every front door shares; under everything |
 //! | [`model`] | the normalized columnar [`model::Trace`] (GPU activities, host events, interned names, counters, collectives' arguments, the allocator's memory events), what torch.compile logs say, durations for people |
 //! | [`ingest`] | files, directories, stdin, gzip; sniffing; one reader per format (Kineto, rocprof v1/v2/v3 CSV and JSON, rocpd, rocprof-compute, torch.compile logs) behind one trait |
 //! | [`classify`] | rule files (`rules/*.toml`), the regex engine, demangling, the device table |
@@ -18,7 +18,7 @@
 //! | [`detect`] | one function per finding ([`detect::FindingId`]), reading the analysis [`analysis::Context`]; torch.compile's in `detect::compile`; each finding's evidence a type in `detect::evidence` |
 //! | [`recommend`] | the ladder catalog (`rules/ladder.toml`: levels and what their statuses say, recommendations, the fixes of torch.compile's causes): triggers, savings, ranking, status |
 //! | [`compare`] | two runs before → after: the step verdict against the noise and its cause (`compare::stats`), op rows matched across runs and vendors (`compare::op_match`), kernels and ladder changes |
-//! | [`pipeline`] | [`run`]: read → analyze → detect → plan, into a [`Run`]; several ranks as one partial per rank merged into the job ([`pipeline::partial`], also across machines); two runs compared ([`pipeline::diff`]) |
+//! | [`pipeline`] | [`run`]: read → analyze → detect → plan, into a [`Run`], refusing what cannot be analyzed (ranks of two jobs, no GPU activity, a selection of no step: `pipeline::job`); several ranks as one partial per rank merged into the job ([`pipeline::partial`], also across machines); two runs compared ([`pipeline::diff`]) |
 //! | [`report`] | renderers of a [`Run`] (terminal [`report::text`], JSON feed, Markdown, [`report::html`], [`report::diff`]; the human-facing three lay out the same `report::sections`) and `report::writers` of its activities (Perfetto, Parquet/CSV) |
 //! | [`cli`] | clap definitions ([`cli::Cli`]); one function per command calls [`run`] and the renderers, routes outputs, applies gates |
 //!

@@ -42,7 +42,7 @@ fn main() -> ExitCode {
                 }
             }
             eprintln!("error: {msg}");
-            ExitCode::from(2)
+            ExitCode::from(rocprof_classify::cli::exit_code(&e))
         }
     }
 }

@@ -12,7 +12,10 @@ detects what holds the model back and ranks the optimization ladder's next steps
     >>> report.recommendations[0]["title"]
 
 Every function releases the GIL while it works; Ctrl-C stops a long read. A file that cannot
-be read raises :class:`InputError` (a ``ValueError``) naming the file and the byte offset.
+be read raises :class:`InputError` (a ``ValueError``) naming the file and the byte offset;
+inputs without GPU activity raise :class:`NothingToAnalyze` (an ``InputError``). Each
+exception's ``exit_code`` is what the command line exits with for it (``EXIT_ERROR`` 2,
+``EXIT_NOTHING`` 3; a tripped gate is ``EXIT_GATE`` 1).
 """
 
 from __future__ import annotations
@@ -24,13 +27,26 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 from . import _native
 from . import rules
-from ._native import InputError, RulesError
+from ._native import (
+    EXIT_ERROR,
+    EXIT_GATE,
+    EXIT_NOTHING,
+    EXIT_OK,
+    InputError,
+    NothingToAnalyze,
+    RulesError,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow
 
 __all__ = [
+    "EXIT_ERROR",
+    "EXIT_GATE",
+    "EXIT_NOTHING",
+    "EXIT_OK",
     "InputError",
+    "NothingToAnalyze",
     "Report",
     "RulesError",
     "activities",
@@ -98,6 +114,8 @@ def _options(
     phase: Optional[str] = None,
     what_if: Union[str, Sequence[str], None] = None,
     flex_density: Optional[float] = None,
+    force: bool = False,
+    allow_empty: bool = False,
 ) -> Dict[str, Any]:
     if what_if is None:
         what_if = []
@@ -120,6 +138,8 @@ def _options(
         "phase": None if phase is None else str(phase),
         "what_if": [str(w) for w in what_if],
         "flex_density": None if flex_density is None else float(flex_density),
+        "force": bool(force),
+        "allow_empty": bool(allow_empty),
     }
 
 
@@ -155,6 +175,10 @@ _OPTIONS_DOC = """
     flex_density: the share (0 to 1] of query-key blocks flex attention's block masks keep
         (``--flex-density``; ``1 - BlockMask.sparsity() / 100``). The trace does not record it:
         without it flex attention counts dense and ``summary.mfu_upper_bound`` is true.
+    force: analyze ranks together although they look like different jobs (``--force``);
+        otherwise that raises InputError naming both files and what differs.
+    allow_empty: report inputs without GPU activity (``--allow-empty``); otherwise they raise
+        NothingToAnalyze (``exit_code`` 3, as the command line exits).
 """
 
 

@@ -8,11 +8,24 @@ from typing_extensions import Unpack
 import pyarrow
 
 from . import rules as rules
-from ._native import InputError as InputError, RulesError as RulesError
+from ._native import (
+    EXIT_ERROR as EXIT_ERROR,
+    EXIT_GATE as EXIT_GATE,
+    EXIT_NOTHING as EXIT_NOTHING,
+    EXIT_OK as EXIT_OK,
+    InputError as InputError,
+    NothingToAnalyze as NothingToAnalyze,
+    RulesError as RulesError,
+)
 
 __version__: str
 __all__ = [
+    "EXIT_ERROR",
+    "EXIT_GATE",
+    "EXIT_NOTHING",
+    "EXIT_OK",
     "InputError",
+    "NothingToAnalyze",
     "Report",
     "RulesError",
     "activities",
@@ -50,6 +63,8 @@ class _Options(TypedDict, total=False):
     phase: Optional[str]
     what_if: Union[str, Sequence[str], None]
     flex_density: Optional[float]
+    force: bool
+    allow_empty: bool
 
 class Report:
     def __init__(self, native: Any) -> None: ...

@@ -3,7 +3,12 @@
 from typing import Any, Dict, List, Optional, Tuple, final
 
 __all__ = [
+    "EXIT_OK",
+    "EXIT_GATE",
+    "EXIT_ERROR",
+    "EXIT_NOTHING",
     "InputError",
+    "NothingToAnalyze",
     "RulesError",
     "__version__",
     "FEED_SCHEMA",
@@ -21,9 +26,16 @@ __all__ = [
 __version__: str
 FEED_SCHEMA: str
 
+EXIT_OK: int
+EXIT_GATE: int
+EXIT_ERROR: int
+EXIT_NOTHING: int
+
 class InputError(ValueError):
     """An input could not be read."""
 
+    exit_code: int
+    """What the command line exits with for this error (2)."""
     path: Optional[str]
     """The file (or directory) the error is about."""
     offset: Optional[int]
@@ -31,8 +43,14 @@ class InputError(ValueError):
     line: Optional[int]
     """Line (from 1) of the problem in a CSV input, when there is one."""
 
+class NothingToAnalyze(InputError):
+    """The inputs hold no GPU activity; ``exit_code`` is 3."""
+
 class RulesError(ValueError):
     """A rule directory could not be loaded, or its rules failed their own examples."""
+
+    exit_code: int
+    """What the command line exits with for this error (2)."""
 
 @final
 class ArrowStream:

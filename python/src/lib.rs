@@ -30,6 +30,13 @@ create_exception!(
 );
 create_exception!(
     rocprof_classify,
+    NothingToAnalyze,
+    InputError,
+    "The inputs hold no GPU activity (no kernel, copy or fill): the command line exits 3 \
+     (`exit_code`); `allow_empty=True` reports them anyway."
+);
+create_exception!(
+    rocprof_classify,
     RulesError,
     PyValueError,
     "A rule directory (`rules=`) could not be loaded or its rules failed their own examples."
@@ -65,6 +72,8 @@ struct Options {
     phase: Option<String>,
     what_if: Vec<String>,
     flex_density: Option<f64>,
+    force: bool,
+    allow_empty: bool,
 }
 
 /// A step range argument (`"2..10"`), or None.
@@ -145,6 +154,8 @@ impl Options {
             torch_logs: self.torch_logs.clone(),
             env_file: self.env.clone(),
             what_if: self.what_if.clone(),
+            force: self.force,
+            allow_empty: self.allow_empty,
             ..Config::default()
         })
     }
@@ -229,6 +240,15 @@ fn run_error(py: Python<'_>, e: RunError) -> PyErr {
         RunError::Cancelled => return PyKeyboardInterrupt::new_err(message),
         RunError::WhatIf { .. } => return PyValueError::new_err(message),
         RunError::Partial { path, .. } => (Some(path.clone()), None, None),
+        RunError::MixedJob { other, .. } => (Some(other.clone()), None, None),
+        RunError::NoGpuWork { paths, .. } => {
+            let err = NothingToAnalyze::new_err(message);
+            let value = err.value(py);
+            let _ = value.setattr("path", paths.clone());
+            let _ = value.setattr("offset", None::<u64>);
+            let _ = value.setattr("line", None::<u64>);
+            return err;
+        }
         _ => (None, None, None),
     };
     let err = InputError::new_err(message);
@@ -505,8 +525,21 @@ fn explain_id(id: &str, rules: Vec<PathBuf>) -> PyResult<String> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // Each exception's `exit_code`: what the command line exits with for the same error.
+    use rocprof_classify::error::{EXIT_ERROR, EXIT_GATE, EXIT_NOTHING, EXIT_OK};
+    py.get_type::<InputError>()
+        .setattr("exit_code", EXIT_ERROR)?;
+    py.get_type::<RulesError>()
+        .setattr("exit_code", EXIT_ERROR)?;
+    py.get_type::<NothingToAnalyze>()
+        .setattr("exit_code", EXIT_NOTHING)?;
     m.add("InputError", py.get_type::<InputError>())?;
+    m.add("NothingToAnalyze", py.get_type::<NothingToAnalyze>())?;
     m.add("RulesError", py.get_type::<RulesError>())?;
+    m.add("EXIT_OK", EXIT_OK)?;
+    m.add("EXIT_GATE", EXIT_GATE)?;
+    m.add("EXIT_ERROR", EXIT_ERROR)?;
+    m.add("EXIT_NOTHING", EXIT_NOTHING)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("FEED_SCHEMA", report::json::FEED_SCHEMA)?;
     m.add_class::<NativeRun>()?;

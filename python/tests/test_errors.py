@@ -151,3 +151,57 @@ def test_the_gil_is_free_while_rust_works(big_trace: Path) -> None:
     during = [t for t in ticks if t > started + 0.1]
     gaps = [b - a for a, b in zip(during, during[1:])]
     assert len(during) > 50 and max(gaps) < 0.5, (len(during), max(gaps, default=None))
+
+
+def _cut_before_kernels(tmp_path: Path) -> str:
+    """A Kineto trace cut before its first kernel: host events only, no GPU activity."""
+    import gzip
+
+    raw = gzip.open(FIXTURES / "kineto/h100/eager_manual_attn.json.gz").read()
+    at = raw.find(b'"cat": "kernel"')
+    if at < 0:
+        at = raw.find(b'"cat":"kernel"')
+    path = tmp_path / "cut_before_kernels.json"
+    path.write_bytes(raw[: raw.rfind(b"{", 0, at)])
+    return str(path)
+
+
+def test_no_gpu_activity_raises_nothing_to_analyze_with_the_clis_exit_code(tmp_path: Path) -> None:
+    path = _cut_before_kernels(tmp_path)
+    with pytest.raises(rc.NothingToAnalyze) as raised:
+        rc.analyze(path)
+    error = raised.value
+    assert isinstance(error, rc.InputError)
+    assert error.exit_code == rc.EXIT_NOTHING == 3
+    assert path in str(error)
+    done = cli([path, "--quiet"], check=False)
+    assert done.returncode == error.exit_code
+    assert str(error) in done.stderr.decode()
+    feed = rc.analyze(path, allow_empty=True)
+    assert feed["summary"]["kernel_ns"] == 0
+
+
+def test_exit_codes_are_the_clis() -> None:
+    assert (rc.EXIT_OK, rc.EXIT_GATE, rc.EXIT_ERROR, rc.EXIT_NOTHING) == (0, 1, 2, 3)
+    assert rc.InputError.exit_code == rc.RulesError.exit_code == rc.EXIT_ERROR
+    done = cli([BAD[0], "--quiet"], check=False)
+    assert done.returncode == rc.InputError.exit_code
+
+
+def test_ranks_of_two_jobs_raise_unless_forced(tmp_path: Path) -> None:
+    import shutil
+
+    shutil.copy(FIXTURES / "kineto/parallel/cp/rank0.json.gz", tmp_path / "rank0.json.gz")
+    shutil.copy(FIXTURES / "kineto/parallel/fsdp1/rank1.json.gz", tmp_path / "rank1.json.gz")
+    with pytest.raises(rc.InputError, match="not one job") as raised:
+        rc.analyze(str(tmp_path))
+    assert raised.value.exit_code == 2
+    assert cli([str(tmp_path), "--quiet"], check=False).returncode == 2
+    feed = rc.analyze(str(tmp_path), force=True)
+    assert len(feed["ranks"]) == 2
+
+
+def test_a_step_selection_that_keeps_nothing_raises() -> None:
+    path = str(FIXTURES / "kineto/h100/eager_manual_attn.json.gz")
+    with pytest.raises(rc.InputError, match="selects no step"):
+        rc.analyze(path, steps="100..200")

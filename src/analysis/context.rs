@@ -403,8 +403,9 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
     clock.lap("regions+compile+attribution");
     drop(devices);
     let durations: Vec<i64> = parts.step_durations.iter().map(|d| d.1).collect();
+    let work: Vec<i64> = parts.step_work.iter().map(|d| d.1).collect();
     let (step_ns, warmup_in_window) =
-        steps::step_stats(&durations).map_or((None, false), |(s, w)| (Some(s), w));
+        steps::step_stats(&durations, Some(&work)).map_or((None, false), |(s, w)| (Some(s), w));
     let tagged_ns = tagged_ns(trace, &classified, &in_scope);
     let (compile, compile_detail) = compile_summary(&compile_facts, &tagged_ns, tables.kernel_ns);
     let mut summary = Summary {
@@ -464,6 +465,8 @@ pub fn prepare<'a>(trace: &'a Trace, rules: &'a RuleSet, opts: &'a AnalysisOptio
             kernels: tables.kernels,
             partition: parts.total,
             step_durations: parts.step_durations.clone(),
+            step_work: parts.step_work.clone(),
+            step_numbers: steps.numbers(),
             steps_per_input,
             compile: compile_facts,
             ops: op_tables.ops,

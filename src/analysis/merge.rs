@@ -25,12 +25,47 @@ use crate::classify::devices::DevicePeaks;
 use crate::classify::{Bucket, KernelTag};
 use std::collections::BTreeMap;
 
+/// The job's steps from its ranks': each step number's slowest time and busiest GPU work, and
+/// every step number any rank has.
+#[derive(Default)]
+struct StepsMerge {
+    durations: BTreeMap<u64, i64>,
+    work: BTreeMap<u64, i64>,
+    numbers: Vec<u64>,
+}
+
+impl StepsMerge {
+    fn add(&mut self, rp: &Parts) {
+        for &(n, d) in &rp.step_durations {
+            let e = self.durations.entry(n).or_insert(0);
+            *e = (*e).max(d);
+        }
+        for &(n, w) in &rp.step_work {
+            let e = self.work.entry(n).or_insert(0);
+            *e = (*e).max(w);
+        }
+        self.numbers.extend(&rp.step_numbers);
+    }
+
+    fn into_parts(mut self, p: &mut Parts) {
+        p.step_durations = self.durations.into_iter().collect();
+        p.step_work = p
+            .step_durations
+            .iter()
+            .map(|&(n, _)| (n, self.work.get(&n).copied().unwrap_or(0)))
+            .collect();
+        self.numbers.sort_unstable();
+        self.numbers.dedup();
+        p.step_numbers = self.numbers;
+    }
+}
+
 /// The job's analysis from its ranks' (in merge order: by rank); `top` rows of `top_kernels`
 /// are kept.
 pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analysis {
     let mut inputs = Vec::new();
     let mut p = Parts::default();
-    let mut durations: BTreeMap<u64, i64> = BTreeMap::new();
+    let mut steps = StepsMerge::default();
     let mut counters: BTreeMap<&str, crate::analysis::signals::counters::CounterSums> =
         BTreeMap::new();
     let (mut window_ns, mut kernel_ns) = (0i64, 0i64);
@@ -45,10 +80,7 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
         op_view |= a.summary.bucket_view == "ops";
         out.has_op_shapes |= a.has_op_shapes;
         p.partition.add(&rp.partition);
-        for &(n, d) in &rp.step_durations {
-            let e = durations.entry(n).or_insert(0);
-            *e = (*e).max(d);
-        }
+        steps.add(rp);
         p.steps_per_input.extend(&rp.steps_per_input);
         p.compile.append(&rp.compile);
         p.flops.extend(rp.flops.iter().cloned());
@@ -89,9 +121,10 @@ pub fn merge(ranks: &[&Analysis], devices: &[DevicePeaks], top: usize) -> Analys
     let (kernels, ops, shapes, roots) = sum_tables(ranks);
     let mut tables = crate::analysis::kernels::tables_from_rows(kernels, kernel_ns, top);
     p.kernels = std::mem::take(&mut tables.kernels);
-    p.step_durations = durations.into_iter().collect();
+    steps.into_parts(&mut p);
     let durations: Vec<i64> = p.step_durations.iter().map(|d| d.1).collect();
-    let warmup_in_window = steps::step_stats(&durations).is_some_and(|(_, w)| w);
+    let work: Vec<i64> = p.step_work.iter().map(|d| d.1).collect();
+    let warmup_in_window = steps::step_stats(&durations, Some(&work)).is_some_and(|(_, w)| w);
     let (mut compile, _) = compile::summarize(&p.compile);
     compile.inductor_kernel_pct = pct(
         p.tagged_ns.get(&KernelTag::Inductor).copied().unwrap_or(0),
@@ -352,7 +385,8 @@ fn summary(
     devices: &[DevicePeaks],
 ) -> Summary {
     let durations: Vec<i64> = p.step_durations.iter().map(|d| d.1).collect();
-    let step_ns = steps::step_stats(&durations).map(|(s, _)| s);
+    let work: Vec<i64> = p.step_work.iter().map(|d| d.1).collect();
+    let step_ns = steps::step_stats(&durations, Some(&work)).map(|(s, _)| s);
     let mut summary = Summary {
         window_ns,
         steps: durations.len(),

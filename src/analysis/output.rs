@@ -197,6 +197,13 @@ pub struct Parts {
     pub partition: Partition,
     /// Analyzed step durations (slowest input per step number).
     pub step_durations: Vec<(u64, i64)>,
+    /// Those steps' GPU work (busy; the busiest input per step number), in the same order.
+    #[serde(default)]
+    pub step_work: Vec<(u64, i64)>,
+    /// Every step number the inputs have, before `--steps`, `--skip-warmup` or `--phase`
+    /// selected (iterations: their indices), ascending.
+    #[serde(default)]
+    pub step_numbers: Vec<u64>,
     /// Kept steps per input.
     pub steps_per_input: Vec<usize>,
     pub compile: CompileFacts,

@@ -140,6 +140,16 @@ pub struct ComputeArgs {
     /// decompression bomb.
     #[arg(long, value_name = "RATIO", default_value_t = crate::ingest::MAX_GUNZIP_RATIO)]
     pub max_gunzip_ratio: u64,
+
+    /// Analyze ranks together although they look like different jobs (another world size,
+    /// backend or NCCL version in their distributedInfo, a rank given twice, recorded apart in
+    /// time), which is otherwise an error.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Report inputs that hold no GPU activity instead of exiting 3 (nothing to analyze).
+    #[arg(long)]
+    pub allow_empty: bool,
 }
 
 /// `--phase`: an iteration's phase.
@@ -455,5 +465,7 @@ pub(super) fn config(
         serde_events: global.serde_events,
         what_if: args.what_if.clone(),
         applied: Vec::new(),
+        force: c.force,
+        allow_empty: c.allow_empty,
     })
 }

@@ -15,6 +15,14 @@ use clap::CommandFactory;
 use commands::{run_analyze, run_diff, run_explain, run_merge, run_partial, run_rules};
 use output::write_stdout;
 
+/// The exit code an error ends the process with: the pipeline's own
+/// ([`crate::error::RunError::exit_code`]: 3 for inputs without GPU activity), else 2.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<crate::error::RunError>())
+        .map_or(crate::error::EXIT_ERROR, crate::error::RunError::exit_code)
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<Status> {
     if let Some(n) = cli.global.threads {

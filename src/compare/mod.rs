@@ -319,7 +319,8 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
         applied: Vec::new(),
         base: with_samples(base_run, &b_samples),
         new: with_samples(new_run, &n_samples),
-        verdict: verdict.step.verdict,
+        verdict: overall_verdict(verdict.step.verdict, &verdict.components),
+        step_verdict: verdict.step.verdict,
         confidence: verdict.step.confidence,
         cause: verdict.cause,
         statistics: verdict.statistics,
@@ -343,6 +344,25 @@ pub fn diff(base_run: &Outcome, new_run: &Outcome, top: usize) -> Diff {
         findings_remaining: by_name(fb.intersection(fnew)),
         ladder,
         next_level: (base_run.next_level, new_run.next_level),
+    }
+}
+
+/// The run's verdict from the step's and its GPU work's: `mixed` where the step moved against its
+/// GPU work beyond the noise (faster while the GPU work got slower, or slower while it got
+/// faster). The profiled step then moved with its host time, and a step the GPU bounds without
+/// the profiler moves with its GPU work: the user's step may have gone either way. (Host time,
+/// which holds the GPU's idle time, moves against GPU work whenever the GPU alone speeds up, so
+/// that alone is no disagreement.)
+fn overall_verdict(step: Verdict, components: &[output::Component]) -> Verdict {
+    let gpu = components
+        .iter()
+        .find(|c| c.name == "gpu_work")
+        .map(|c| c.verdict);
+    match (step, gpu) {
+        (Verdict::Faster, Some(Verdict::Slower)) | (Verdict::Slower, Some(Verdict::Faster)) => {
+            Verdict::Mixed
+        }
+        _ => step,
     }
 }
 
@@ -378,7 +398,14 @@ impl Diff {
                 )
             })
             .unwrap_or_default();
-        match self.verdict {
+        // GPU work slower by more than `pct` of the step: the code's own regression, whatever
+        // the host's time did (a host that got faster hides it in a profiled step).
+        let gpu_slower = self.components.iter().find(|c| {
+            c.name == "gpu_work"
+                && c.verdict == Verdict::Slower
+                && c.delta_ns_per_step as f64 > pct / 100.0 * self.step.base_ns as f64
+        });
+        match self.step_verdict {
             Verdict::TooFewSteps => {
                 g.notices.push(format!(
                     "too few steps for a verdict (base {}, new {}; {} a side are needed): \
@@ -409,16 +436,16 @@ impl Diff {
                 }
             }
             _ => {
-                if let Some(gpu) = self.components.iter().find(|c| {
-                    c.name == "gpu_work"
-                        && c.verdict == Verdict::Slower
-                        && c.delta_ns_per_step as f64 > pct / 100.0 * self.step.base_ns as f64
-                }) {
-                    g.notices.push(format!(
-                        "not gated: GPU work is slower by {} ns per step (more than {pct}% of \
-                         the step), but the step is {} in its host noise{largest_slower}",
+                if let Some(gpu) = gpu_slower {
+                    g.tripped.push(format!(
+                        "GPU work {:+} ns per step ({:+.1}% of the step, {} → {} ns), slower at \
+                         confidence {:.3}, while the step is {} ({step_pct:+.1}%){largest_slower}",
                         gpu.delta_ns_per_step,
-                        self.verdict.as_str()
+                        gpu.delta_ns_per_step as f64 / self.step.base_ns.max(1) as f64 * 100.0,
+                        gpu.base_ns_per_step,
+                        gpu.new_ns_per_step,
+                        gpu.confidence.unwrap_or(0.0),
+                        self.step_verdict.as_str().replace('_', " ")
                     ));
                 }
             }

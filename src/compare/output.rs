@@ -240,8 +240,12 @@ pub struct Diff {
     pub base: Side,
     /// The new run: its inputs, devices and the steps compared.
     pub new: Side,
-    /// The step time's verdict, its confidence (1 − p of Welch's t-test) and cause.
+    /// The run's verdict: the step time's ([`Diff::step_verdict`]), or `mixed` where GPU work
+    /// and host time moved in opposite directions (or the step got faster while its GPU work
+    /// got slower); its confidence (1 − p of Welch's t-test) and cause.
     pub verdict: Verdict,
+    /// The step time's own verdict (Welch's t-test over the compared steps).
+    pub step_verdict: Verdict,
     /// 1 − p of the step's Welch test (three decimals); null with too few steps.
     pub confidence: Option<f64>,
     /// What the step change comes from; null when nothing moved.

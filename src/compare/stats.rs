@@ -23,6 +23,9 @@ pub enum Verdict {
     Slower,
     WithinNoise,
     TooFewSteps,
+    /// The run's verdict only (never a test's): GPU work and host time changed in opposite
+    /// directions beyond their noise, or the step is faster while its GPU work is slower.
+    Mixed,
 }
 
 impl Verdict {
@@ -30,9 +33,9 @@ impl Verdict {
     pub fn as_str(self) -> &'static str {
         crate::model::variant_name(&self)
     }
-    /// Faster or slower: a change the test could tell from the noise.
+    /// Faster, slower or mixed: a change the test could tell from the noise.
     pub fn changed(self) -> bool {
-        matches!(self, Verdict::Faster | Verdict::Slower)
+        matches!(self, Verdict::Faster | Verdict::Slower | Verdict::Mixed)
     }
 }
 

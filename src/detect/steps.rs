@@ -5,7 +5,7 @@ use super::evidence as ev;
 use super::{pct, round2, Detail, Finding, Severity};
 use crate::analysis::numbers::median;
 use crate::analysis::time::phases::Phase;
-use crate::analysis::time::steps::{is_warmup, step_stats};
+use crate::analysis::time::steps::step_stats;
 use crate::analysis::Analysis;
 
 pub fn high_step_variance(a: &Analysis) -> Vec<Finding> {
@@ -60,7 +60,7 @@ pub fn warmup_in_window(a: &Analysis) -> Vec<Finding> {
     }
     let step_durations = &a.parts.step_durations;
     let durs: Vec<i64> = step_durations.iter().map(|s| s.1).collect();
-    if !is_warmup(&durs) {
+    if !a.warmup_in_window || durs.len() < 2 {
         return vec![];
     }
     let med = median(&durs[1..]);
@@ -108,7 +108,7 @@ fn iteration_variance(a: &Analysis) -> Vec<Finding> {
             continue;
         }
         let durs: Vec<i64> = its.iter().map(|s| s.1).collect();
-        let Some((stats, _)) = step_stats(&durs) else {
+        let Some((stats, _)) = step_stats(&durs, None) else {
             continue;
         };
         // step_stats would drop a leading warm-up; these are steady already: recompute plainly.

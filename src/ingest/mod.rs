@@ -12,12 +12,15 @@ pub mod json_stream;
 #[doc(hidden)]
 pub mod kineto;
 pub(crate) mod num;
+mod ranks;
 pub(crate) mod rocpd;
 pub(crate) mod rocprof_compute;
 pub(crate) mod rocprof_csv;
 pub(crate) mod rocprof_v1_json;
 pub(crate) mod rocprofv3_json;
 pub(crate) mod torch_logs;
+pub use ranks::rank_in_file_name;
+use ranks::{assign_file_ranks, skip_other_formats};
 pub use rocprof_compute::wanted_columns;
 pub use torch_logs::{looks_like_torch_logs, parse as parse_torch_logs};
 pub(crate) mod torch_trace;
@@ -287,42 +290,6 @@ fn expand_into_groups(paths: &[PathBuf]) -> Result<Vec<Group>, IngestError> {
         }
     }
     Ok(out)
-}
-
-/// The rank in a per-rank trace file's name (`rank0`, `rank_3`, `rank-12.Apr_03…pt.trace.json`,
-/// any case), as launch scripts and `tensorboard_trace_handler` runs name them.
-pub fn rank_in_file_name(path: &Path) -> Option<u32> {
-    static RANK: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?i)(?:^|[^a-z])rank[_-]?(\d{1,6})(?:\D|$)").expect("valid regex")
-    });
-    let name = path.file_name()?.to_str()?;
-    RANK.captures(name)?.get(1)?.as_str().parse().ok()
-}
-
-/// Gives ranks to the files of several that carry none (no `distributedInfo`, no per-event
-/// rank): the rank in the file name, or, for a directory none of whose files names a rank, the
-/// file's place in it (sorted by name). Files given one by one get ranks only from their names:
-/// two unrelated traces are not two ranks.
-fn assign_file_ranks(groups: &[Vec<&PathBuf>], parts: &mut [Trace]) {
-    let mut next = 0;
-    for group in groups {
-        let files = &mut parts[next..next + group.len()];
-        next += group.len();
-        let unranked = |t: &Trace| t.inputs.len() == 1 && t.inputs[0].rank.is_none();
-        let named: Vec<Option<u32>> = group.iter().map(|p| rank_in_file_name(p)).collect();
-        let by_place =
-            group.len() > 1 && named.iter().all(Option::is_none) && files.iter().all(unranked);
-        for (i, trace) in files.iter_mut().enumerate() {
-            if !unranked(trace) {
-                continue;
-            }
-            trace.inputs[0].rank = match named[i] {
-                Some(r) => Some(r),
-                None if by_place => Some(i as u32),
-                None => continue,
-            };
-        }
-    }
 }
 
 fn is_trace_file_name(p: &Path) -> bool {
@@ -673,6 +640,9 @@ pub fn read_all(paths: &[PathBuf], opts: &ReadOptions) -> Result<Trace, IngestEr
                 }
                 Err(e) => return Err(e),
             }
+        }
+        if group.dir.is_some() {
+            skip_other_formats(&mut kept, &mut parts, &mut skipped_here);
         }
         if let (Some(dir), true) = (&group.dir, kept.is_empty()) {
             return Err(IngestError::NoTraceInDir {

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod job;
 pub(crate) mod partial;
 pub use partial::Partial;
 
@@ -58,6 +59,10 @@ pub struct Config {
     pub what_if: Vec<String>,
     /// `diff --applied`: the recommendation ids applied between the two runs.
     pub applied: Vec<String>,
+    /// Analyze ranks together although they look like different jobs (`--force`).
+    pub force: bool,
+    /// Report inputs without GPU activity instead of refusing them (`--allow-empty`).
+    pub allow_empty: bool,
 }
 
 /// One rank's view (the feed's `ranks[]`).
@@ -174,6 +179,14 @@ pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
     };
     let mut trace = trace?;
     let read = started.elapsed();
+    if !paths.is_empty() {
+        if !config.force {
+            job::check_one_job(&trace)?;
+        }
+        if !config.allow_empty && !job::has_gpu_work(&trace) {
+            return Err(job::nothing_to_analyze(&trace));
+        }
+    }
     add_log_inputs(&mut trace, &logs);
     let mut run = run_trace(
         trace,
@@ -184,6 +197,9 @@ pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
         env.as_ref(),
         &opts,
     );
+    if !paths.is_empty() {
+        check_selection(&run.analysis, &opts)?;
+    }
     if run.analysis.parts.what_if.is_some() {
         // The report's price of the same rungs together: one number in every output.
         let price = recommend::price_together(
@@ -202,6 +218,27 @@ pub fn run(inputs: &[PathBuf], config: &Config) -> Result<Run, RunError> {
     run.timings.read = read;
     run.timings.analysis = started.elapsed() - read;
     Ok(run)
+}
+
+/// A step selection (`--steps`, `--phase`; `--skip-warmup` where the inputs have steps) that
+/// kept no step is an error naming the steps the inputs have.
+fn check_selection(a: &Analysis, opts: &AnalysisOptions) -> Result<(), RunError> {
+    let numbers = &a.parts.step_numbers;
+    let asked: Vec<String> = [
+        opts.steps.map(|r| format!("--steps {r}")),
+        opts.phase.map(|p| format!("--phase {p}")),
+        (opts.skip_warmup && !numbers.is_empty()).then(|| "--skip-warmup".to_string()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if asked.is_empty() || a.parts.steps_per_input.iter().sum::<usize>() > 0 {
+        return Ok(());
+    }
+    Err(RunError::EmptySelection {
+        selection: asked.join(" "),
+        have: job::describe_steps(numbers, a.summary.iterations.is_some()),
+    })
 }
 
 /// The changes of the recommendations `ids` (`--what-if`): each must be in the catalog and
@@ -257,6 +294,9 @@ pub fn partial(
     let mut trace = read_traces(inputs, config)?;
     if config.cancel.as_ref().is_some_and(Cancel::is_set) {
         return Err(RunError::Cancelled);
+    }
+    if !config.allow_empty && !job::has_gpu_work(&trace) {
+        return Err(job::nothing_to_analyze(&trace));
     }
     let ranks: std::collections::BTreeSet<Option<u32>> =
         trace.inputs.iter().map(|i| i.rank).collect();

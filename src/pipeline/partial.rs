@@ -319,7 +319,10 @@ pub fn merge(
 }
 
 /// The first field of `distributedInfo` two runs differ in.
-fn run_difference(a: Option<&Distributed>, b: Option<&Distributed>) -> Option<&'static str> {
+pub(crate) fn run_difference(
+    a: Option<&Distributed>,
+    b: Option<&Distributed>,
+) -> Option<&'static str> {
     let (a, b) = match (a, b) {
         (None, None) => return None,
         (Some(a), Some(b)) => (a, b),

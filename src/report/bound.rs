@@ -52,8 +52,15 @@ pub fn path_line(run: &Run) -> Option<String> {
             ));
         }
     }
+    // A trace without steps is one span (its iterations', or its whole window's).
+    let s = &run.analysis.summary;
+    let what = match (s.steps, s.iterations) {
+        (0, Some(_)) => "each iteration is",
+        (0, None) => "the window is",
+        _ => "each step is",
+    };
     let mut line = format!(
-        "each step is bound by {} ({share:.1}% of its critical path{how})",
+        "{what} bound by {} ({share:.1}% of its critical path{how})",
         name(p, first)
     );
     let second = crate::analysis::Label::ALL

@@ -87,12 +87,23 @@ impl<'r> Sections<'r> {
         let s = &self.run.analysis.summary;
         let phases = &self.run.analysis.phases;
         let step = match &s.step_ns {
-            Some(st) if s.steps > 0 => format!(
-                "**step {}** (mean of {} steps, CV {:.1}%)",
-                fmt_ns(st.mean.round() as i64),
-                s.steps,
-                st.cv_pct
-            ),
+            Some(st) if s.steps > 0 => {
+                let compared = s.steps - usize::from(self.run.analysis.warmup_in_window);
+                if compared == 1 {
+                    format!(
+                        "**step {}** (1 step{})",
+                        fmt_ns(st.mean.round() as i64),
+                        if s.steps > 1 { " after a warm-up" } else { "" }
+                    )
+                } else {
+                    format!(
+                        "**step {}** (mean of {} steps, CV {:.1}%)",
+                        fmt_ns(st.mean.round() as i64),
+                        s.steps,
+                        st.cv_pct
+                    )
+                }
+            }
             // Iterations: the phase with the most steady iterations leads.
             _ if !phases.is_empty() => {
                 let lead = phases

@@ -88,12 +88,13 @@ pub fn render(run: &Run, opts: &TableOptions) -> Vec<u8> {
     }
     let steps = match &s.step_ns {
         Some(st) if s.steps > 0 => {
-            format!(
-                "{} (mean {}, cv {:.1}%)",
-                s.steps,
-                fmt_ns(st.mean.round() as i64),
-                st.cv_pct
-            )
+            let warm = run.analysis.warmup_in_window;
+            let mean = fmt_ns(st.mean.round() as i64);
+            match (s.steps, warm) {
+                (1, _) => format!("1 step, {mean}"),
+                (2, true) => format!("2 (the first a warm-up, left out; 1 step, {mean})"),
+                (n, _) => format!("{n} (mean {mean}, cv {:.1}%)", st.cv_pct),
+            }
         }
         _ if s.iterations.is_some() => format!(
             "none; {} iterations from `{}` (see Iterations by phase)",

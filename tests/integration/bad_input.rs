@@ -126,7 +126,8 @@ fn a_trace_cut_mid_write_is_analyzed_up_to_its_last_event() {
         let cut = (full.len() as f64 * frac) as usize;
         let p = dir.path().join(format!("cut_{cut}.json"));
         std::fs::write(&p, &full[..cut]).unwrap();
-        let (feed, err) = feed_of(&p, &[]);
+        // A cut before the first kernel holds no GPU activity: exit 3 unless --allow-empty.
+        let (feed, err) = feed_of(&p, &["--allow-empty"]);
         assert_eq!(feed["inputs"][0]["truncated"], true);
         assert!(
             err.contains("warning")
@@ -142,6 +143,12 @@ fn a_trace_cut_mid_write_is_analyzed_up_to_its_last_event() {
         let k = feed["summary"]["kernel_ns"].as_i64().unwrap();
         assert!(k >= previous && k <= whole_kernels, "{frac}: {k}");
         previous = k;
+        let plain = bin().arg(&p).output().unwrap();
+        assert_eq!(
+            plain.status.code(),
+            Some(if k == 0 { 3 } else { 0 }),
+            "{frac}"
+        );
         // --strict turns it into an error.
         bin()
             .arg("--strict")
@@ -174,7 +181,7 @@ fn quiet_silences_the_warning_but_not_the_feed() {
     let full = decompressed_fixture();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("cut.json");
-    std::fs::write(&p, &full[..full.len() / 2]).unwrap();
+    std::fs::write(&p, &full[..full.len() * 9 / 10]).unwrap();
     let (feed, err) = feed_of(&p, &["-q"]);
     assert!(err.is_empty(), "{err}");
     assert_eq!(feed["inputs"][0]["truncated"], true);
@@ -260,7 +267,8 @@ fn every_h100_trace_cut_short_is_reported_as_truncated() {
         let out = |ext: &str| dir.path().join(format!("out.{ext}"));
         let table = crate::common::bin()
             .arg(path)
-            .args(["--color", "never", "--json"])
+            // A cut before the first kernel has no GPU activity: reported, not refused.
+            .args(["--allow-empty", "--color", "never", "--json"])
             .arg(out("json"))
             .arg("--markdown")
             .arg(out("md"))

@@ -77,13 +77,16 @@ pub fn run_trace(trace: Trace, opts: &AnalysisOptions) -> Run {
     rocprof_classify::pipeline::run_trace(trace, &[], true, rules(), catalog(), None, opts)
 }
 
-/// [`rocprof_classify::run`] on one path, every kernel listed.
+/// [`rocprof_classify::run`] on one path, every kernel listed. Inputs without GPU activity (an
+/// API-only rocprof file, a CPU-only HTA sample) are analyzed as `--allow-empty` does: the sweeps
+/// over every corpus file read them too; `refusals` checks that they are refused otherwise.
 pub fn run_path(p: &Path) -> Run {
     let config = rocprof_classify::Config {
         analysis: AnalysisOptions {
             top: usize::MAX,
             ..Default::default()
         },
+        allow_empty: true,
         ..Default::default()
     };
     rocprof_classify::run(&[p.to_path_buf()], &config).unwrap_or_else(|e| panic!("{e}"))
@@ -97,6 +100,7 @@ pub fn analyze_paths(paths: &[PathBuf], top: usize) -> Analysis {
             top,
             ..Default::default()
         },
+        allow_empty: true,
         ..Default::default()
     };
     rocprof_classify::run(paths, &config)

@@ -382,8 +382,8 @@ const AMD_LEDGER: &[(&str, &[(&str, &str)])] = &[
         ("low_gemm_efficiency", "its [5,128]x[128,128] GEMMs reach ~0% of the peak, found from its gfx90a arch (the trace names the GPU 'AMD Radeon Graphics')"),
         ("memcpy_heavy", "host-device copies are a quarter of its small GPU time"),
         ("sync_stalls", "a blocking copy per step"),
-        ("unrepresentative_profile", "the GPU idles 6.6 ms (71% of a 9.4 ms window) inside one AccumulateGrad of the warm-up step"),
-        ("warmup_in_window", "the first profiled step is ~190x the second"),
+        ("high_step_variance", "its second step is a 49 µs tail without GPU work after a 9.3 ms first step: CV 99% (step 1, all the work, is no warm-up)"),
+        ("unrepresentative_profile", "the GPU idles 6.6 ms (71% of a 9.4 ms window) inside one AccumulateGrad of the first step"),
     ]),
     ("corpus/tracelens/Falconsai_nsfw_image_detection__1016002.json.gz", &[
         ("conv_layout_transposes", "MIOpen transposes around the ViT patch-embedding convolution"),

@@ -487,3 +487,67 @@ fn an_mi300x_run_and_an_h100_run_match_gemms_by_op_and_shape() {
             .stderr(predicate::str::contains("gating on the bare percentage"));
     });
 }
+
+/// A profiled step that moved against its GPU work is `mixed`, and a gate trips on the slower GPU
+/// work. Set2's BERT training (an H200): SDPA measured 9.7% faster without the profiler, while
+/// its profiled step is `slower` with its GPU work `faster` (the host took longer): `mixed`, not
+/// `slower`. Reversed, eager attention after TF32 (both measured, `truth.json`): GPU work slower,
+/// host time faster, the profiled step faster; the user's step, which its GPU bounds without the
+/// profiler, got no faster: `mixed`, and `--fail-on-regression 5` exits 1 on the GPU work.
+#[test]
+fn a_step_that_moved_against_its_gpu_work_is_mixed_and_gated() {
+    let dir = fixture("kineto/pairs/set2/bert_train");
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("../truth.json")).unwrap()).unwrap();
+    let measured = |arm: &str| {
+        truth["baselines"]["bert_train"]["arms"][arm]["measured_saving_pct"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(measured("sdpa") > 5.0, "{}", measured("sdpa"));
+    let d = diff(&dir.join("base.json.gz"), &dir.join("sdpa.json.gz"));
+    assert_eq!(d["step_verdict"], "slower");
+    assert_eq!(component(&d, "gpu_work")["verdict"], "faster");
+    assert_eq!(d["verdict"], "mixed");
+
+    let (base, new) = (dir.join("tf32.json.gz"), dir.join("base.json.gz"));
+    let d = diff(&base, &new);
+    assert_eq!(d["step_verdict"], "faster");
+    assert_eq!(component(&d, "gpu_work")["verdict"], "slower");
+    assert_eq!(component(&d, "host_time")["verdict"], "faster");
+    assert_eq!(d["verdict"], "mixed");
+    // Without the profiler, TF32 saved nothing measurable on this host-bound step: the
+    // profiled step's −27% is the host's.
+    assert!(measured("tf32").abs() < 2.0, "{}", measured("tf32"));
+    let out = bin()
+        .arg("diff")
+        .arg(&base)
+        .arg(&new)
+        .args(["--fail-on-regression", "5"])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("GPU work +")
+                .and(predicate::str::contains("while the step is faster")),
+        )
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    let verdict = text
+        .lines()
+        .find(|l| l.starts_with("mixed:"))
+        .expect("the verdict line");
+    assert!(
+        verdict.contains("GPU work slower") && verdict.contains("host time faster"),
+        "{verdict}"
+    );
+    // A gate well above the GPU work's change does not trip.
+    bin()
+        .arg("diff")
+        .arg(&base)
+        .arg(&new)
+        .args(["--fail-on-regression", "50", "--json", "/dev/null"])
+        .assert()
+        .code(0);
+}

@@ -65,8 +65,9 @@ fn fuzz_regressions_replay_cleanly() {
                 input.display()
             );
             let code = out.status.code();
+            // 3: nothing to analyze (no GPU activity left once implausible rows are dropped).
             assert!(
-                matches!(code, Some(0 | 2)),
+                matches!(code, Some(0 | 2 | 3)),
                 "{}: exit {code:?} {stderr}",
                 input.display()
             );

@@ -6,7 +6,7 @@
 //! | what it checks | modules |
 //! |---|---|
 //! | reading inputs, by format | `rocprof`, `amd`, `compile_logs`, `corpus` (every corpus trace), `scanner` (the Kineto scanner against serde) |
-//! | bad and hostile input | `bad_input`, `bad_input_matrix`, `fuzz_regressions` |
+//! | bad and hostile input; what is refused (mixed jobs, empty selections, no GPU work) | `bad_input`, `bad_input_matrix`, `fuzz_regressions`, `refusals` |
 //! | the numbers: steps, partition, attribution | `diagnosis`, `invariants`, `trust`, `peers`, `h100`, `zoo` |
 //! | what bounds each step: the critical path, the dependency model | `critical_path` |
 //! | one analysis area | `efficiency`, `mfu`, `bandwidth`, `memory`, `regions`, `serving`, `graphs`, `collectives`, `ranks` |
@@ -55,6 +55,7 @@ mod peers;
 mod pipeline;
 mod ranks;
 mod recommend;
+mod refusals;
 mod regions;
 mod replays;
 mod review;

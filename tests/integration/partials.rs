@@ -122,6 +122,8 @@ fn rank_files_without_distributed_info_take_their_ranks_from_their_names() {
     let out = tmp.path().join("partials");
     std::fs::create_dir(&out).unwrap();
     let partials = write_partials(&rank_files(&job), &out, &["-q"]);
+    // Two captures as one job's ranks: analyzed together only when forced (merge has no
+    // timestamps to tell them apart).
     let ranks: Vec<Option<u32>> = partials
         .iter()
         .map(|p| {
@@ -131,7 +133,7 @@ fn rank_files_without_distributed_info_take_their_ranks_from_their_names() {
         })
         .collect();
     assert_eq!(ranks, [Some(0), Some(1)]);
-    assert_merge_equals_analysis(&[job], &partials, &["-q"]);
+    assert_merge_equals_analysis(&[job], &partials, &["-q", "--force"]);
 }
 
 #[test]
@@ -573,7 +575,8 @@ fn serving_iterations_merge_across_ranks() {
     let out = tmp.path().join("partials");
     std::fs::create_dir(&out).unwrap();
     let partials = write_partials(&rank_files(&job), &out, &["-q"]);
-    assert_merge_equals_analysis(std::slice::from_ref(&job), &partials, &["-q"]);
+    // Two captures as one job's ranks: analyzed together only when forced.
+    assert_merge_equals_analysis(std::slice::from_ref(&job), &partials, &["-q", "--force"]);
     let merged: serde_json::Value = serde_json::from_slice(&stdout(
         bin().arg("merge").args(&partials).args(["--json", "-"]),
     ))

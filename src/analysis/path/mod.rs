@@ -13,6 +13,7 @@ mod hidden;
 pub(crate) mod model;
 mod queue;
 pub(crate) mod replay;
+mod segments;
 mod walk;
 
 use crate::analysis::numbers::pct;

@@ -87,6 +87,14 @@ impl StepRange {
     }
 }
 
+/// As given on the command line (`2..5`, `3..`, `..4`), half-open.
+impl std::fmt::Display for StepRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let part = |x: Option<u64>| x.map_or(String::new(), |n| n.to_string());
+        write!(f, "{}..{}", part(self.start), part(self.end))
+    }
+}
+
 impl FromStr for StepRange {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -330,6 +338,14 @@ impl Steps {
         self.excluded[input] = excluded;
     }
 
+    /// Every step number (or iteration index) of every input, before any selection, ascending.
+    pub fn numbers(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.per_input.iter().flatten().map(|s| s.number).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// Whether an input's steps are iterations found from a marker.
     pub fn are_iterations(&self, input: usize) -> bool {
         self.marker.get(input).is_some_and(Option::is_some)
@@ -443,14 +459,14 @@ impl Steps {
     }
 }
 
-/// Step statistics without warm-up: step 0 is dropped when it is more than 1.5× the median of
-/// the others. Returns the stats and whether the first step was such a warm-up.
-pub fn step_stats(durations: &[i64]) -> Option<(StepStats, bool)> {
+/// Step statistics without warm-up (see [`is_warmup`]; `work`: each step's GPU work, where
+/// known). Returns the stats and whether the first step was such a warm-up.
+pub fn step_stats(durations: &[i64], work: Option<&[i64]>) -> Option<(StepStats, bool)> {
     if durations.is_empty() {
         return None;
     }
     let mut d = durations.to_vec();
-    let warmup = is_warmup(durations);
+    let warmup = is_warmup(durations, work);
     if warmup {
         d.remove(0);
     }
@@ -473,10 +489,24 @@ pub fn step_stats(durations: &[i64]) -> Option<(StepStats, bool)> {
     ))
 }
 
-/// Step 0 is a warm-up when it is more than 1.5× the median of the others.
-pub fn is_warmup(durations: &[i64]) -> bool {
-    durations.len() >= 2 && durations[0] as f64 > 1.5 * median(&durations[1..])
+/// Step 0 is a warm-up when it is more than 1.5× the median of the others, unless it is the only
+/// step with the work: where each step's GPU work is known (`work`, in the order of
+/// `durations`) and the others' median is under [`WARMUP_WORK_SHARE`] of step 0's, the others
+/// are a tail the profiler closed (a `ProfilerStep` with no kernels), not the steady state.
+pub fn is_warmup(durations: &[i64], work: Option<&[i64]>) -> bool {
+    if durations.len() < 2 || durations[0] as f64 <= 1.5 * median(&durations[1..]) {
+        return false;
+    }
+    match work.filter(|w| w.len() == durations.len()) {
+        Some(w) if w[0] > 0 => median(&w[1..]) >= WARMUP_WORK_SHARE * w[0] as f64,
+        _ => true,
+    }
 }
+
+/// The share of step 0's GPU work the other steps' median must reach for step 0 to be a
+/// warm-up: a warm-up runs the same kernels as the steps after it (more where cuDNN or Triton
+/// autotune), so steps after it with almost none hold no steady state to compare with.
+pub const WARMUP_WORK_SHARE: f64 = 0.02;
 
 #[cfg(test)]
 mod tests {
@@ -527,13 +557,17 @@ mod tests {
 
     #[test]
     fn warmup_step_is_excluded_from_stats() {
-        let (s, w) = step_stats(&[500, 100, 100, 100]).unwrap();
+        let (s, w) = step_stats(&[500, 100, 100, 100], None).unwrap();
         assert!(w);
         assert_eq!((s.mean, s.std), (100.0, 0.0));
-        let (s, w) = step_stats(&[140, 100, 100, 100]).unwrap();
+        let (s, w) = step_stats(&[140, 100, 100, 100], None).unwrap();
         assert!(!w);
         assert_eq!(s.mean, 110.0);
         assert!(s.cv_pct > 15.0 && s.cv_pct < 16.0, "{s:?}");
-        assert!(step_stats(&[]).is_none());
+        assert!(step_stats(&[], None).is_none());
+        // The only step with GPU work is never the warm-up; one whose followers work is.
+        assert!(!is_warmup(&[9_288, 49], Some(&[149, 0])));
+        assert!(is_warmup(&[9_288, 49, 50], Some(&[149, 20, 21])));
+        assert!(is_warmup(&[9_288, 49], None));
     }
 }

@@ -101,6 +101,8 @@ pub(crate) struct Partitioned {
     /// Analyzed step durations (slowest rank per step number), in step order; iterations are
     /// in `phases` instead.
     pub(crate) step_durations: Vec<(u64, i64)>,
+    /// Each of those steps' GPU work (busy, the busiest rank's), in the same order.
+    pub(crate) step_work: Vec<(u64, i64)>,
     pub(crate) phases: Vec<phases::PhaseTotals>,
 }
 
@@ -202,7 +204,7 @@ pub(crate) fn partition_time(
             }
         }
     }
-    let (step_rows, step_durations) = step_rows(trace, steps, devices, &step_parts);
+    let (step_rows, step_durations, step_work) = step_rows(trace, steps, devices, &step_parts);
     let phases = phase_partitions(trace, steps, devices, &step_parts);
     Partitioned {
         phases,
@@ -212,6 +214,7 @@ pub(crate) fn partition_time(
         host_windows,
         step_rows,
         step_durations,
+        step_work,
     }
 }
 
@@ -239,14 +242,18 @@ pub(crate) fn without_blocked(
 
 /// One row per kept step (its partition summed over the input's devices), and the step
 /// durations (slowest rank per step number).
+/// One number per step number, in step order.
+type PerStep = Vec<(u64, i64)>;
+
 pub(crate) fn step_rows(
     trace: &Trace,
     steps: &Steps,
     devices: &BTreeMap<(u32, u32), DeviceActivities>,
     step_parts: &[Vec<Partition>],
-) -> (Vec<StepRow>, Vec<(u64, i64)>) {
+) -> (Vec<StepRow>, PerStep, PerStep) {
     let mut rows = Vec::new();
     let mut by_number: BTreeMap<u64, i64> = BTreeMap::new();
+    let mut work: BTreeMap<u64, i64> = BTreeMap::new();
     for (input, meta) in trace.inputs.iter().enumerate() {
         let ndev = devices
             .keys()
@@ -258,6 +265,8 @@ pub(crate) fn step_rows(
             if !steps.are_iterations(input) {
                 let e = by_number.entry(s.number).or_insert(0);
                 *e = (*e).max(s.dur_ns());
+                let w = work.entry(s.number).or_insert(0);
+                *w = (*w).max(p.busy().round() as i64);
             }
             rows.push(StepRow {
                 rank: meta.rank,
@@ -272,7 +281,11 @@ pub(crate) fn step_rows(
             });
         }
     }
-    (rows, by_number.into_iter().collect())
+    (
+        rows,
+        by_number.into_iter().collect(),
+        work.into_iter().collect(),
+    )
 }
 
 /// Per phase, its iterations' times, exclusions and time partition (buckets are added by

@@ -85,6 +85,39 @@ pub fn verdict_line(d: &Diff) -> String {
             );
         }
     }
+    if d.verdict == Verdict::Mixed {
+        // Both parts, each with its change: which one the user's step follows depends on
+        // which bounds it without the profiler.
+        let part = |name: &str, what: &str| {
+            d.components.iter().find(|c| c.name == name).map(|c| {
+                let pct = if c.base_ns_per_step > 0 {
+                    format!(
+                        " ({:+.1}%)",
+                        c.delta_ns_per_step as f64 / c.base_ns_per_step as f64 * 100.0
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{what} {} {} → {}{pct}",
+                    c.verdict.as_str().replace('_', " "),
+                    fmt_ns(c.base_ns_per_step),
+                    fmt_ns(c.new_ns_per_step)
+                )
+            })
+        };
+        let parts: Vec<String> = [part("gpu_work", "GPU work"), part("host_time", "host time")]
+            .into_iter()
+            .flatten()
+            .collect();
+        let _ = write!(
+            out,
+            "; the step is {} but {}: a step the GPU bounds follows its GPU work",
+            d.step_verdict.as_str().replace('_', " "),
+            parts.join(", ")
+        );
+        return out;
+    }
     if let Some(c) = d.cause {
         out.push_str(match c {
             Cause::GpuWork => ", from GPU work",
